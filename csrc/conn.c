@@ -1,0 +1,312 @@
+/* conn.c: one blocking keep-alive HTTP/1.1 client connection. */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Read sizes: a head read leaves room for a typical response; a body read
+ * asks for what is left, up to this much at a time. */
+#define HEAD_READ 4096
+#define BODY_READ (1u << 20)
+/* After a response larger than this the buffer is given back. */
+#define KEEP_BUF (1u << 20)
+
+static hb_status fail(hb_conn *c, hb_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+    hb_conn_close(c);
+    return st;
+}
+
+hb_status hb_conn_init(hb_conn *c, const hb_transport *tp, const char *host, const char *port,
+                       double timeout, uint64_t max_body)
+{
+    memset(c, 0, sizeof *c);
+    hb_sock_init(&c->sock, tp, (int64_t)(timeout * 1e9));
+    c->max_body = max_body;
+    c->host = strdup(host);
+    c->port = strdup(port);
+    if (c->host == NULL || c->port == NULL) {
+        hb_conn_free(c);
+        return HB_ERR_NOMEM;
+    }
+    return HB_OK;
+}
+
+void hb_conn_close(hb_conn *c)
+{
+    hb_sock_close(&c->sock);
+    hb_buf_clear(&c->rx);
+    hb_buf_shrink(&c->rx, KEEP_BUF);
+    c->pending = 0;
+    c->reusable = 0;
+    c->served = 0;
+}
+
+void hb_conn_free(hb_conn *c)
+{
+    hb_conn_close(c);
+    hb_buf_free(&c->rx);
+    free(c->host);
+    free(c->port);
+    c->host = c->port = NULL;
+}
+
+/* Maps a failed wait to a status and message. `what` says where it was. */
+static hb_status wait_failed(hb_conn *c, int err, const char *what)
+{
+    if (err == ETIMEDOUT)
+        return fail(c, HB_ERR_TIMEOUT, "timed out after %.3f s %s",
+                    (double)c->sock.timeout / 1e9, what);
+    if (err == EINTR)
+        return fail(c, HB_ERR_INTERRUPTED, "interrupted %s", what);
+    if (err == ENOMEM)
+        return fail(c, HB_ERR_NOMEM, "out of memory %s", what);
+    return fail(c, HB_ERR_IO, "%s %s", strerror(err), what);
+}
+
+static hb_status open_socket(hb_conn *c, int64_t deadline)
+{
+    if (c->naddrs == 0) {
+        c->naddrs = hb_net_resolve(c->host, c->port, c->addrs, HB_CONN_MAX_ADDRS, c->error,
+                                   sizeof c->error);
+        if (c->naddrs < 0) {
+            c->naddrs = 0;
+            return HB_ERR_CONNECT;
+        }
+    }
+    int i = hb_sock_open(&c->sock, c->addrs, c->naddrs, deadline);
+    if (i < 0) {
+        int err = errno;
+        if (err == ETIMEDOUT || err == EINTR)
+            return wait_failed(c, err, "connecting");
+        return fail(c, HB_ERR_CONNECT, "cannot connect to %s:%s: %s", c->host, c->port,
+                    strerror(err));
+    }
+    if (i > 0) {
+        /* Try the address that answered first next time. */
+        hb_addr a = c->addrs[i];
+        c->addrs[i] = c->addrs[0];
+        c->addrs[0] = a;
+    }
+    c->connects++;
+    return HB_OK;
+}
+
+/* Reads more bytes into rx, with room for at least `want`. Returns the
+ * count, 0 at end of stream, or -1 with errno. */
+static ssize_t fill(hb_conn *c, size_t want, int64_t deadline)
+{
+    if (hb_buf_reserve(&c->rx, want) != 0)
+        return -1;
+    ssize_t n = hb_sock_read(&c->sock, hb_buf_wrptr(&c->rx), hb_buf_room(&c->rx), deadline);
+    if (n > 0) {
+        hb_buf_commit(&c->rx, (size_t)n);
+        c->bytes_received += (uint64_t)n;
+    }
+    return n;
+}
+
+/* A read that returned 0 or -1 while a message was incomplete. */
+static hb_status cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
+{
+    int err = errno;
+    if (n < 0 && err != ECONNRESET)
+        return wait_failed(c, err, "reading the response");
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return fail(c, HB_ERR_INCOMPLETE, "connection %s %s", n < 0 ? "reset" : "closed", what);
+}
+
+/* Reads the head of the final response into rx, skipping interim ones.
+ * *got counts the bytes received, so the caller knows whether any came. */
+static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
+{
+    int pflags = (flags & HB_REQ_HEAD) ? HB_PARSE_HEAD_REQUEST : 0;
+    for (;;) {
+        hb_response_reset(&c->resp);
+        int rc;
+        while ((rc = hb_parse_response(&c->resp, hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx),
+                                       pflags)) == HB_PARSE_MORE) {
+            size_t had = hb_buf_size(&c->rx);
+            ssize_t n = fill(c, HEAD_READ, deadline);
+            if (n <= 0) {
+                if (*got == 0 && had == 0)
+                    return cut_short(c, n, "before any response byte");
+                return cut_short(c, n, "after %zu bytes of the response head", had);
+            }
+            *got += (size_t)n;
+        }
+        if (rc == HB_PARSE_ERROR)
+            return fail(c, HB_ERR_PROTOCOL, "%s", c->resp.error);
+        if (c->resp.status == 101)
+            return fail(c, HB_ERR_PROTOCOL, "101 Switching Protocols is not supported");
+        if (c->resp.status >= 200)
+            return HB_OK;
+        /* Interim response (RFC 9110 section 15.2): skip it. */
+        hb_buf_consume(&c->rx, c->resp.head_len);
+    }
+}
+
+/* Takes body bytes at rx offset `at` (from the read pointer): counts them
+ * and, unless discarding, slides them down to the end of the kept body. */
+static int take_body(hb_conn *c, size_t at, size_t n, size_t *kept, int flags)
+{
+    if (c->body_len + n > c->max_body)
+        return -1;
+    c->body_len += n;
+    if (!(flags & HB_REQ_DISCARD)) {
+        char *p = hb_buf_rdptr(&c->rx);
+        size_t to = c->body_off + *kept;
+        if (to != at)
+            memmove(p + to, p + at, n);
+        *kept += n;
+    }
+    return 0;
+}
+
+/* Reads the body the head announced. Everything after the head is
+ * processed in place: body bytes are kept (or dropped) and framing bytes
+ * dropped, so rx always ends with the kept body. */
+static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
+{
+    const hb_response *r = &c->resp;
+    hb_chunked ck;
+    size_t kept = 0;
+    int done = r->body == HB_BODY_NONE, leftover = 0;
+
+    memset(&ck, 0, sizeof ck);
+    c->body_off = r->head_len;
+    c->body_len = 0;
+    if (r->body == HB_BODY_LENGTH && r->content_length > c->max_body)
+        return fail(c, HB_ERR_PROTOCOL, "Content-Length %llu exceeds max_body %llu",
+                    (unsigned long long)r->content_length, (unsigned long long)c->max_body);
+    for (;;) {
+        size_t raw = c->body_off + kept, size = hb_buf_size(&c->rx);
+        if (done) {
+            leftover = raw < size;
+        } else if (r->body == HB_BODY_LENGTH) {
+            uint64_t need = r->content_length - c->body_len;
+            size_t n = size - raw;
+            if ((uint64_t)n >= need) {
+                n = (size_t)need;
+                done = 1;
+                leftover = raw + n < size;
+            }
+            take_body(c, raw, n, &kept, flags);
+        } else if (r->body == HB_BODY_CHUNKED) {
+            while (raw < size && !done) {
+                size_t used, off, n;
+                int rc = hb_parse_chunked(&ck, hb_buf_rdptr(&c->rx) + raw, size - raw, &used,
+                                          &off, &n);
+                if (rc == HB_PARSE_ERROR)
+                    return fail(c, HB_ERR_PROTOCOL, "%s", ck.error);
+                if (n > 0 && take_body(c, raw + off, n, &kept, flags) != 0)
+                    goto too_large;
+                /* Kept data only ever moves down, below raw: the bytes
+                 * still to decode stay where they are. */
+                raw += used;
+                done = rc == HB_PARSE_DONE;
+            }
+            leftover = done && raw < size;
+        } else if (r->body == HB_BODY_CLOSE) {
+            if (take_body(c, raw, size - raw, &kept, flags) != 0)
+                goto too_large;
+        }
+        /* Drop everything after the kept body: framing, discarded data, and
+         * bytes the server sent after the response. */
+        c->rx.len = c->rx.off + c->body_off + kept;
+        if (done)
+            break;
+        size_t want = HEAD_READ;
+        if (r->body == HB_BODY_LENGTH) {
+            uint64_t need = r->content_length - c->body_len;
+            want = need < BODY_READ ? (size_t)need : BODY_READ;
+        } else if (r->body == HB_BODY_CLOSE) {
+            want = 65536;
+        }
+        ssize_t n = fill(c, want, deadline);
+        if (n == 0 && r->body == HB_BODY_CLOSE) {
+            done = 1;
+        } else if (n <= 0) {
+            if (r->body == HB_BODY_LENGTH)
+                return cut_short(c, n, "after %llu of %llu body bytes",
+                                 (unsigned long long)c->body_len,
+                                 (unsigned long long)r->content_length);
+            if (r->body == HB_BODY_CHUNKED)
+                return cut_short(c, n, "inside the chunked body after %llu body bytes",
+                                 (unsigned long long)c->body_len);
+            return cut_short(c, n, "before the end of the body, after %llu body bytes",
+                             (unsigned long long)c->body_len);
+        }
+    }
+    c->pending = c->body_off + kept;
+    c->reusable = r->keep_alive && !leftover;
+    return HB_OK;
+too_large:
+    return fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
+                (unsigned long long)c->max_body);
+}
+
+hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags)
+{
+    int64_t deadline = hb_now_ns() + c->sock.timeout;
+    size_t req_len = 0;
+
+    if (c->pending > 0) {
+        hb_buf_consume(&c->rx, c->pending);
+        c->pending = 0;
+        hb_buf_shrink(&c->rx, KEEP_BUF);
+    }
+    if (!c->reusable)
+        hb_conn_close(c);
+    for (int i = 0; i < iovcnt; i++)
+        req_len += req[i].iov_len;
+
+    for (int attempt = 0;; attempt++) {
+        if (c->sock.fd < 0) {
+            hb_status st = open_socket(c, deadline);
+            if (st != HB_OK)
+                return st;
+        }
+        struct iovec iov[HB_CONN_MAX_IOV];
+        memcpy(iov, req, (size_t)iovcnt * sizeof *iov);
+        int sent = hb_sock_writev(&c->sock, iov, iovcnt, deadline) == 0;
+        if (!sent && errno != EPIPE && errno != ECONNRESET)
+            return wait_failed(c, errno, "sending the request");
+        if (sent)
+            c->bytes_sent += req_len;
+        /* Even when the write failed the server may have answered (a 413
+         * before the body, say): read what it sent. */
+        size_t got = 0;
+        uint64_t served = c->served;
+        hb_status st = read_head(c, flags, deadline, &got);
+        if (st == HB_OK)
+            st = read_body(c, flags, deadline);
+        if (st == HB_OK) {
+            if (!sent || (flags & HB_REQ_CLOSE))
+                c->reusable = 0;
+            c->served++;
+            c->requests++;
+            return HB_OK;
+        }
+        if (st == HB_ERR_INCOMPLETE && got == 0 && served > 0 && attempt == 0 &&
+            (flags & HB_REQ_IDEMPOTENT)) {
+            /* The server closed the idle connection as the request left. */
+            c->retries++;
+            continue;
+        }
+        if (st == HB_ERR_INCOMPLETE && got == 0 && !sent)
+            snprintf(c->error, sizeof c->error, "connection closed while sending the request");
+        return st;
+    }
+}

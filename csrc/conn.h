@@ -1,0 +1,69 @@
+/* conn.h: hb_conn_*, one blocking keep-alive HTTP/1.1 client connection.
+ *
+ * The caller builds each request; the connection sends it in one write,
+ * reads and frames the response with the parser, and keeps the socket for
+ * the next request when HTTP allows. A reused connection that the server
+ * had already closed when the request went out is retried once on a fresh
+ * socket, for idempotent requests only (RFC 9112 section 9.3.1).
+ */
+#ifndef HB_CONN_H
+#define HB_CONN_H
+
+#include "buf.h"
+#include "net.h"
+#include "parser.h"
+
+#define HB_CONN_MAX_ADDRS 8
+#define HB_CONN_MAX_IOV 4
+
+/* Flags for hb_conn_request. */
+#define HB_REQ_HEAD 1       /* HEAD: the response has no body */
+#define HB_REQ_IDEMPOTENT 2 /* may be sent again after a stale keep-alive */
+#define HB_REQ_CLOSE 4      /* the request said Connection: close */
+#define HB_REQ_DISCARD 8    /* count the body but do not keep it */
+
+typedef struct {
+    hb_sock sock;
+    char *host, *port;          /* owned copies */
+    hb_addr addrs[HB_CONN_MAX_ADDRS];
+    int naddrs;                 /* 0 until the first connect resolves */
+    uint64_t max_body;          /* larger bodies are a protocol error */
+    hb_buf rx;
+    /* The last response: its head at hb_buf_rdptr(&rx), body_len body
+     * bytes at body_off after it (unless discarded). Valid until the next
+     * hb_conn_request or hb_conn_close. */
+    hb_response resp;
+    size_t body_off;
+    uint64_t body_len;
+    size_t pending;             /* bytes of rx the last response holds */
+    unsigned reusable : 1;      /* the socket may carry the next request */
+    uint64_t served;            /* responses on the current socket */
+    /* Figures over the connection's life. */
+    uint64_t requests;          /* responses received */
+    uint64_t connects;          /* sockets opened */
+    uint64_t retries;           /* stale keep-alives sent again */
+    uint64_t bytes_sent, bytes_received;
+    char error[256];            /* after a failure: what went wrong */
+} hb_conn;
+
+/* Sets c up, closed, to reach host:port over transport tp. Resolution
+ * waits for the first request. timeout bounds each request, connect
+ * included. Returns HB_OK or HB_ERR_NOMEM. */
+hb_status hb_conn_init(hb_conn *c, const hb_transport *tp, const char *host, const char *port,
+                       double timeout, uint64_t max_body);
+
+/* Sends the request made of req[0..iovcnt) (iovcnt at most
+ * HB_CONN_MAX_IOV; req itself is left as it was) and reads the response,
+ * skipping interim 1xx responses. Returns HB_OK with c->resp and the body
+ * set, or another status with c->error set and the socket closed, so the
+ * next request starts on a new one. Blocks at most the timeout, less
+ * when interrupted (c->sock.interrupted). */
+hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags);
+
+/* Closes the socket; the next request opens another. */
+void hb_conn_close(hb_conn *c);
+
+/* Closes and frees everything; c may be initialised again. */
+void hb_conn_free(hb_conn *c);
+
+#endif

@@ -1,0 +1,880 @@
+/* module.c: httpbench._core, the only file that includes Python.h.
+ *
+ * Types, argument checking, exceptions and the GIL. Everything that touches
+ * the network runs with the GIL released; a signal that cuts a wait short
+ * takes the GIL back just long enough to run Python's handlers (PEP 475),
+ * and a handler that raises (Ctrl-C) ends the request.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "conn.h"
+
+#include <ctype.h>
+#include <stdio.h>
+
+#ifndef HB_VERSION
+#define HB_VERSION "0.0.0"
+#endif
+
+/* Request bodies up to this size are copied behind the head so the
+ * request leaves in one buffer; larger ones go as a second iovec. */
+#define COPY_BODY_MAX 16384
+#define DEFAULT_MAX_BODY (1ULL << 30)
+/* timeout=None: a year stands for no deadline. */
+#define NO_TIMEOUT (365.0 * 86400)
+
+typedef struct {
+    PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
+    PyTypeObject *Connection, *Response;
+} core_state;
+
+static core_state *state_of(PyObject *module)
+{
+    return (core_state *)PyModule_GetState(module);
+}
+
+/* ---------------------------------------------------------------- Response */
+
+typedef struct {
+    PyObject_VAR_HEAD /* ob_size: number of headers */
+    PyObject *head;   /* bytes: the response head as received */
+    PyObject *body;   /* bytes */
+    PyObject *headers; /* tuple of (name, value), built on first use */
+    int status;
+    int minor_version;
+    uint32_t reason_off, reason_len;
+    int folded;
+    hb_header fields[1];
+} ResponseObject;
+
+static void Response_dealloc(ResponseObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    Py_XDECREF(self->head);
+    Py_XDECREF(self->body);
+    Py_XDECREF(self->headers);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* A field value as str; an obs-fold (CRLF and white space) becomes one SP
+ * (RFC 9112 section 5.2). */
+static PyObject *field_str(const char *p, size_t n)
+{
+    if (memchr(p, '\r', n) == NULL)
+        return PyUnicode_DecodeLatin1(p, (Py_ssize_t)n, NULL);
+    char *tmp = PyMem_Malloc(n);
+    if (tmp == NULL)
+        return PyErr_NoMemory();
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n') {
+            i += 2;
+            while (i < n && (p[i] == ' ' || p[i] == '\t'))
+                i++;
+            i--;
+            tmp[m++] = ' ';
+        } else {
+            tmp[m++] = p[i];
+        }
+    }
+    PyObject *s = PyUnicode_DecodeLatin1(tmp, (Py_ssize_t)m, NULL);
+    PyMem_Free(tmp);
+    return s;
+}
+
+static PyObject *Response_header_tuple(ResponseObject *self)
+{
+    if (self->headers != NULL)
+        return self->headers;
+    Py_ssize_t n = Py_SIZE(self);
+    const char *head = PyBytes_AS_STRING(self->head);
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const hb_header *h = &self->fields[i];
+        PyObject *name = PyUnicode_DecodeLatin1(head + h->name_off, h->name_len, NULL);
+        PyObject *value = name ? field_str(head + h->value_off, h->value_len) : NULL;
+        PyObject *pair = value ? PyTuple_Pack(2, name, value) : NULL;
+        Py_XDECREF(name);
+        Py_XDECREF(value);
+        if (pair == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, pair);
+    }
+    self->headers = t;
+    return t;
+}
+
+static PyObject *Response_get_headers(ResponseObject *self, void *closure)
+{
+    (void)closure;
+    PyObject *t = Response_header_tuple(self);
+    return t ? PySequence_List(t) : NULL;
+}
+
+static PyObject *Response_get_reason(ResponseObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_DecodeLatin1(PyBytes_AS_STRING(self->head) + self->reason_off,
+                                  self->reason_len, NULL);
+}
+
+static PyObject *Response_get_version(ResponseObject *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromFormat("HTTP/1.%d", self->minor_version);
+}
+
+/* header(name, default=None): the value of the named field, matched
+ * without regard to case; repeated fields are joined with ", " as a list
+ * (RFC 9110 section 5.3). */
+static PyObject *Response_header(ResponseObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "header() takes 1 or 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "header name must be str");
+        return NULL;
+    }
+    PyObject *lower = PyObject_CallMethod(args[0], "lower", NULL);
+    if (lower == NULL)
+        return NULL;
+    Py_ssize_t want_len;
+    const char *want = PyUnicode_AsUTF8AndSize(lower, &want_len);
+    PyObject *found = NULL;
+    if (want == NULL)
+        goto done;
+    const char *head = PyBytes_AS_STRING(self->head);
+    for (Py_ssize_t i = 0; i < Py_SIZE(self); i++) {
+        const hb_header *h = &self->fields[i];
+        if (!hb_name_is(head + h->name_off, h->name_len, want, (size_t)want_len))
+            continue;
+        PyObject *v = field_str(head + h->value_off, h->value_len);
+        if (v == NULL) {
+            Py_CLEAR(found);
+            goto done;
+        }
+        if (found == NULL) {
+            found = v;
+            continue;
+        }
+        PyObject *joined = PyUnicode_FromFormat("%U, %U", found, v);
+        Py_DECREF(v);
+        Py_SETREF(found, joined);
+        if (found == NULL)
+            goto done;
+    }
+    if (found == NULL)
+        found = Py_NewRef(nargs == 2 ? args[1] : Py_None);
+done:
+    Py_DECREF(lower);
+    return found;
+}
+
+static PyObject *Response_repr(ResponseObject *self)
+{
+    PyObject *reason = Response_get_reason(self, NULL);
+    if (reason == NULL)
+        return NULL;
+    PyObject *r = PyUnicode_FromFormat("<Response [%d %U], %zd body bytes>", self->status,
+                                       reason, PyBytes_GET_SIZE(self->body));
+    Py_DECREF(reason);
+    return r;
+}
+
+static PyMemberDef Response_members[] = {
+    {"status", T_INT, offsetof(ResponseObject, status), READONLY, "The status code."},
+    {"body", T_OBJECT, offsetof(ResponseObject, body), READONLY,
+     "The body as bytes, transfer coding removed."},
+    {NULL},
+};
+
+static PyGetSetDef Response_getset[] = {
+    {"reason", (getter)Response_get_reason, NULL, "The reason phrase.", NULL},
+    {"version", (getter)Response_get_version, NULL, "'HTTP/1.1' or 'HTTP/1.0'.", NULL},
+    {"headers", (getter)Response_get_headers, NULL,
+     "The header fields as a list of (name, value) pairs, in order.", NULL},
+    {NULL},
+};
+
+static PyMethodDef Response_methods[] = {
+    {"header", (PyCFunction)(void (*)(void))Response_header, METH_FASTCALL,
+     "header(name, default=None): a field's value, case-insensitive."},
+    {NULL},
+};
+
+static PyType_Slot Response_slots[] = {
+    {Py_tp_dealloc, Response_dealloc},
+    {Py_tp_repr, Response_repr},
+    {Py_tp_members, Response_members},
+    {Py_tp_getset, Response_getset},
+    {Py_tp_methods, Response_methods},
+    {Py_tp_doc, "An HTTP response read by Connection.request."},
+    {0, NULL},
+};
+
+static PyType_Spec Response_spec = {
+    .name = "httpbench.Response",
+    .basicsize = offsetof(ResponseObject, fields),
+    .itemsize = sizeof(hb_header),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = Response_slots,
+};
+
+/* Copies the connection's last response out of its buffer. */
+static PyObject *make_response(core_state *st, const hb_conn *c)
+{
+    const hb_response *r = &c->resp;
+    const char *p = hb_buf_rdptr(&c->rx);
+    ResponseObject *self =
+        (ResponseObject *)st->Response->tp_alloc(st->Response, (Py_ssize_t)r->num_headers);
+    if (self == NULL)
+        return NULL;
+    self->head = PyBytes_FromStringAndSize(p, (Py_ssize_t)r->head_len);
+    self->body = PyBytes_FromStringAndSize(p + c->body_off, (Py_ssize_t)c->body_len);
+    if (self->head == NULL || self->body == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->status = r->status;
+    self->minor_version = r->minor_version;
+    self->reason_off = r->reason_off;
+    self->reason_len = r->reason_len;
+    memcpy(self->fields, r->headers, r->num_headers * sizeof(hb_header));
+    return (PyObject *)self;
+}
+
+/* -------------------------------------------------------------- Connection */
+
+typedef struct {
+    PyObject_HEAD
+    hb_conn conn;
+    hb_buf tx;         /* the request being built */
+    PyObject *host;    /* str */
+    int port;
+    double timeout;    /* seconds; NO_TIMEOUT for None */
+    PyObject *host_header; /* bytes: "host:port" */
+    int busy;          /* a request is under way (GIL released) */
+    int ready;         /* __init__ succeeded */
+} ConnectionObject;
+
+static core_state *conn_state(ConnectionObject *self)
+{
+    return (core_state *)PyType_GetModuleState(Py_TYPE(self));
+}
+
+static void Connection_dealloc(ConnectionObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    if (self->ready)
+        hb_conn_free(&self->conn);
+    hb_buf_free(&self->tx);
+    Py_XDECREF(self->host);
+    Py_XDECREF(self->host_header);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"host", "port", "timeout", "max_body", NULL};
+    PyObject *host, *timeout_obj = NULL;
+    int port;
+    unsigned long long max_body = DEFAULT_MAX_BODY;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Ui|O$K:Connection", kwlist, &host, &port,
+                                     &timeout_obj, &max_body))
+        return -1;
+    if (self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Connection is already initialised");
+        return -1;
+    }
+    if (port < 1 || port > 65535) {
+        PyErr_Format(PyExc_ValueError, "port must be 1..65535, not %d", port);
+        return -1;
+    }
+    double timeout = 30.0;
+    if (timeout_obj == Py_None) {
+        timeout = NO_TIMEOUT;
+    } else if (timeout_obj != NULL) {
+        timeout = PyFloat_AsDouble(timeout_obj);
+        if (timeout == -1.0 && PyErr_Occurred())
+            return -1;
+        if (!(timeout > 0) || timeout > NO_TIMEOUT) {
+            PyErr_SetString(PyExc_ValueError, "timeout must be a positive number of seconds or None");
+            return -1;
+        }
+    }
+    Py_ssize_t hlen;
+    const char *h = PyUnicode_AsUTF8AndSize(host, &hlen);
+    if (h == NULL)
+        return -1;
+    if (hlen == 0 || strlen(h) != (size_t)hlen || strpbrk(h, "\r\n /") != NULL) {
+        PyErr_Format(PyExc_ValueError, "invalid host %R", host);
+        return -1;
+    }
+    char portbuf[8];
+    snprintf(portbuf, sizeof portbuf, "%d", port);
+    /* An IPv6 literal goes in brackets in Host (RFC 9110 section 7.2). */
+    int v6 = strchr(h, ':') != NULL;
+    self->host_header = port == 80 ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
+                                   : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, port);
+    if (self->host_header == NULL)
+        return -1;
+    if (hb_conn_init(&self->conn, &hb_net_tcp, h, portbuf, timeout, max_body) != HB_OK) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->host = Py_NewRef(host);
+    self->port = port;
+    self->timeout = timeout;
+    self->ready = 1;
+    return 0;
+}
+
+/* Runs Python's signal handlers from inside a wait (see net.h). */
+typedef struct {
+    PyThreadState *ts;
+} gil_hold;
+
+static int check_signals(void *arg)
+{
+    gil_hold *g = arg;
+    PyEval_RestoreThread(g->ts);
+    int stop = PyErr_CheckSignals() != 0;
+    g->ts = PyEval_SaveThread();
+    return stop;
+}
+
+/* A request element as bytes: str must be ASCII (or Latin-1 for field
+ * values, as http.client sends them); bytes pass through. */
+typedef struct {
+    const char *p;
+    Py_ssize_t n;
+    PyObject *owner; /* a new reference when the text had to be encoded */
+} text;
+
+static int get_text(PyObject *o, text *t, int latin1, const char *what)
+{
+    t->owner = NULL;
+    if (PyUnicode_Check(o)) {
+        if (PyUnicode_IS_ASCII(o)) {
+            t->p = (const char *)PyUnicode_DATA(o);
+            t->n = PyUnicode_GET_LENGTH(o);
+            return 0;
+        }
+        if (latin1) {
+            t->owner = PyUnicode_AsLatin1String(o);
+            if (t->owner != NULL) {
+                t->p = PyBytes_AS_STRING(t->owner);
+                t->n = PyBytes_GET_SIZE(t->owner);
+                return 0;
+            }
+            PyErr_Clear();
+        }
+        PyErr_Format(PyExc_ValueError, "%s must be %s: %R", what,
+                     latin1 ? "Latin-1 text" : "ASCII", o);
+        return -1;
+    }
+    if (PyBytes_Check(o)) {
+        t->p = PyBytes_AS_STRING(o);
+        t->n = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s must be str or bytes, not %.100s", what,
+                 Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* Rejects what would change the message's framing: CR, LF and NUL
+ * anywhere, and for tokens anything outside tchar. */
+static int check_text(const text *t, int token, const char *what)
+{
+    static const char tchar_extra[] = "!#$%&'*+-.^_`|~";
+    if (t->n == 0 && token) {
+        PyErr_Format(PyExc_ValueError, "%s must not be empty", what);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < t->n; i++) {
+        unsigned char ch = (unsigned char)t->p[i];
+        const char *bad = ch == '\r' ? "CR" : ch == '\n' ? "LF" : ch == 0 ? "NUL" : NULL;
+        if (bad == NULL && token && !(ch < 128 && (isalnum(ch) || strchr(tchar_extra, ch))))
+            bad = ch == ' ' ? "a space" : "a character that is not allowed in a token";
+        if (bad != NULL) {
+            PyErr_Format(PyExc_ValueError, "%s contains %s", what, bad);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int has_token(const text *v, const char *tok)
+{
+    size_t tl = strlen(tok);
+    const char *p = v->p, *end = v->p + v->n;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *a = p, *b = comma ? comma : end;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (hb_name_is(a, (size_t)(b - a), tok, tl))
+            return 1;
+        p = comma ? comma + 1 : end;
+    }
+    return 0;
+}
+
+#define NAME_IS(t, lit) hb_name_is((t)->p, (size_t)(t)->n, lit, sizeof(lit) - 1)
+
+/* What the caller's headers said about the ones added by default. */
+typedef struct {
+    int host, length, chunked, close;
+} given;
+
+static int append_field(hb_buf *b, const text *name, const text *value)
+{
+    if (hb_buf_reserve(b, (size_t)(name->n + value->n + 4)) != 0)
+        return -1;
+    char *w = hb_buf_wrptr(b);
+    memcpy(w, name->p, (size_t)name->n);
+    w += name->n;
+    *w++ = ':';
+    *w++ = ' ';
+    memcpy(w, value->p, (size_t)value->n);
+    w += value->n;
+    *w++ = '\r';
+    *w++ = '\n';
+    hb_buf_commit(b, (size_t)(name->n + value->n + 4));
+    return 0;
+}
+
+static int add_header(hb_buf *b, PyObject *name_obj, PyObject *value_obj, given *g)
+{
+    text name, value;
+    int rc = -1;
+    if (get_text(name_obj, &name, 0, "header name") != 0)
+        return -1;
+    if (get_text(value_obj, &value, 1, "header value") != 0)
+        goto done_name;
+    if (check_text(&name, 1, "header name") != 0 || check_text(&value, 0, "header value") != 0)
+        goto done;
+    g->host |= NAME_IS(&name, "host");
+    g->length |= NAME_IS(&name, "content-length");
+    if (NAME_IS(&name, "transfer-encoding"))
+        g->chunked = 1;
+    if (NAME_IS(&name, "connection") && has_token(&value, "close"))
+        g->close = 1;
+    if (append_field(b, &name, &value) != 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(value.owner);
+done_name:
+    Py_XDECREF(name.owner);
+    return rc;
+}
+
+/* headers: a mapping, or an iterable of (name, value) pairs. */
+static int add_headers(hb_buf *b, PyObject *headers, given *g)
+{
+    if (headers == Py_None)
+        return 0;
+    if (PyDict_Check(headers)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(headers, &pos, &k, &v))
+            if (add_header(b, k, v, g) != 0)
+                return -1;
+        return 0;
+    }
+    PyObject *items = NULL;
+    if (PyMapping_Check(headers) && PyObject_HasAttrString(headers, "items")) {
+        items = PyObject_CallMethod(headers, "items", NULL);
+        if (items == NULL)
+            return -1;
+    }
+    PyObject *it = PyObject_GetIter(items ? items : headers);
+    Py_XDECREF(items);
+    if (it == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "headers must be a mapping or an iterable of (name, value) pairs");
+        return -1;
+    }
+    PyObject *pair;
+    int rc = 0;
+    while (rc == 0 && (pair = PyIter_Next(it)) != NULL) {
+        PyObject *seq = PySequence_Fast(pair, "each header must be a (name, value) pair");
+        if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != 2) {
+            if (seq != NULL)
+                PyErr_SetString(PyExc_ValueError, "each header must be a (name, value) pair");
+            rc = -1;
+        } else {
+            rc = add_header(b, PySequence_Fast_GET_ITEM(seq, 0), PySequence_Fast_GET_ITEM(seq, 1),
+                            g);
+        }
+        Py_XDECREF(seq);
+        Py_DECREF(pair);
+    }
+    Py_DECREF(it);
+    return rc == 0 && !PyErr_Occurred() ? 0 : -1;
+}
+
+static PyObject *raise_status(core_state *st, hb_conn *c, hb_status s)
+{
+    PyObject *exc;
+    switch (s) {
+    case HB_ERR_CONNECT: exc = st->ConnectError; break;
+    case HB_ERR_TIMEOUT: exc = st->Timeout; break;
+    case HB_ERR_PROTOCOL: exc = st->ProtocolError; break;
+    case HB_ERR_INCOMPLETE: exc = st->IncompleteResponse; break;
+    case HB_ERR_NOMEM: return PyErr_NoMemory();
+    case HB_ERR_INTERRUPTED:
+        /* A signal handler raised; its exception stands. */
+        if (PyErr_Occurred())
+            return NULL;
+        exc = PyExc_KeyboardInterrupt;
+        break;
+    default: exc = st->HttpbenchError; break;
+    }
+    PyErr_SetString(exc, c->error);
+    return NULL;
+}
+
+static int is_method(const text *m, const char *lit)
+{
+    return m->n == (Py_ssize_t)strlen(lit) && memcmp(m->p, lit, (size_t)m->n) == 0;
+}
+
+/* request(method, target, headers=None, body=None) -> Response */
+static PyObject *Connection_request(ConnectionObject *self, PyObject *const *args,
+                                    Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"method", "target", "headers", "body"};
+    PyObject *argv[4] = {NULL, NULL, Py_None, Py_None};
+    core_state *st = conn_state(self);
+    text method, target;
+    Py_buffer body = {0};
+    given g = {0};
+    PyObject *result = NULL;
+
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "request() takes at most 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        argv[i] = args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *kw = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < 4 && PyUnicode_CompareWithASCIIString(kw, names[i]) != 0)
+            i++;
+        if (i == 4 || argv[i] != (i < 2 ? NULL : Py_None) || i < nargs) {
+            PyErr_Format(PyExc_TypeError, "request() got an unexpected or repeated argument %R",
+                         kw);
+            return NULL;
+        }
+        argv[i] = args[nargs + k];
+    }
+    if (argv[0] == NULL || argv[1] == NULL) {
+        PyErr_SetString(PyExc_TypeError, "request() needs method and target");
+        return NULL;
+    }
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Connection is not initialised");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Connection is in use by another thread");
+        return NULL;
+    }
+    if (get_text(argv[0], &method, 0, "method") != 0)
+        return NULL;
+    if (get_text(argv[1], &target, 0, "target") != 0)
+        return NULL;
+    if (check_text(&method, 1, "method") != 0 || check_text(&target, 0, "target") != 0)
+        return NULL;
+    if (target.n == 0 || memchr(target.p, ' ', (size_t)target.n) != NULL) {
+        PyErr_SetString(PyExc_ValueError, target.n ? "target contains a space"
+                                                   : "target must not be empty");
+        return NULL;
+    }
+    if (argv[3] != Py_None) {
+        if (PyUnicode_Check(argv[3])) {
+            Py_ssize_t n;
+            const char *p = PyUnicode_AsUTF8AndSize(argv[3], &n);
+            if (p == NULL || PyBuffer_FillInfo(&body, argv[3], (void *)p, n, 1, PyBUF_SIMPLE) != 0)
+                return NULL;
+        } else if (PyObject_GetBuffer(argv[3], &body, PyBUF_SIMPLE) != 0) {
+            return NULL;
+        }
+    }
+
+    /* The request: line, caller's fields, default fields, body. */
+    hb_buf *b = &self->tx;
+    hb_buf_clear(b);
+    if (hb_buf_append(b, method.p, (size_t)method.n) != 0 || hb_buf_append(b, " ", 1) != 0 ||
+        hb_buf_append(b, target.p, (size_t)target.n) != 0 ||
+        hb_buf_append(b, " HTTP/1.1\r\n", 11) != 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (add_headers(b, argv[2], &g) != 0)
+        goto done;
+    int wants_body = is_method(&method, "POST") || is_method(&method, "PUT") ||
+                     is_method(&method, "PATCH");
+    char clen[48];
+    int ok = 1;
+    if (!g.host) {
+        text n = {"Host", 4, NULL};
+        text v = {PyBytes_AS_STRING(self->host_header), PyBytes_GET_SIZE(self->host_header), NULL};
+        ok = append_field(b, &n, &v) == 0;
+    }
+    if (ok && !g.length && !g.chunked && (body.obj != NULL || wants_body)) {
+        int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body.obj ? body.len : 0);
+        ok = hb_buf_append(b, clen, (size_t)n) == 0;
+    }
+    ok = ok && hb_buf_append(b, "\r\n", 2) == 0;
+    if (ok && body.obj != NULL && body.len <= COPY_BODY_MAX)
+        ok = hb_buf_append(b, body.buf, (size_t)body.len) == 0;
+    if (!ok) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    struct iovec iov[2] = {{hb_buf_rdptr(b), hb_buf_size(b)}, {body.buf, 0}};
+    int iovcnt = 1;
+    if (body.obj != NULL && body.len > COPY_BODY_MAX) {
+        iov[1].iov_len = (size_t)body.len;
+        iovcnt = 2;
+    }
+    int flags = 0;
+    if (is_method(&method, "HEAD"))
+        flags |= HB_REQ_HEAD;
+    /* RFC 9110 section 9.2.2. */
+    if (is_method(&method, "GET") || is_method(&method, "HEAD") || is_method(&method, "PUT") ||
+        is_method(&method, "DELETE") || is_method(&method, "OPTIONS") ||
+        is_method(&method, "TRACE"))
+        flags |= HB_REQ_IDEMPOTENT;
+    if (g.close)
+        flags |= HB_REQ_CLOSE;
+
+    gil_hold hold;
+    hb_status s;
+    self->busy = 1;
+    self->conn.sock.interrupted = check_signals;
+    self->conn.sock.interrupt_arg = &hold;
+    hold.ts = PyEval_SaveThread();
+    s = hb_conn_request(&self->conn, iov, iovcnt, flags);
+    PyEval_RestoreThread(hold.ts);
+    self->busy = 0;
+    result = s == HB_OK ? make_response(st, &self->conn) : raise_status(st, &self->conn, s);
+done:
+    if (body.obj != NULL)
+        PyBuffer_Release(&body);
+    if (b->cap > (1u << 20))
+        hb_buf_free(b);
+    return result;
+}
+
+static PyObject *Connection_close(ConnectionObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Connection is in use by another thread");
+        return NULL;
+    }
+    if (self->ready)
+        hb_conn_close(&self->conn);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Connection_enter(ConnectionObject *self, PyObject *unused)
+{
+    (void)unused;
+    return Py_NewRef(self);
+}
+
+static PyObject *Connection_exit(ConnectionObject *self, PyObject *args)
+{
+    (void)args;
+    return Connection_close(self, NULL);
+}
+
+static PyObject *Connection_repr(ConnectionObject *self)
+{
+    if (!self->ready)
+        return PyUnicode_FromString("<httpbench.Connection (uninitialised)>");
+    return PyUnicode_FromFormat("<httpbench.Connection %R port %d, %s>", self->host, self->port,
+                                self->conn.sock.fd >= 0 ? "open" : "closed");
+}
+
+#define COUNTER(field, doc)                                                          \
+    static PyObject *Connection_get_##field(ConnectionObject *self, void *closure)  \
+    {                                                                                \
+        (void)closure;                                                               \
+        return PyLong_FromUnsignedLongLong(self->conn.field);                        \
+    }
+COUNTER(requests, "")
+COUNTER(connects, "")
+COUNTER(retries, "")
+COUNTER(bytes_sent, "")
+COUNTER(bytes_received, "")
+
+static PyObject *Connection_get_timeout(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    if (self->timeout >= NO_TIMEOUT)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(self->timeout);
+}
+
+static PyObject *Connection_get_is_open(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->ready && self->conn.sock.fd >= 0);
+}
+
+static PyMemberDef Connection_members[] = {
+    {"host", T_OBJECT, offsetof(ConnectionObject, host), READONLY, "The server's host."},
+    {"port", T_INT, offsetof(ConnectionObject, port), READONLY, "The server's port."},
+    {NULL},
+};
+
+static PyGetSetDef Connection_getset[] = {
+    {"timeout", (getter)Connection_get_timeout, NULL, "Seconds allowed per request, or None.",
+     NULL},
+    {"is_open", (getter)Connection_get_is_open, NULL, "Whether a socket is open now.", NULL},
+    {"requests", (getter)Connection_get_requests, NULL, "Responses received.", NULL},
+    {"connects", (getter)Connection_get_connects, NULL, "Sockets opened.", NULL},
+    {"retries", (getter)Connection_get_retries, NULL,
+     "Requests sent again after a kept-alive socket was found closed.", NULL},
+    {"bytes_sent", (getter)Connection_get_bytes_sent, NULL, "Request bytes written.", NULL},
+    {"bytes_received", (getter)Connection_get_bytes_received, NULL,
+     "Response bytes read, heads and framing included.", NULL},
+    {NULL},
+};
+
+static PyMethodDef Connection_methods[] = {
+    {"request", (PyCFunction)(void (*)(void))Connection_request, METH_FASTCALL | METH_KEYWORDS,
+     "request(method, target, headers=None, body=None) -> Response"},
+    {"close", (PyCFunction)Connection_close, METH_NOARGS, "Close the socket."},
+    {"__enter__", (PyCFunction)Connection_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)Connection_exit, METH_VARARGS, NULL},
+    {NULL},
+};
+
+static PyType_Slot Connection_slots[] = {
+    {Py_tp_dealloc, Connection_dealloc},
+    {Py_tp_init, Connection_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_repr, Connection_repr},
+    {Py_tp_members, Connection_members},
+    {Py_tp_getset, Connection_getset},
+    {Py_tp_methods, Connection_methods},
+    {Py_tp_doc, "Connection(host, port, timeout=30.0, *, max_body=2**30)\n\n"
+                "One blocking keep-alive HTTP/1.1 connection."},
+    {0, NULL},
+};
+
+static PyType_Spec Connection_spec = {
+    .name = "httpbench.Connection",
+    .basicsize = sizeof(ConnectionObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Connection_slots,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static int core_exec(PyObject *m)
+{
+    core_state *st = state_of(m);
+    PyObject *exc = PyImport_ImportModule("httpbench.exceptions");
+    if (exc == NULL)
+        return -1;
+    st->HttpbenchError = PyObject_GetAttrString(exc, "HttpbenchError");
+    st->ConnectError = PyObject_GetAttrString(exc, "ConnectError");
+    st->Timeout = PyObject_GetAttrString(exc, "Timeout");
+    st->ProtocolError = PyObject_GetAttrString(exc, "ProtocolError");
+    st->IncompleteResponse = PyObject_GetAttrString(exc, "IncompleteResponse");
+    Py_DECREF(exc);
+    if (PyErr_Occurred())
+        return -1;
+    st->Response = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Response_spec, NULL);
+    if (st->Response == NULL)
+        return -1;
+    st->Connection = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Connection_spec, NULL);
+    if (st->Connection == NULL)
+        return -1;
+    if (PyModule_AddType(m, st->Response) != 0 || PyModule_AddType(m, st->Connection) != 0)
+        return -1;
+    if (PyModule_AddIntConstant(m, "MAX_LINE", HB_MAX_LINE) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_HEAD", HB_MAX_HEAD) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_HEADERS", HB_MAX_HEADERS) != 0 ||
+        PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0)
+        return -1;
+    return 0;
+}
+
+static int core_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    core_state *st = state_of(m);
+    Py_VISIT(st->HttpbenchError);
+    Py_VISIT(st->ConnectError);
+    Py_VISIT(st->Timeout);
+    Py_VISIT(st->ProtocolError);
+    Py_VISIT(st->IncompleteResponse);
+    Py_VISIT(st->Connection);
+    Py_VISIT(st->Response);
+    return 0;
+}
+
+static int core_clear(PyObject *m)
+{
+    core_state *st = state_of(m);
+    Py_CLEAR(st->HttpbenchError);
+    Py_CLEAR(st->ConnectError);
+    Py_CLEAR(st->Timeout);
+    Py_CLEAR(st->ProtocolError);
+    Py_CLEAR(st->IncompleteResponse);
+    Py_CLEAR(st->Connection);
+    Py_CLEAR(st->Response);
+    return 0;
+}
+
+static void core_free(void *m)
+{
+    core_clear((PyObject *)m);
+}
+
+static PyModuleDef_Slot core_slots[] = {
+    {Py_mod_exec, core_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "httpbench._core",
+    .m_doc = "httpbench's C core: the HTTP/1.1 client connection.",
+    .m_size = sizeof(core_state),
+    .m_slots = core_slots,
+    .m_traverse = core_traverse,
+    .m_clear = core_clear,
+    .m_free = core_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    return PyModuleDef_Init(&core_module);
+}

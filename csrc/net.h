@@ -1,0 +1,105 @@
+/* net.h: hb_net_* and hb_sock_*, blocking sockets with deadlines and a
+ * swappable transport.
+ *
+ * A deadline is a CLOCK_MONOTONIC instant in nanoseconds. Blocking calls
+ * wait in the kernel under SO_RCVTIMEO / SO_SNDTIMEO rather than in poll(),
+ * so a request costs one write and one read, as in the floor; the timeouts
+ * are moved only when a deadline comes nearer than they are, which a fast
+ * request never does.
+ *
+ * A transport (wrk's struct sock) is a table of functions over an hb_sock;
+ * plain TCP is hb_net_tcp. TLS or a Unix socket is another table.
+ */
+#ifndef HB_NET_H
+#define HB_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* Outcomes of the network and connection layers. Only the glue turns them
+ * into exceptions. */
+typedef enum {
+    HB_OK = 0,
+    HB_ERR_CONNECT,     /* could not resolve or connect */
+    HB_ERR_TIMEOUT,     /* a deadline passed */
+    HB_ERR_PROTOCOL,    /* the peer sent invalid or unsupported HTTP */
+    HB_ERR_INCOMPLETE,  /* the peer closed or reset before the response was complete */
+    HB_ERR_IO,          /* some other system error */
+    HB_ERR_NOMEM,
+    HB_ERR_INTERRUPTED, /* the interrupt callback asked to stop */
+} hb_status;
+
+/* One resolved address. */
+typedef struct {
+    struct sockaddr_storage sa;
+    socklen_t len;
+} hb_addr;
+
+typedef struct hb_sock hb_sock;
+
+typedef struct {
+    const char *name;
+    /* Connects s to a (s->fd is -1 before) by the deadline; on success s->fd
+     * is a blocking socket. Returns 0, or -1 with errno (ETIMEDOUT when the
+     * deadline passed, EINTR when interrupted) and s->fd left at -1. */
+    int (*open)(hb_sock *s, const hb_addr *a, int64_t deadline);
+    /* As recv(2) and sendmsg(2) on a blocking socket: one call, -1 with
+     * errno (EAGAIN when the socket's timeout expired). */
+    ssize_t (*read)(hb_sock *s, void *buf, size_t len);
+    ssize_t (*writev)(hb_sock *s, const struct iovec *iov, int iovcnt);
+    /* Releases what open made; s->fd is -1 after. */
+    void (*close)(hb_sock *s);
+} hb_transport;
+
+struct hb_sock {
+    int fd;                       /* -1 when closed */
+    const hb_transport *tp;
+    void *ctx;                    /* the transport's own state */
+    int64_t timeout;              /* the per-request timeout, ns */
+    int64_t rcvtimeo, sndtimeo;   /* what the kernel has been told, ns */
+    /* Called (when set) each time a wait is cut short by a signal: returns
+     * nonzero to give up with EINTR, zero to go on waiting. */
+    int (*interrupted)(void *arg);
+    void *interrupt_arg;
+};
+
+/* Plain TCP: TCP_NODELAY, close-on-exec, no SIGPIPE. */
+extern const hb_transport hb_net_tcp;
+
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+int64_t hb_now_ns(void);
+
+/* Resolves host and port (a name or a number) into at most `max` stream
+ * addresses. Returns how many, or -1 with a message in err. Blocks in
+ * getaddrinfo(3). */
+int hb_net_resolve(const char *host, const char *port, hb_addr *out, int max, char *err,
+                   size_t errlen);
+
+/* Sets s up closed, on transport tp, with the per-request timeout. */
+void hb_sock_init(hb_sock *s, const hb_transport *tp, int64_t timeout);
+
+/* Waits by the deadline until s->fd is ready for `events` (poll(2) flags).
+ * Returns 0, or -1 with errno ETIMEDOUT or EINTR (interrupted). For
+ * transports' use while connecting. */
+int hb_sock_wait(hb_sock *s, short events, int64_t deadline);
+
+/* Tries each address in turn until one connects by the deadline. Returns
+ * the index of the one that did, or -1 with errno from the last attempt. */
+int hb_sock_open(hb_sock *s, const hb_addr *addrs, int n, int64_t deadline);
+
+/* Reads at most len bytes by the deadline. Returns the count (0 at end of
+ * stream), or -1 with errno: ETIMEDOUT, EINTR (interrupted) or the
+ * socket's error. */
+ssize_t hb_sock_read(hb_sock *s, void *buf, size_t len, int64_t deadline);
+
+/* Writes all of iov by the deadline; iov is used up in the process.
+ * Returns 0, or -1 with errno as for hb_sock_read. */
+int hb_sock_writev(hb_sock *s, struct iovec *iov, int iovcnt, int64_t deadline);
+
+/* Closes s if open. */
+void hb_sock_close(hb_sock *s);
+
+#endif

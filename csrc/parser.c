@@ -1,0 +1,552 @@
+/* parser.c: HTTP/1.1 response heads and chunked bodies (RFC 9112).
+ *
+ * A head is parsed in two passes. The first, incremental across calls, only
+ * looks for the blank line that ends the head while enforcing the line and
+ * section limits (memchr per line, so a head dribbled in one byte at a time
+ * costs O(n), not O(n^2)). The second runs once on the complete head and
+ * checks every byte. Both passes depend only on the bytes, never on how
+ * they were split, so a head parses the same whole or byte by byte.
+ */
+#include "parser.h"
+
+#include <string.h>
+
+/* tchar (RFC 9110 section 5.6.2). */
+static const unsigned char is_tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+    ['`'] = 1, ['|'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
+    ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+    ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+    ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+    ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
+
+/* field-vchar / SP / HTAB (RFC 9110 section 5.5): every byte but the
+ * controls and DEL. The reason phrase (RFC 9112 section 4) is the same set. */
+static int is_text(unsigned char ch)
+{
+    return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+}
+
+static int is_ows(char ch) { return ch == ' ' || ch == '\t'; }
+
+static int hex_value(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch |= 0x20;
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    return -1;
+}
+
+int hb_name_is(const char *name, size_t len, const char *lower, size_t lower_len)
+{
+    if (len != lower_len)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (ch >= 'A' && ch <= 'Z')
+            ch |= 0x20;
+        if (ch != (unsigned char)lower[i])
+            return 0;
+    }
+    return 1;
+}
+
+#define NAME_IS(p, n, lit) hb_name_is((p), (n), lit, sizeof(lit) - 1)
+
+/* Names the defect in a run of text that is_text rejected. */
+static const char *text_defect(const char *p, size_t n, const char *nul, const char *cr,
+                               const char *other)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (!is_text(ch))
+            return ch == 0 ? nul : ch == '\r' ? cr : other;
+    }
+    return NULL;
+}
+
+/* Pass one: finds the blank line ending the head in buf[0..len), resuming
+ * from s. Every line must end in CRLF (RFC 9112 section 2.2; a bare LF is
+ * rejected rather than guessed at). Each limit is checked at the byte that
+ * breaks it, so the outcome is the same however the bytes were split. */
+static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_len,
+                     const char *too_long_start, const char **error)
+{
+    for (;;) {
+        /* The LF may sit at most HB_MAX_LINE + 1 bytes into its line (after
+         * the CR), and at most at offset HB_MAX_HEAD - 1. */
+        size_t line_cap = s->line_start + HB_MAX_LINE + 2;
+        size_t stop = len;
+        if (stop > line_cap)
+            stop = line_cap;
+        if (stop > HB_MAX_HEAD)
+            stop = HB_MAX_HEAD;
+        const char *nl = NULL;
+        if (stop > s->scanned)
+            nl = memchr(buf + s->scanned, '\n', stop - s->scanned);
+        if (nl == NULL) {
+            if (stop == line_cap && len >= line_cap) {
+                *error = s->lines == 0 ? too_long_start : "header line longer than 8192 bytes";
+                return HB_PARSE_ERROR;
+            }
+            if (len >= HB_MAX_HEAD) {
+                *error = "header section longer than 65536 bytes";
+                return HB_PARSE_ERROR;
+            }
+            s->scanned = len;
+            return HB_PARSE_MORE;
+        }
+        size_t at = (size_t)(nl - buf);
+        if (at == s->line_start || buf[at - 1] != '\r') {
+            *error = "bare LF in header section";
+            return HB_PARSE_ERROR;
+        }
+        if (at - s->line_start == 1) {
+            *head_len = at + 1;
+            return HB_PARSE_DONE;
+        }
+        if (++s->lines > HB_MAX_HEADERS + 1) {
+            *error = "more than 100 header fields";
+            return HB_PARSE_ERROR;
+        }
+        s->line_start = s->scanned = at + 1;
+    }
+}
+
+/* Pass two, field lines: buf[pos..end) holds complete CRLF-terminated
+ * lines, the blank one last (RFC 9112 section 5, RFC 9110 section 5.5). */
+static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
+                                const char *buf, size_t pos, size_t end)
+{
+    unsigned n = 0;
+    for (;;) {
+        const char *nl = memchr(buf + pos, '\n', end - pos);
+        size_t eol = (size_t)(nl - buf) - 1; /* the CR, checked by pass one */
+        if (eol == pos)
+            break;
+        if (is_ows(buf[pos])) {
+            /* obs-fold (RFC 9112 section 5.2): a user agent replaces it
+             * with SP; the span keeps the fold and the caller replaces it
+             * when it copies the value out. */
+            if (n == 0)
+                return "whitespace before the first header field";
+            const char *bad = text_defect(buf + pos, eol - pos, "NUL in header value",
+                                          "bare CR in header value",
+                                          "invalid character in header value");
+            if (bad)
+                return bad;
+            size_t vend = eol;
+            while (vend > pos && is_ows(buf[vend - 1]))
+                vend--;
+            if (vend > pos)
+                h[n - 1].value_len = (uint32_t)(vend - h[n - 1].value_off);
+            *folded = 1;
+            pos = eol + 2;
+            continue;
+        }
+        size_t p = pos;
+        while (is_tchar[(unsigned char)buf[p]])
+            p++;
+        char ch = buf[p];
+        if (ch != ':' || p == pos) {
+            if (p == eol)
+                return "header line without colon";
+            if (ch == ':')
+                return "empty header name";
+            if (is_ows(ch))
+                return "whitespace before colon in header field";
+            return ch == 0 ? "NUL in header name" : "invalid character in header name";
+        }
+        h[n].name_off = (uint32_t)pos;
+        h[n].name_len = (uint32_t)(p - pos);
+        p++;
+        while (p < eol && is_ows(buf[p]))
+            p++;
+        size_t vend = eol;
+        while (vend > p && is_ows(buf[vend - 1]))
+            vend--;
+        const char *bad = text_defect(buf + p, vend - p, "NUL in header value",
+                                      "bare CR in header value",
+                                      "invalid character in header value");
+        if (bad)
+            return bad;
+        h[n].value_off = (uint32_t)p;
+        h[n].value_len = (uint32_t)(vend - p);
+        n++;
+        pos = eol + 2;
+    }
+    *num = n;
+    return NULL;
+}
+
+/* Iterates the elements of a comma-separated list (RFC 9110 section 5.6.1),
+ * OWS and obs-fold trimmed, empty elements skipped. Returns 0 at the end. */
+typedef struct {
+    const char *p, *end;
+} list_iter;
+
+static int is_list_ws(char ch) { return is_ows(ch) || ch == '\r' || ch == '\n'; }
+
+static int list_next(list_iter *it, const char **elem, size_t *elen)
+{
+    while (it->p < it->end) {
+        const char *comma = memchr(it->p, ',', (size_t)(it->end - it->p));
+        const char *stop = comma ? comma : it->end;
+        const char *a = it->p, *b = stop;
+        it->p = comma ? comma + 1 : it->end;
+        while (a < b && is_list_ws(*a))
+            a++;
+        while (b > a && is_list_ws(b[-1]))
+            b--;
+        if (a < b) {
+            *elem = a;
+            *elen = (size_t)(b - a);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Content-Length = 1*DIGIT (RFC 9110 section 8.6). A list of identical
+ * values is accepted as one, as the RFC allows; anything else is not. */
+static const char *parse_content_length(const char *v, size_t n, int *seen, uint64_t *out)
+{
+    list_iter it = {v, v + n};
+    const char *e;
+    size_t elen;
+    int any = 0;
+    while (list_next(&it, &e, &elen)) {
+        uint64_t x = 0;
+        if (elen > 19)
+            return "Content-Length value too large";
+        for (size_t i = 0; i < elen; i++) {
+            if (e[i] < '0' || e[i] > '9')
+                return "invalid Content-Length value";
+            x = x * 10 + (uint64_t)(e[i] - '0');
+        }
+        if (*seen && x != *out)
+            return "conflicting Content-Length values";
+        *seen = 1;
+        *out = x;
+        any = 1;
+    }
+    /* An empty value, or one of only commas, is no number at all. */
+    return any ? NULL : "invalid Content-Length value";
+}
+
+/* Transfer-Encoding codings (RFC 9112 section 6.1): counts chunked, notes
+ * whether it is the final coding. */
+static void parse_transfer_encoding(const char *v, size_t n, unsigned *chunked, int *last_chunked)
+{
+    list_iter it = {v, v + n};
+    const char *e;
+    size_t elen;
+    while (list_next(&it, &e, &elen)) {
+        size_t name = 0;
+        while (name < elen && e[name] != ';' && !is_ows(e[name]))
+            name++;
+        int is_chunked = NAME_IS(e, name, "chunked");
+        *chunked += (unsigned)is_chunked;
+        *last_chunked = is_chunked;
+    }
+}
+
+static const char *parse_status_line(hb_response *r, const char *buf, size_t eol)
+{
+    /* status-line = HTTP-version SP status-code SP [ reason-phrase ]
+     * (RFC 9112 section 4); the SP before an empty reason is tolerated
+     * missing, as most clients do. */
+    if (eol < 12 || memcmp(buf, "HTTP/", 5) != 0)
+        return "invalid status line";
+    if (buf[5] < '0' || buf[5] > '9' || buf[6] != '.' || buf[7] < '0' || buf[7] > '9')
+        return "invalid HTTP version";
+    if (buf[5] != '1')
+        return "unsupported HTTP version";
+    if (buf[8] != ' ')
+        return "invalid status line";
+    int code = 0;
+    for (int i = 9; i < 12; i++) {
+        if (buf[i] < '0' || buf[i] > '9')
+            return "invalid status code";
+        code = code * 10 + (buf[i] - '0');
+    }
+    if (code < 100 || code > 599)
+        return "invalid status code";
+    if (eol > 12 && buf[12] != ' ')
+        return "invalid status code";
+    size_t reason = eol > 12 ? 13 : 12;
+    const char *bad = text_defect(buf + reason, eol - reason, "NUL in reason phrase",
+                                  "bare CR in reason phrase",
+                                  "invalid character in reason phrase");
+    if (bad)
+        return bad;
+    r->minor_version = buf[7] - '0';
+    r->status = code;
+    r->reason_off = (uint32_t)reason;
+    r->reason_len = (uint32_t)(eol - reason);
+    return NULL;
+}
+
+/* Chooses the body framing (RFC 9112 section 6.3) and whether the
+ * connection persists (RFC 9112 section 9.3). */
+static const char *parse_framing(hb_response *r, const char *buf, int flags)
+{
+    int has_cl = 0, last_chunked = 0, close = 0, keep_alive = 0, has_te = 0;
+    unsigned chunked = 0;
+    uint64_t cl = 0;
+    const char *bad;
+
+    for (unsigned i = 0; i < r->num_headers; i++) {
+        const hb_header *h = &r->headers[i];
+        const char *name = buf + h->name_off, *value = buf + h->value_off;
+        switch (h->name_len) {
+        case 10:
+            if (NAME_IS(name, 10, "connection")) {
+                list_iter it = {value, value + h->value_len};
+                const char *e;
+                size_t elen;
+                while (list_next(&it, &e, &elen)) {
+                    close |= NAME_IS(e, elen, "close");
+                    keep_alive |= NAME_IS(e, elen, "keep-alive");
+                }
+            }
+            break;
+        case 14:
+            if (NAME_IS(name, 14, "content-length")) {
+                if ((bad = parse_content_length(value, h->value_len, &has_cl, &cl)) != NULL)
+                    return bad;
+            }
+            break;
+        case 17:
+            if (NAME_IS(name, 17, "transfer-encoding")) {
+                has_te = 1;
+                parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked);
+            }
+            break;
+        }
+    }
+    if (chunked > 1)
+        return "chunked transfer coding applied more than once";
+    r->keep_alive = r->minor_version >= 1 ? !close : keep_alive && !close;
+    if (r->status < 200 || (flags & HB_PARSE_HEAD_REQUEST) || r->status == 204 ||
+        r->status == 304) {
+        r->body = HB_BODY_NONE;
+    } else if (has_te) {
+        /* Transfer-Encoding overrides Content-Length; a message with both
+         * may be an attempt at request smuggling, so the connection is not
+         * reused (RFC 9112 section 6.3, item 3). */
+        r->body = last_chunked ? HB_BODY_CHUNKED : HB_BODY_CLOSE;
+        if (has_cl || r->minor_version == 0)
+            r->keep_alive = 0;
+    } else if (has_cl) {
+        r->body = HB_BODY_LENGTH;
+        r->content_length = cl;
+    } else {
+        r->body = HB_BODY_CLOSE;
+    }
+    if (r->body == HB_BODY_CLOSE)
+        r->keep_alive = 0;
+    return NULL;
+}
+
+int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
+{
+    size_t head_len;
+    int rc = scan_head(&r->scan, buf, len, &head_len, "status line longer than 8192 bytes",
+                       &r->error);
+    if (rc != HB_PARSE_DONE)
+        return rc;
+
+    const char *nl = memchr(buf, '\n', head_len);
+    size_t eol = (size_t)(nl - buf) - 1;
+    const char *bad = parse_status_line(r, buf, eol);
+    unsigned folded = 0;
+    if (bad == NULL)
+        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, eol + 2, head_len);
+    if (bad == NULL)
+        bad = parse_framing(r, buf, flags);
+    if (bad != NULL) {
+        r->error = bad;
+        return HB_PARSE_ERROR;
+    }
+    r->folded = folded;
+    r->head_len = head_len;
+    return HB_PARSE_DONE;
+}
+
+/* The chunked decoder's states; zero is the start of a chunk-size line. */
+enum {
+    C_SIZE = 0, /* hex digits */
+    C_SIZE_WS,  /* after the digits: BWS, ';' or CR */
+    C_EXT,      /* chunk-ext, up to CR */
+    C_SIZE_LF,  /* LF after the chunk line's CR */
+    C_DATA,
+    C_DATA_CR,
+    C_DATA_LF,
+    C_TRAILER,  /* start of a trailer line, or the final CRLF */
+    C_TNAME,
+    C_TVALUE,
+    C_TLF,
+    C_END_LF,
+    C_DONE,
+};
+
+static int chunk_error(hb_chunked *c, const char *why)
+{
+    c->error = why;
+    return HB_PARSE_ERROR;
+}
+
+int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
+                     size_t *data_off, size_t *data_len)
+{
+    size_t i = 0;
+    *data_off = *data_len = 0;
+    while (i < len) {
+        unsigned char ch = (unsigned char)buf[i];
+        switch (c->state) {
+        case C_SIZE: {
+            int v = hex_value(ch);
+            if (v >= 0) {
+                if (++c->digits > HB_MAX_CHUNK_DIGITS)
+                    return chunk_error(c, "chunk size has more than 16 hex digits");
+                c->remaining = c->remaining << 4 | (uint64_t)v;
+                c->line_len++;
+                i++;
+                continue;
+            }
+            if (c->digits == 0)
+                return chunk_error(c, "invalid chunk size");
+            c->state = C_SIZE_WS;
+        }
+            /* fall through */
+        case C_SIZE_WS:
+            if (ch == '\r')
+                c->state = C_SIZE_LF;
+            else if (ch == ';')
+                c->state = C_EXT;
+            else if (ch == '\n')
+                return chunk_error(c, "bare LF in chunk line");
+            else if (!is_ows((char)ch))
+                return chunk_error(c, "invalid chunk size");
+            break;
+        case C_EXT:
+            if (ch == '\r')
+                c->state = C_SIZE_LF;
+            else if (ch == '\n')
+                return chunk_error(c, "bare LF in chunk line");
+            else if (!is_text(ch))
+                return chunk_error(c, ch == 0 ? "NUL in chunk extension"
+                                              : "invalid character in chunk extension");
+            break;
+        case C_SIZE_LF:
+            if (ch != '\n')
+                return chunk_error(c, "bare CR in chunk line");
+            c->state = c->remaining ? C_DATA : C_TRAILER;
+            c->line_len = 0;
+            i++;
+            continue;
+        case C_DATA: {
+            size_t n = len - i;
+            if ((uint64_t)n > c->remaining)
+                n = (size_t)c->remaining;
+            c->remaining -= n;
+            if (c->remaining == 0)
+                c->state = C_DATA_CR;
+            *data_off = i;
+            *data_len = n;
+            *used = i + n;
+            return HB_PARSE_MORE;
+        }
+        case C_DATA_CR:
+        case C_DATA_LF:
+            if (ch != (c->state == C_DATA_CR ? '\r' : '\n'))
+                return chunk_error(c, "chunk data not followed by CRLF");
+            if (c->state == C_DATA_LF) {
+                c->digits = 0;
+                c->line_len = 0;
+                c->remaining = 0;
+                c->state = C_SIZE;
+            } else {
+                c->state = C_DATA_LF;
+            }
+            i++;
+            continue;
+        case C_TRAILER:
+            if (ch == '\r')
+                c->state = C_END_LF;
+            else if (ch == '\n')
+                return chunk_error(c, "bare LF in trailer section");
+            else if (is_tchar[ch])
+                c->state = C_TNAME;
+            else if (ch == ':')
+                return chunk_error(c, "empty trailer field name");
+            else if (is_ows((char)ch))
+                return chunk_error(c, "whitespace before the first trailer field");
+            else
+                return chunk_error(c, "invalid character in trailer field name");
+            break;
+        case C_TNAME:
+            if (ch == ':')
+                c->state = C_TVALUE;
+            else if (is_ows((char)ch))
+                return chunk_error(c, "whitespace before colon in trailer field");
+            else if (ch == '\r' || ch == '\n')
+                return chunk_error(c, "trailer line without colon");
+            else if (!is_tchar[ch])
+                return chunk_error(c, "invalid character in trailer field name");
+            break;
+        case C_TVALUE:
+            if (ch == '\r')
+                c->state = C_TLF;
+            else if (ch == '\n')
+                return chunk_error(c, "bare LF in trailer section");
+            else if (!is_text(ch))
+                return chunk_error(c, ch == 0 ? "NUL in trailer field value"
+                                              : "invalid character in trailer field value");
+            break;
+        case C_TLF:
+            if (ch != '\n')
+                return chunk_error(c, "bare CR in trailer section");
+            if (++c->trailers > HB_MAX_HEADERS)
+                return chunk_error(c, "more than 100 trailer fields");
+            c->line_len = 0;
+            c->state = C_TRAILER;
+            break;
+        case C_END_LF:
+            if (ch != '\n')
+                return chunk_error(c, "bare CR in trailer section");
+            c->state = C_DONE;
+            *used = i + 1;
+            return HB_PARSE_DONE;
+        default:
+            return chunk_error(c, "chunked body already complete");
+        }
+        /* A byte of a chunk line or of the trailer section: count it
+         * against the limits (line content only, CR and LF aside). */
+        i++;
+        if (c->state >= C_TRAILER) {
+            if (++c->trailer_len > HB_MAX_HEAD)
+                return chunk_error(c, "trailer section longer than 65536 bytes");
+            if ((c->state == C_TNAME || c->state == C_TVALUE) && ++c->line_len > HB_MAX_LINE)
+                return chunk_error(c, "trailer line longer than 8192 bytes");
+        } else if ((c->state == C_SIZE_WS || c->state == C_EXT) &&
+                   ++c->line_len > HB_MAX_LINE) {
+            return chunk_error(c, "chunk line longer than 8192 bytes");
+        }
+    }
+    *used = i;
+    return HB_PARSE_MORE;
+}

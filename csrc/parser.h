@@ -1,0 +1,104 @@
+/* parser.h: hb_parse_*, HTTP/1.1 message heads and body framing (RFC 9112).
+ *
+ * The parsers never allocate and never copy: they report offsets and lengths
+ * into the caller's buffer, and a status. State structs start zeroed; feed a
+ * parser the same buffer again with more bytes appended and it resumes where
+ * it stopped, so a head split over any number of reads costs one pass.
+ */
+#ifndef HB_PARSER_H
+#define HB_PARSER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Statuses every parser returns. */
+#define HB_PARSE_DONE 0    /* the element is complete */
+#define HB_PARSE_MORE 1    /* everything given was used; need more bytes */
+#define HB_PARSE_ERROR (-1) /* bad input; `error` names the defect */
+
+/* Limits, as the trusted clients and servers enforce them. */
+#define HB_MAX_LINE 8192          /* start line or one field line, without CRLF */
+#define HB_MAX_HEAD 65536         /* whole header (or trailer) section, with CRLFs */
+#define HB_MAX_HEADERS 100        /* field lines in a section */
+#define HB_MAX_CHUNK_DIGITS 16    /* hex digits in a chunk size */
+
+/* One field line; offsets are from the start of the message. */
+typedef struct {
+    uint32_t name_off, name_len;
+    uint32_t value_off, value_len; /* OWS trimmed; may hold obs-fold CRLFs */
+} hb_header;
+
+/* How the body that follows a head is delimited (RFC 9112 section 6.3). */
+typedef enum {
+    HB_BODY_NONE = 0, /* no body: HEAD, 1xx, 204, 304 */
+    HB_BODY_LENGTH,   /* content_length bytes */
+    HB_BODY_CHUNKED,  /* chunked transfer coding: see hb_parse_chunked */
+    HB_BODY_CLOSE,    /* everything until the peer closes */
+} hb_body_kind;
+
+/* Incremental search for the end of a head, with the line limits. */
+typedef struct {
+    size_t scanned;    /* bytes already searched */
+    size_t line_start; /* offset of the line being searched */
+    unsigned lines;    /* complete lines so far */
+} hb_head_scan;
+
+typedef struct {
+    hb_head_scan scan;
+    /* Valid after HB_PARSE_DONE: */
+    size_t head_len;          /* bytes of the head, final CRLF included */
+    int minor_version;        /* HTTP/1.x */
+    int status;               /* 100..599 */
+    uint32_t reason_off, reason_len;
+    unsigned num_headers;
+    unsigned folded : 1;      /* some value holds obs-fold (CRLF + WS) */
+    unsigned keep_alive : 1;  /* the connection may carry another request */
+    hb_body_kind body;
+    uint64_t content_length;  /* for HB_BODY_LENGTH */
+    /* Valid after HB_PARSE_ERROR: a static string naming the defect. */
+    const char *error;
+    hb_header headers[HB_MAX_HEADERS]; /* the first num_headers are set */
+} hb_response;
+
+/* Readies r for a new head without touching the header array, which the
+ * parser fills before it is read. */
+#define hb_response_reset(r) memset((r), 0, offsetof(hb_response, headers))
+
+/* Flags for hb_parse_response. */
+#define HB_PARSE_HEAD_REQUEST 1 /* the request was HEAD: no body follows */
+
+/* Parses a response head from buf[0..len). r must start reset and be
+ * passed again, unchanged, with the same bytes plus more, after
+ * HB_PARSE_MORE. On HB_PARSE_DONE the head is buf[0..r->head_len) and the
+ * fields above describe it and its body framing; on HB_PARSE_ERROR
+ * r->error names the defect. Interim (1xx) responses are returned like any
+ * other with body HB_BODY_NONE: skipping them is the caller's choice. */
+int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags);
+
+/* Chunked transfer coding decoder (RFC 9112 section 7.1). */
+typedef struct {
+    int state;
+    unsigned digits;     /* hex digits of the current chunk size */
+    size_t line_len;     /* bytes in the current chunk or trailer line */
+    size_t trailer_len;  /* bytes of the trailer section */
+    unsigned trailers;   /* trailer field lines */
+    uint64_t remaining;  /* chunk size, then data bytes still to come */
+    const char *error;
+} hb_chunked;
+
+/* Decodes the chunked body in buf[0..len), resuming from c's state (which
+ * starts zeroed). Sets *used to the bytes consumed (framing and data alike;
+ * they need not be passed again) and reports the body bytes among them as
+ * one run buf[*data_off .. *data_off + *data_len), which ends at *used.
+ * Returns HB_PARSE_DONE after the last chunk and the trailer section,
+ * HB_PARSE_MORE when called for again (with the rest of buf, or with more
+ * bytes when *used == len), or HB_PARSE_ERROR with c->error set. Chunk
+ * extensions and trailer fields are checked and skipped. */
+int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
+                     size_t *data_off, size_t *data_len);
+
+/* Case-insensitive comparison of an ASCII name against a lower-case one. */
+int hb_name_is(const char *name, size_t len, const char *lower, size_t lower_len);
+
+#endif

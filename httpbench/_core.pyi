@@ -1,0 +1,77 @@
+"""Types of the C extension httpbench._core."""
+
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TypeVar, final, overload
+
+
+MAX_LINE: int
+MAX_HEAD: int
+MAX_HEADERS: int
+__version__: str
+
+_T = TypeVar("_T")
+_Text = str | bytes
+_Headers = Mapping[_Text, _Text] | Iterable[tuple[_Text, _Text]]
+
+@final
+class Response:
+    """An HTTP response read by Connection.request."""
+
+    @property
+    def status(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def version(self) -> str:
+        """'HTTP/1.1' or 'HTTP/1.0'."""
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """The header fields in order, as (name, value) pairs."""
+    @property
+    def body(self) -> bytes: ...
+    @overload
+    def header(self, name: str) -> str | None: ...
+    @overload
+    def header(self, name: str, default: _T) -> str | _T: ...
+
+@final
+class Connection:
+    """One blocking keep-alive HTTP/1.1 connection."""
+
+    def __init__(
+        self, host: str, port: int, timeout: float | None = 30.0, *, max_body: int = 2**30
+    ) -> None: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def is_open(self) -> bool: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def connects(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def bytes_sent(self) -> int: ...
+    @property
+    def bytes_received(self) -> int: ...
+    def request(
+        self,
+        method: _Text,
+        target: _Text,
+        headers: _Headers | None = None,
+        body: bytes | bytearray | memoryview | str | None = None,
+    ) -> Response: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Connection: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

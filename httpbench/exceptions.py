@@ -1,0 +1,34 @@
+"""The exceptions httpbench raises.
+
+Every error of the library is an :class:`HttpbenchError`; the ones about the
+network also derive from the built-in exception a caller would already catch
+(``ConnectionError``, ``TimeoutError``).
+"""
+
+__all__ = [
+    "HttpbenchError",
+    "ConnectError",
+    "Timeout",
+    "ProtocolError",
+    "IncompleteResponse",
+]
+
+
+class HttpbenchError(Exception):
+    """Base of every httpbench error."""
+
+
+class ConnectError(HttpbenchError, ConnectionError):
+    """The host could not be resolved or would not accept a connection."""
+
+
+class Timeout(HttpbenchError, TimeoutError):
+    """A request (connect included) did not complete within its timeout."""
+
+
+class ProtocolError(HttpbenchError):
+    """The peer sent invalid or unsupported HTTP; the message names the defect."""
+
+
+class IncompleteResponse(ProtocolError):
+    """The peer closed or reset the connection before the response was complete."""
