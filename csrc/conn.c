@@ -113,7 +113,8 @@ static ssize_t fill(hb_conn *c, size_t want, int64_t deadline)
     return n;
 }
 
-/* A read that returned 0 or -1 while a message was incomplete. */
+/* A read that returned 0 or -1 while a message was incomplete; fmt goes
+ * after "connection closed" (or "reset"). */
 static hb_status cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
 {
     int err = errno;
@@ -124,7 +125,7 @@ static hb_status cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return fail(c, HB_ERR_INCOMPLETE, "connection %s %s", n < 0 ? "reset" : "closed", what);
+    return fail(c, HB_ERR_INCOMPLETE, "connection %s%s", n < 0 ? "reset" : "closed", what);
 }
 
 /* Reads the head of the final response into rx, skipping interim ones.
@@ -141,8 +142,8 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
             ssize_t n = fill(c, HEAD_READ, deadline);
             if (n <= 0) {
                 if (*got == 0 && had == 0)
-                    return cut_short(c, n, "before any response byte");
-                return cut_short(c, n, "after %zu bytes of the response head", had);
+                    return cut_short(c, n, " before any response byte");
+                return cut_short(c, n, " after %zu bytes of the response head", had);
             }
             *got += (size_t)n;
         }
@@ -239,13 +240,13 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             done = 1;
         } else if (n <= 0) {
             if (r->body == HB_BODY_LENGTH)
-                return cut_short(c, n, "after %llu of %llu body bytes",
+                return cut_short(c, n, ": got %llu of %llu body bytes",
                                  (unsigned long long)c->body_len,
                                  (unsigned long long)r->content_length);
             if (r->body == HB_BODY_CHUNKED)
-                return cut_short(c, n, "inside the chunked body after %llu body bytes",
+                return cut_short(c, n, " inside the chunked body, after %llu body bytes",
                                  (unsigned long long)c->body_len);
-            return cut_short(c, n, "before the end of the body, after %llu body bytes",
+            return cut_short(c, n, " before the end of the body, after %llu body bytes",
                              (unsigned long long)c->body_len);
         }
     }
@@ -297,6 +298,11 @@ hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int f
                 c->reusable = 0;
             c->served++;
             c->requests++;
+            if (!c->reusable) {
+                /* Give the socket back now; the response stays in rx. */
+                hb_sock_close(&c->sock);
+                c->served = 0;
+            }
             return HB_OK;
         }
         if (st == HB_ERR_INCOMPLETE && got == 0 && served > 0 && attempt == 0 &&

@@ -1,0 +1,145 @@
+/* harness.h: runs the response parser over a byte string the way a
+ * connection would, fed whole or in pieces, and sums up what came out, so
+ * the unit tests and the fuzz driver can check that the split never
+ * matters. */
+#ifndef HB_HARNESS_H
+#define HB_HARNESS_H
+
+#include "../../csrc/parser.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SUM_BODY_MAX 4096
+
+typedef struct {
+    int rc;              /* HB_PARSE_DONE, _MORE (input ran out) or _ERROR */
+    const char *error;
+    int status, minor_version, keep_alive;
+    unsigned num_headers;
+    size_t head_len;
+    hb_body_kind body;
+    unsigned long long content_length;
+    unsigned long long body_len; /* body bytes decoded */
+    size_t used;         /* input bytes that belonged to the message */
+    size_t kept;         /* body bytes stored in `bytes` */
+    unsigned char bytes[SUM_BODY_MAX];
+} summary;
+
+/* Feeds data[0..len) in pieces of `step` bytes (0: whole), or split once
+ * at `split` when step is 0 and split is nonzero. */
+static size_t next_end(size_t at, size_t len, size_t step, size_t split)
+{
+    size_t end = step ? at + step : (split && at < split ? split : len);
+    return end > len ? len : end;
+}
+
+static void take(summary *s, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n && s->kept < SUM_BODY_MAX; i++)
+        s->bytes[s->kept++] = (unsigned char)p[i];
+    s->body_len += n;
+}
+
+static void run_parser(summary *s, const char *data, size_t len, int flags, size_t step,
+                       size_t split)
+{
+    static hb_response r;
+    memset(s, 0, sizeof *s);
+    hb_response_reset(&r);
+    size_t avail = 0;
+    int rc = HB_PARSE_MORE;
+    while (rc == HB_PARSE_MORE && avail < len) {
+        avail = next_end(avail, len, step, split);
+        rc = hb_parse_response(&r, data, avail, flags);
+    }
+    s->rc = rc;
+    if (rc != HB_PARSE_DONE) {
+        s->error = rc == HB_PARSE_ERROR ? r.error : NULL;
+        return;
+    }
+    s->status = r.status;
+    s->minor_version = r.minor_version;
+    s->keep_alive = r.keep_alive;
+    s->num_headers = r.num_headers;
+    s->head_len = r.head_len;
+    s->body = r.body;
+    s->content_length = r.content_length;
+    size_t pos = r.head_len;
+    switch (r.body) {
+    case HB_BODY_NONE:
+        s->used = pos;
+        return;
+    case HB_BODY_LENGTH: {
+        size_t n = len - pos;
+        if ((uint64_t)n > r.content_length)
+            n = (size_t)r.content_length;
+        take(s, data + pos, n);
+        s->used = pos + n;
+        s->rc = (uint64_t)n == r.content_length ? HB_PARSE_DONE : HB_PARSE_MORE;
+        return;
+    }
+    case HB_BODY_CLOSE:
+        take(s, data + pos, len - pos);
+        s->used = len;
+        return;
+    case HB_BODY_CHUNKED: {
+        hb_chunked c;
+        memset(&c, 0, sizeof c);
+        /* The first piece is what arrived with the head. */
+        size_t end = avail;
+        rc = HB_PARSE_MORE;
+        for (;;) {
+            while (rc == HB_PARSE_MORE && pos < end) {
+                size_t used, off, n;
+                rc = hb_parse_chunked(&c, data + pos, end - pos, &used, &off, &n);
+                if (rc == HB_PARSE_ERROR)
+                    break;
+                take(s, data + pos + off, n);
+                pos += used;
+            }
+            if (rc != HB_PARSE_MORE || end == len)
+                break;
+            end = next_end(end, len, step, split);
+        }
+        s->rc = rc;
+        s->error = rc == HB_PARSE_ERROR ? c.error : NULL;
+        s->used = rc == HB_PARSE_ERROR ? 0 : pos; /* where it stopped is no result */
+        return;
+    }
+    }
+}
+
+/* Whether two summaries say the same thing; prints the first difference. */
+static int same_summary(const summary *a, const summary *b, const char *label)
+{
+#define DIFF(f, fmt)                                                                    \
+    if (a->f != b->f) {                                                                 \
+        fprintf(stderr, "%s: " #f " differs: " fmt " vs " fmt "\n", label, a->f, b->f); \
+        return 0;                                                               \
+    }
+    DIFF(rc, "%d")
+    DIFF(status, "%d")
+    DIFF(minor_version, "%d")
+    DIFF(keep_alive, "%d")
+    DIFF(num_headers, "%u")
+    DIFF(head_len, "%zu")
+    DIFF(body, "%d")
+    DIFF(body_len, "%llu")
+    DIFF(used, "%zu")
+    DIFF(kept, "%zu")
+#undef DIFF
+    if ((a->error == NULL) != (b->error == NULL) ||
+        (a->error && strcmp(a->error, b->error) != 0)) {
+        fprintf(stderr, "%s: error differs: %s vs %s\n", label, a->error ? a->error : "(none)",
+                b->error ? b->error : "(none)");
+        return 0;
+    }
+    if (memcmp(a->bytes, b->bytes, a->kept) != 0) {
+        fprintf(stderr, "%s: body bytes differ\n", label);
+        return 0;
+    }
+    return 1;
+}
+
+#endif

@@ -1,0 +1,291 @@
+/* test_parser.c: the response parser and chunked decoder, every case fed
+ * whole, byte by byte, in 7-byte pieces and split once at every offset.
+ *
+ *   cc -O1 -g -Wall -Wextra -o test_parser tests/c/test_parser.c csrc/parser.c
+ *   ./test_parser          prints "N passed, N failed"
+ */
+#include "harness.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    const char *name;
+    const char *input;
+    size_t len;        /* 0: strlen(input) */
+    int flags;
+    int rc;
+    const char *error; /* for HB_PARSE_ERROR */
+    int status;
+    hb_body_kind body;
+    const char *body_bytes;
+    int keep_alive;
+    unsigned num_headers;
+} parser_case;
+
+#define OK(name, in, status, kind, bytes, ka, nh) \
+    {name, in, 0, 0, HB_PARSE_DONE, NULL, status, kind, bytes, ka, nh}
+#define BAD(name, in, why) {name, in, 0, 0, HB_PARSE_ERROR, why, 0, 0, NULL, 0, 0}
+/* For inputs with a NUL: the length is the literal's. */
+#define BADN(name, in, why) {name, in, sizeof(in) - 1, 0, HB_PARSE_ERROR, why, 0, 0, NULL, 0, 0}
+
+static const parser_case cases[] = {
+    OK("content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 200, HB_BODY_LENGTH,
+       "hello", 1, 1),
+    OK("no reason phrase", "HTTP/1.1 204\r\n\r\n", 204, HB_BODY_NONE, "", 1, 0),
+    OK("empty reason phrase", "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n", 200, HB_BODY_LENGTH,
+       "", 1, 1),
+    OK("chunked with extensions and trailers",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "5;a=b\r\nhello\r\n6 ; x=\"y\"\r\n world\r\n0\r\nX-Trailer: 1\r\nY: two\r\n\r\n",
+       200, HB_BODY_CHUNKED, "hello world", 1, 1),
+    OK("chunked upper-case hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
+       "A\r\n0123456789\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "0123456789", 1, 1),
+    OK("chunked leading zeros", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "0000000000000003\r\nabc\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "abc", 1, 1),
+    OK("read until close", "HTTP/1.1 200 OK\r\n\r\nuntil the end", 200, HB_BODY_CLOSE,
+       "until the end", 0, 0),
+    OK("HTTP/1.0 closes by default", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi", 200,
+       HB_BODY_LENGTH, "hi", 0, 1),
+    OK("HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nhi",
+       200, HB_BODY_LENGTH, "hi", 1, 2),
+    OK("Connection: close", "HTTP/1.1 200 OK\r\nConnection: foo, close\r\nContent-Length: 2\r\n\r\nhi",
+       200, HB_BODY_LENGTH, "hi", 0, 2),
+    {"HEAD response", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", 0, HB_PARSE_HEAD_REQUEST,
+     HB_PARSE_DONE, NULL, 200, HB_BODY_NONE, "", 1, 1},
+    OK("304 has no body", "HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n", 304,
+       HB_BODY_NONE, "", 1, 1),
+    OK("interim 100", "HTTP/1.1 100 Continue\r\n\r\n", 100, HB_BODY_NONE, "", 1, 0),
+    OK("chunked wins over Content-Length",
+       "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "2\r\nok\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "ok", 0, 2),
+    OK("gzip then chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+       "1\r\nz\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "z", 1, 1),
+    OK("coding without chunked runs to close", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz",
+       200, HB_BODY_CLOSE, "zz", 0, 1),
+    OK("repeated equal Content-Length",
+       "HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2, 2\r\n\r\nhi", 200,
+       HB_BODY_LENGTH, "hi", 1, 2),
+    OK("obs-fold", "HTTP/1.1 200 OK\r\nX-Long: a\r\n  b\r\n\tc\r\nContent-Length: 0\r\n\r\n", 200,
+       HB_BODY_LENGTH, "", 1, 2),
+    OK("empty value and OWS", "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-Pad: \t v \t\r\nContent-Length:  1 \r\n\r\nx",
+       200, HB_BODY_LENGTH, "x", 1, 3),
+    OK("obs-text in value", "HTTP/1.1 200 OK\r\nX: caf\xe9\r\nContent-Length: 0\r\n\r\n", 200,
+       HB_BODY_LENGTH, "", 1, 2),
+    OK("HTTP/1.2 is read as 1.x", "HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", 200,
+       HB_BODY_LENGTH, "", 1, 1),
+
+    BAD("bare LF ends the status line", "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n",
+        "bare LF in header section"),
+    BAD("bare LF ends a header line", "HTTP/1.1 200 OK\r\nX: y\n\r\n", "bare LF in header section"),
+    BAD("bare LF blank line", "HTTP/1.1 200 OK\r\nX: y\r\n\n", "bare LF in header section"),
+    BAD("HTTP/2.0", "HTTP/2.0 200 OK\r\n\r\n", "unsupported HTTP version"),
+    BAD("HTTP/1.x", "HTTP/1.x 200 OK\r\n\r\n", "invalid HTTP version"),
+    BAD("not HTTP", "HTTX/1.1 200 OK\r\n\r\n", "invalid status line"),
+    BAD("short status line", "HTTP/1.1 20\r\n\r\n", "invalid status line"),
+    BAD("two-digit status", "HTTP/1.1 20 OK\r\n\r\n", "invalid status code"),
+    BAD("status 099", "HTTP/1.1 099 Low\r\n\r\n", "invalid status code"),
+    BAD("status 600", "HTTP/1.1 600 High\r\n\r\n", "invalid status code"),
+    BAD("four-digit status", "HTTP/1.1 2000 OK\r\n\r\n", "invalid status code"),
+    BAD("double space", "HTTP/1.1  200 OK\r\n\r\n", "invalid status code"),
+    BAD("empty status line", "\r\n\r\n", "invalid status line"),
+    BAD("control in reason", "HTTP/1.1 200 O\x01K\r\n\r\n", "invalid character in reason phrase"),
+    BAD("bare CR in reason", "HTTP/1.1 200 O\rK\r\n\r\n", "bare CR in reason phrase"),
+    BADN("NUL in reason", "HTTP/1.1 200 O\0K\r\n\r\n", "NUL in reason phrase"),
+    BADN("NUL in header value", "HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n", "NUL in header value"),
+    BADN("NUL in header name", "HTTP/1.1 200 OK\r\nX\0: ab\r\n\r\n", "NUL in header name"),
+    BADN("NUL in chunk extension",
+         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;\0\r\nx\r\n0\r\n\r\n",
+         "NUL in chunk extension"),
+    BADN("NUL in trailer value",
+         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: \0\r\n\r\n",
+         "NUL in trailer field value"),
+    BAD("bare CR in header value", "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "bare CR in header value"),
+    BAD("control in header value", "HTTP/1.1 200 OK\r\nX: a\x7f\r\n\r\n",
+        "invalid character in header value"),
+    BAD("space before colon", "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello",
+        "whitespace before colon in header field"),
+    BAD("tab before colon", "HTTP/1.1 200 OK\r\nX\t: y\r\n\r\n",
+        "whitespace before colon in header field"),
+    BAD("no colon", "HTTP/1.1 200 OK\r\nNoColonHere\r\n\r\n", "header line without colon"),
+    BAD("empty name", "HTTP/1.1 200 OK\r\n: v\r\n\r\n", "empty header name"),
+    BAD("bad name character", "HTTP/1.1 200 OK\r\nX(y): v\r\n\r\n",
+        "invalid character in header name"),
+    BAD("whitespace before first field", "HTTP/1.1 200 OK\r\n X: y\r\n\r\n",
+        "whitespace before the first header field"),
+    BAD("conflicting Content-Length",
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        "conflicting Content-Length values"),
+    BAD("conflicting Content-Length list", "HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\nhello!",
+        "conflicting Content-Length values"),
+    BAD("Content-Length with letters", "HTTP/1.1 200 OK\r\nContent-Length: 5a\r\n\r\n",
+        "invalid Content-Length value"),
+    BAD("negative Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        "invalid Content-Length value"),
+    BAD("Content-Length with sign", "HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello",
+        "invalid Content-Length value"),
+    BAD("empty Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n",
+        "invalid Content-Length value"),
+    BAD("huge Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        "Content-Length value too large"),
+    BAD("chunked twice", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+        "chunked transfer coding applied more than once"),
+    BAD("chunked twice over two lines",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "chunked transfer coding applied more than once"),
+#define CHUNKED "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    BAD("chunk size not hex", CHUNKED "zz\r\n", "invalid chunk size"),
+    BAD("chunk size then junk", CHUNKED "5x\r\nhello\r\n0\r\n\r\n", "invalid chunk size"),
+    BAD("chunk size missing", CHUNKED "\r\nhello", "invalid chunk size"),
+    BAD("negative chunk size", CHUNKED "-5\r\nhello", "invalid chunk size"),
+    BAD("chunk line bare LF", CHUNKED "5\nhello\r\n0\r\n\r\n", "bare LF in chunk line"),
+    BAD("chunk extension bare LF", CHUNKED "5;x\nhello\r\n0\r\n\r\n", "bare LF in chunk line"),
+    BAD("chunk line bare CR", CHUNKED "5\rhello\r\n0\r\n\r\n", "bare CR in chunk line"),
+    BAD("17 hex digits", CHUNKED "00000000000000001\r\nx\r\n0\r\n\r\n",
+        "chunk size has more than 16 hex digits"),
+    BAD("chunk data too long", CHUNKED "5\r\nhello!\r\n0\r\n\r\n", "chunk data not followed by CRLF"),
+    BAD("chunk data then bare LF", CHUNKED "5\r\nhello\n0\r\n\r\n", "chunk data not followed by CRLF"),
+    BAD("chunk data then CR junk", CHUNKED "5\r\nhello\rX0\r\n\r\n",
+        "chunk data not followed by CRLF"),
+    BAD("control in chunk extension", CHUNKED "5;\x01\r\nhello\r\n0\r\n\r\n",
+        "invalid character in chunk extension"),
+    BAD("trailer without colon", CHUNKED "0\r\nNoColon\r\n\r\n", "trailer line without colon"),
+    BAD("trailer space before colon", CHUNKED "0\r\nX : y\r\n\r\n",
+        "whitespace before colon in trailer field"),
+    BAD("trailer bare LF", CHUNKED "0\r\nX: y\n\r\n", "bare LF in trailer section"),
+    BAD("final bare LF", CHUNKED "0\r\n\n", "bare LF in trailer section"),
+    BAD("final bare CR", CHUNKED "0\r\n\rX", "bare CR in trailer section"),
+    BAD("trailer obs-fold", CHUNKED "0\r\n x\r\n\r\n", "whitespace before the first trailer field"),
+#undef CHUNKED
+};
+
+/* Cases built at run time: the limits, just inside and just past. */
+static char *repeat_line(const char *prefix, size_t fill, const char *suffix)
+{
+    size_t pl = strlen(prefix), sl = strlen(suffix);
+    char *p = malloc(pl + fill + sl + 1);
+    memcpy(p, prefix, pl);
+    memset(p + pl, 'a', fill);
+    memcpy(p + pl + fill, suffix, sl + 1);
+    return p;
+}
+
+static char *many_headers(unsigned n, size_t value_len)
+{
+    size_t line = 4 + value_len + 2; /* "Xn: " is padded to 4 with the name */
+    char *p = malloc(32 + n * (line + 8) + 64), *w = p;
+    w += sprintf(w, "HTTP/1.1 200 OK\r\n");
+    for (unsigned i = 0; i < n; i++) {
+        w += sprintf(w, "H%u: ", i);
+        memset(w, 'v', value_len);
+        w += value_len;
+        w += sprintf(w, "\r\n");
+    }
+    sprintf(w, "Content-Length: 0\r\n\r\n");
+    return p;
+}
+
+static int passed, failed;
+
+static void check_one(const char *name, const char *input, size_t len, int flags, int rc,
+                      const char *error, int status, hb_body_kind body, const char *bytes,
+                      int keep_alive, unsigned num_headers)
+{
+    summary whole, other;
+    char label[256];
+    int ok = 1;
+
+    run_parser(&whole, input, len, flags, 0, 0);
+    if (whole.rc != rc) {
+        fprintf(stderr, "%s: rc %d, expected %d (error: %s)\n", name, whole.rc, rc,
+                whole.error ? whole.error : "none");
+        ok = 0;
+    } else if (rc == HB_PARSE_ERROR && strcmp(whole.error, error) != 0) {
+        fprintf(stderr, "%s: error \"%s\", expected \"%s\"\n", name, whole.error, error);
+        ok = 0;
+    } else if (rc == HB_PARSE_DONE) {
+        size_t blen = strlen(bytes);
+        if (whole.status != status || whole.body != body || whole.keep_alive != keep_alive ||
+            whole.num_headers != num_headers || whole.body_len != blen ||
+            memcmp(whole.bytes, bytes, blen) != 0) {
+            fprintf(stderr,
+                    "%s: got status %d body kind %d keep-alive %d headers %u body %llu bytes\n",
+                    name, whole.status, whole.body, whole.keep_alive, whole.num_headers,
+                    whole.body_len);
+            ok = 0;
+        }
+    }
+    snprintf(label, sizeof label, "%s (byte by byte)", name);
+    run_parser(&other, input, len, flags, 1, 0);
+    ok = ok && same_summary(&whole, &other, label);
+    snprintf(label, sizeof label, "%s (7-byte pieces)", name);
+    run_parser(&other, input, len, flags, 7, 0);
+    ok = ok && same_summary(&whole, &other, label);
+    for (size_t at = 1; ok && at < len; at++) {
+        snprintf(label, sizeof label, "%s (split at %zu)", name, at);
+        run_parser(&other, input, len, flags, 0, at);
+        ok = same_summary(&whole, &other, label);
+    }
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
+int main(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const parser_case *c = &cases[i];
+        check_one(c->name, c->input, c->len ? c->len : strlen(c->input), c->flags, c->rc,
+                  c->error, c->status, c->body, c->body_bytes ? c->body_bytes : "",
+                  c->keep_alive, c->num_headers);
+    }
+
+    struct {
+        const char *name;
+        char *input;
+        int rc;
+        const char *error;
+        unsigned num_headers;
+    } limits[] = {
+        {"status line of 8192 bytes", repeat_line("HTTP/1.1 200 ", 8192 - 13, "\r\nContent-Length: 0\r\n\r\n"),
+         HB_PARSE_DONE, NULL, 1},
+        {"status line of 8193 bytes", repeat_line("HTTP/1.1 200 ", 8193 - 13, "\r\n\r\n"),
+         HB_PARSE_ERROR, "status line longer than 8192 bytes", 0},
+        {"header line of 8192 bytes",
+         repeat_line("HTTP/1.1 200 OK\r\nX: ", 8192 - 3, "\r\nContent-Length: 0\r\n\r\n"),
+         HB_PARSE_DONE, NULL, 2},
+        {"header line of 8193 bytes", repeat_line("HTTP/1.1 200 OK\r\nX: ", 8193 - 3, "\r\n\r\n"),
+         HB_PARSE_ERROR, "header line longer than 8192 bytes", 0},
+        {"100 header fields", many_headers(99, 8), HB_PARSE_DONE, NULL, 100},
+        {"101 header fields", many_headers(100, 8), HB_PARSE_ERROR, "more than 100 header fields", 0},
+        {"header section over 64 KiB", many_headers(9, 8000), HB_PARSE_ERROR,
+         "header section longer than 65536 bytes", 0},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        check_one(limits[i].name, limits[i].input, strlen(limits[i].input), 0, limits[i].rc,
+                  limits[i].error, 200, HB_BODY_LENGTH, "", 1, limits[i].num_headers);
+        free(limits[i].input);
+    }
+
+    /* A chunk line past the limit, and a body in many small chunks. */
+    {
+        char *in = repeat_line("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;", 8200,
+                               "\r\nx\r\n0\r\n\r\n");
+        check_one("chunk line over 8 KiB", in, strlen(in), 0, HB_PARSE_ERROR,
+                  "chunk line longer than 8192 bytes", 0, 0, "", 0, 0);
+        free(in);
+        char big[8192], want[2048];
+        size_t n = (size_t)sprintf(big, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        for (int i = 0; i < 1000; i++) {
+            n += (size_t)sprintf(big + n, "1\r\n%c\r\n", 'a' + i % 26);
+            want[i] = (char)('a' + i % 26);
+        }
+        want[1000] = 0;
+        n += (size_t)sprintf(big + n, "0\r\n\r\n");
+        check_one("1000 one-byte chunks", big, n, 0, HB_PARSE_DONE, NULL, 200, HB_BODY_CHUNKED,
+                  want, 1, 1);
+    }
+
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
