@@ -12,7 +12,7 @@ __version__: str
 
 _T = TypeVar("_T")
 _Text = str | bytes
-_Headers = Mapping[_Text, _Text] | Iterable[tuple[_Text, _Text]]
+_Headers = Mapping[str, _Text] | Mapping[bytes, _Text] | Iterable[tuple[_Text, _Text]]
 
 @final
 class Response:

@@ -55,13 +55,14 @@ class ScriptedServer:
     beyond the scripts are closed at once.
     """
 
-    def __init__(self, scripts: Sequence[Sequence[Step]]) -> None:
+    def __init__(self, scripts: Sequence[Sequence[Step]], host: str = "127.0.0.1") -> None:
         self.scripts = list(scripts)
         self.requests: list[bytes] = []
         self.connections = 0
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
-        self._sock = socket.create_server(("127.0.0.1", 0))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.create_server((host, 0), family=family)
         self._sock.settimeout(0.05)
         self.port: int = self._sock.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -130,8 +131,8 @@ def scripted() -> Iterator[Callable[..., ScriptedServer]]:
     """scripted(script, script, ...) starts a ScriptedServer for the test."""
     servers: list[ScriptedServer] = []
 
-    def start(*scripts: Sequence[Step]) -> ScriptedServer:
-        server = ScriptedServer(scripts)
+    def start(*scripts: Sequence[Step], host: str = "127.0.0.1") -> ScriptedServer:
+        server = ScriptedServer(scripts, host)
         servers.append(server)
         return server
 

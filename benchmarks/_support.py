@@ -1,0 +1,121 @@
+"""Helpers the benchmark scripts share: pinning, the floor, nginx.
+
+See ../shared/bench/README.md: one connection pins client and server to the
+same CPU; ratios between programs measured in the same run are what count.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("HTTPBENCH_SHARED", ROOT.parent / "shared"))
+
+
+def pinned(cpu: int | None, argv: list[str]) -> list[str]:
+    """argv run on one CPU, when taskset exists and the CPU does."""
+    if cpu is None or shutil.which("taskset") is None or cpu >= (os.cpu_count() or 1):
+        return argv
+    return ["taskset", "-c", str(cpu), *argv]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def build_floor(workdir: Path) -> Path | None:
+    """Compiles ../shared/bench/floor.c; None (with a message) if it cannot."""
+    src = SHARED / "bench" / "floor.c"
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not src.exists() or cc is None:
+        print(f"floor: skipped ({src} or a C compiler is missing)", file=sys.stderr)
+        return None
+    out = workdir / "floor"
+    subprocess.run([cc, "-O2", "-o", str(out), str(src)], check=True)
+    return out
+
+
+def run_floor(floor: Path, cpu: int | None, port: int, target: str, count: int) -> float:
+    """req/s of one floor.c run."""
+    out = subprocess.run(pinned(cpu, [str(floor), "127.0.0.1", str(port), target, str(count)]),
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"= (\d+) req/s", out)
+    if m is None:
+        raise RuntimeError(f"unexpected floor output: {out!r}")
+    return float(m.group(1))
+
+
+NGINX_CONF = """
+{user}
+worker_processes 1;
+daemon off;
+error_log {tmp}/error.log;
+pid {tmp}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    keepalive_requests 100000000;
+    server {{
+        listen 127.0.0.1:{port};
+        root {tmp}/www;
+    }}
+}}
+"""
+
+
+@contextmanager
+def nginx(cpu: int | None, size: int = 2048) -> Iterator[int | None]:
+    """nginx with one worker and no access log, serving /rnd (any query) as
+    `size` random printable bytes. Yields its port, or None if nginx is
+    not installed."""
+    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if binary is None:
+        print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
+        yield None
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        www = Path(tmp) / "www"
+        www.mkdir()
+        (www / "rnd").write_bytes(bytes(33 + b % 94 for b in os.urandom(size)))
+        port = free_port()
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = Path(tmp) / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user))
+        proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]))
+        try:
+            wait_for_port(port, proc)
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(10)

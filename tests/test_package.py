@@ -1,0 +1,66 @@
+"""The package as a user installs and imports it."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import httpbench
+from httpbench import exceptions
+
+
+def test_public_names():
+    for name in httpbench.__all__:
+        assert hasattr(httpbench, name), name
+    assert httpbench.Connection.__module__ == "httpbench"
+    assert httpbench.__version__ == httpbench._core.__version__
+
+
+def test_exception_hierarchy():
+    assert issubclass(httpbench.ConnectError, httpbench.HttpbenchError)
+    assert issubclass(httpbench.ConnectError, ConnectionError)
+    assert issubclass(httpbench.Timeout, httpbench.HttpbenchError)
+    assert issubclass(httpbench.Timeout, TimeoutError)
+    assert issubclass(httpbench.ProtocolError, httpbench.HttpbenchError)
+    assert issubclass(httpbench.IncompleteResponse, httpbench.ProtocolError)
+    assert httpbench.ProtocolError is exceptions.ProtocolError
+
+
+def test_typing_files_ship_with_the_package():
+    pkg = Path(httpbench.__file__).parent
+    assert (pkg / "py.typed").exists()
+    assert (pkg / "_core.pyi").exists()
+
+
+IMPORT_PROBE = """
+import os, signal, sys, threading
+fds = set(os.listdir('/proc/self/fd'))
+threads = threading.active_count()
+handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM)}
+import httpbench
+assert threading.active_count() == threads, 'import started a thread'
+assert set(os.listdir('/proc/self/fd')) <= fds | {str(max(map(int, fds)) + 1)}, 'import left a file open'
+assert handlers == {s: signal.getsignal(s) for s in handlers}, 'import changed a signal handler'
+"""
+
+
+def test_import_has_no_side_effects():
+    run = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "" and run.stderr == ""
+
+
+def test_stub_matches_the_extension():
+    stub = (Path(httpbench.__file__).parent / "_core.pyi").read_text()
+    for cls in (httpbench.Connection, httpbench.Response):
+        public = {n for n in dir(cls) if not n.startswith("_")}
+        for name in public:
+            assert f"def {name}(" in stub, f"{cls.__name__}.{name} missing from _core.pyi"
+
+
+def test_mypy_accepts_the_examples():
+    api = pytest.importorskip("mypy.api")
+    root = Path(__file__).resolve().parent.parent
+    out, err, status = api.run(["--strict", "--no-incremental", str(root / "examples")])
+    assert status == 0, out + err
