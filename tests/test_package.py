@@ -45,8 +45,10 @@ assert handlers == {s: signal.getsignal(s) for s in handlers}, 'import changed a
 """
 
 
-def test_import_has_no_side_effects():
-    run = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True)
+def test_import_has_no_side_effects(tmp_path):
+    # From an empty directory, so the installed package is the one imported.
+    run = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True,
+                         cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout == "" and run.stderr == ""
 
