@@ -11,6 +11,7 @@ import os
 import re
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,8 +32,20 @@ if os.environ.get("HTTPBENCH_SANITIZE") == "1":
     compile_args += sanitize + ["-O1", "-g", "-fno-omit-frame-pointer"]
     link_args += sanitize + ["-shared-libasan"]
 
+
+
+class always_build_ext(build_ext):
+    """Compiles every time: objects left in build/ by a build with other
+    switches (sanitizers, -Werror) must not be reused. It takes seconds."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        self.force = True
+
+
 setup(
     version=version(),
+    cmdclass={"build_ext": always_build_ext},
     ext_modules=[
         Extension(
             "httpbench._core",
