@@ -194,7 +194,7 @@ static PyMemberDef Response_members[] = {
     {"status", T_INT, offsetof(ResponseObject, status), READONLY, "The status code."},
     {"body", T_OBJECT, offsetof(ResponseObject, body), READONLY,
      "The body as bytes, transfer coding removed."},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef Response_getset[] = {
@@ -202,13 +202,13 @@ static PyGetSetDef Response_getset[] = {
     {"version", (getter)Response_get_version, NULL, "'HTTP/1.1' or 'HTTP/1.0'.", NULL},
     {"headers", (getter)Response_get_headers, NULL,
      "The header fields as a list of (name, value) pairs, in order.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef Response_methods[] = {
     {"header", (PyCFunction)(void (*)(void))Response_header, METH_FASTCALL,
      "header(name, default=None): a field's value, case-insensitive."},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot Response_slots[] = {
@@ -749,7 +749,7 @@ static PyObject *Connection_get_is_open(ConnectionObject *self, void *closure)
 static PyMemberDef Connection_members[] = {
     {"host", T_OBJECT, offsetof(ConnectionObject, host), READONLY, "The server's host."},
     {"port", T_INT, offsetof(ConnectionObject, port), READONLY, "The server's port."},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef Connection_getset[] = {
@@ -763,7 +763,7 @@ static PyGetSetDef Connection_getset[] = {
     {"bytes_sent", (getter)Connection_get_bytes_sent, NULL, "Request bytes written.", NULL},
     {"bytes_received", (getter)Connection_get_bytes_received, NULL,
      "Response bytes read, heads and framing included.", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMethodDef Connection_methods[] = {
@@ -772,7 +772,7 @@ static PyMethodDef Connection_methods[] = {
     {"close", (PyCFunction)Connection_close, METH_NOARGS, "Close the socket."},
     {"__enter__", (PyCFunction)Connection_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)Connection_exit, METH_VARARGS, NULL},
-    {NULL},
+    {0},
 };
 
 static PyType_Slot Connection_slots[] = {
