@@ -84,7 +84,9 @@ http {{
     fastcgi_temp_path {tmp}/fastcgi;
     uwsgi_temp_path {tmp}/uwsgi;
     scgi_temp_path {tmp}/scgi;
-    keepalive_requests 100000000;
+    keepalive_requests {keepalive_requests};
+    types {{ text/plain txt; }}
+    {extra}
     server {{
         listen 127.0.0.1:{port};
         root {tmp}/www;
@@ -93,17 +95,23 @@ http {{
 """
 
 
+def find_nginx() -> str | None:
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+
+
 @contextmanager
-def nginx(cpu: int | None, size: int = 2048) -> Iterator[int | None]:
+def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 100_000_000,
+          extra: str = "") -> Iterator[tuple[int, Path] | None]:
     """nginx with one worker and no access log, serving /rnd (any query) as
-    `size` random printable bytes. Yields its port, or None if nginx is
-    not installed."""
-    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    `size` random printable bytes from its root. Yields (port, root), or
+    None if nginx is not installed; `extra` is added to the http block."""
+    binary = find_nginx()
     if binary is None:
         print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
         yield None
         return
     with tempfile.TemporaryDirectory() as tmp:
+        # As root nginx's workers drop to nobody, who must read the root.
         os.chmod(tmp, 0o755)
         www = Path(tmp) / "www"
         www.mkdir()
@@ -111,11 +119,13 @@ def nginx(cpu: int | None, size: int = 2048) -> Iterator[int | None]:
         port = free_port()
         user = "user root;" if os.geteuid() == 0 else ""
         conf = Path(tmp) / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user))
-        proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]))
+        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user, extra=extra,
+                                          keepalive_requests=keepalive_requests))
+        proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
+                                stderr=subprocess.DEVNULL)
         try:
             wait_for_port(port, proc)
-            yield port
+            yield port, www
         finally:
             proc.terminate()
             proc.wait(10)

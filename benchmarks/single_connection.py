@@ -64,9 +64,10 @@ def main() -> int:
     ap.add_argument("--cpu", type=int, default=1)
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp, nginx(args.cpu) as port:
-        if port is None:
+    with tempfile.TemporaryDirectory() as tmp, nginx(args.cpu) as server:
+        if server is None:
             return 0
+        port = server[0]
         floor = build_floor(Path(tmp))
         best: dict[str, float] = {}
         for _ in range(args.rounds):

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The benchmarks' helpers (nginx as a peer) serve the tests too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 Step = tuple[Any, ...]
 
@@ -139,9 +144,3 @@ def scripted() -> Iterator[Callable[..., ScriptedServer]]:
     yield start
     for server in servers:
         server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

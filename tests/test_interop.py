@@ -6,10 +6,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import os
-import shutil
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,11 +14,12 @@ import pytest
 
 import httpbench
 
-from conftest import free_port
+import _support
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: object) -> None:
         pass
@@ -113,61 +111,14 @@ def test_stdlib_http10_server_closes_every_time(tmp_path):
         server.server_close()
 
 
-NGINX_CONF = """
-{user}
-worker_processes 1;
-daemon off;
-error_log {tmp}/error.log;
-pid {tmp}/nginx.pid;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    keepalive_requests 5;
-    types {{ text/plain txt; }}
-    server {{
-        listen 127.0.0.1:{port};
-        root {tmp}/www;
-        gzip on;
-        gzip_types text/plain;
-        gzip_min_length 0;
-    }}
-}}
-"""
-
-
 @pytest.fixture(scope="module")
-def nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
-    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-    if binary is None:
-        pytest.skip("nginx is not installed (apt-get install nginx-light)")
-    tmp = tmp_path_factory.mktemp("nginx")
-    (tmp / "www").mkdir()
-    port = free_port()
-    # As root nginx's workers would drop to nobody, who cannot read pytest's
-    # private temporary directories.
-    user = "user root;" if os.geteuid() == 0 else ""
-    (tmp / "nginx.conf").write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user))
-    proc = subprocess.Popen([binary, "-p", str(tmp), "-c", str(tmp / "nginx.conf")],
-                            stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with httpbench.Connection("127.0.0.1", port, timeout=1) as c:
-                c.request("GET", "/")
-            break
-        except httpbench.ConnectError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("nginx did not start: %s" % proc.stderr.read().decode())  # type: ignore[union-attr]
-            time.sleep(0.05)
-    yield port, tmp / "www"
-    proc.terminate()
-    proc.wait(10)
+def nginx() -> Iterator[tuple[int, Path]]:
+    # keepalive_requests 5: nginx says close on every fifth response.
+    with _support.nginx(keepalive_requests=5,
+                        extra="gzip on; gzip_types text/plain; gzip_min_length 0;") as server:
+        if server is None:
+            pytest.skip("nginx is not installed (apt-get install nginx-light)")
+        yield server
 
 
 def test_nginx_static_files_and_keepalive_limit(nginx):
@@ -179,7 +130,6 @@ def test_nginx_static_files_and_keepalive_limit(nginx):
             r = conn.request("GET", "/rnd")
             assert r.status == 200 and r.body == body
             assert r.header("server", "").startswith("nginx")
-        # keepalive_requests 5: nginx says close on every fifth response.
         assert (conn.requests, conn.connects, conn.retries) == (20, 4, 0)
 
 
