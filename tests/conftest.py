@@ -55,6 +55,7 @@ class ScriptedServer:
       ("trickle", data)    send data one byte per segment
       ("sleep", seconds)
       ("close",)           close (FIN)
+      ("half_close",)      shut down the sending side, keep reading
       ("reset",)           close with RST (SO_LINGER 0)
     After its last step a script waits for the client to close. Connections
     beyond the scripts are closed at once.
@@ -101,6 +102,8 @@ class ScriptedServer:
                         time.sleep(0.0005)
                 elif kind == "sleep":
                     self._stop.wait(step[1])
+                elif kind == "half_close":
+                    conn.shutdown(socket.SHUT_WR)
                 elif kind == "close":
                     conn.close()
                     return

@@ -4,6 +4,8 @@ past the timeout, or unbounded memory; the next request starts afresh."""
 import resource
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -92,6 +94,12 @@ INCOMPLETE = [
     (CHUNKED + b"5\r\nhel", "reset", "reset inside the chunked body"),
     (CHUNKED + b"0\r\nX: 1\r\n", "close", "inside the chunked body"),
     (b"HTTP/1.1 200 OK\r\n\r\npartial", "reset", "reset before the end of the body"),
+]
+
+
+INCOMPLETE += [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd", "half_close", "closed: got 4 of 10 body bytes"),
+    (CHUNKED + b"5\r\nhello\r\n", "half_close", "closed inside the chunked body"),
 ]
 
 
@@ -278,3 +286,34 @@ def test_one_connection_is_not_used_by_two_threads_at_once(scripted):
             conn.close()
         t.join()
     assert errors and "in use by another thread" in str(errors[0])
+
+
+CTRL_C = """
+import socket, sys, httpbench
+port = int(sys.argv[1])
+conn = httpbench.Connection("127.0.0.1", port, timeout=60)
+print("ready", flush=True)
+try:
+    conn.request("GET", "/")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_a_blocked_request(scripted, tmp_path):
+    srv = scripted([("recv",), ("sleep", 30)])
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C, str(srv.port)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        while not srv.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert srv.requests, "the request never arrived"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=5)
+        assert time.monotonic() - t0 < 1.0
+        assert out.strip() == "KeyboardInterrupt"
+    finally:
+        proc.kill()

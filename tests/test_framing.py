@@ -259,3 +259,10 @@ def test_latin1_field_values(scripted):
     with httpbench.Connection("127.0.0.1", srv.port) as conn:
         r = conn.request("GET", "/")
     assert (r.reason, r.header("x")) == ("Caf\u00e9", "caf\u00e9")
+
+
+def test_half_close_ends_a_body_delimited_by_close(scripted):
+    srv = scripted(reply(b"HTTP/1.1 200 OK\r\n\r\nto the end") + [("half_close",)])
+    with httpbench.Connection("127.0.0.1", srv.port) as conn:
+        assert conn.request("GET", "/").body == b"to the end"
+        assert not conn.is_open
