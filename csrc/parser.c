@@ -81,8 +81,11 @@ static const char *text_defect(const char *p, size_t n, const char *nul, const c
  * from s. Every line must end in CRLF (RFC 9112 section 2.2; a bare LF is
  * rejected rather than guessed at). Each limit is checked at the byte that
  * breaks it, so the outcome is the same however the bytes were split. */
+/* Which limit a failed scan broke, for a server's choice of status. */
+enum { OVER_NONE, OVER_START_LINE, OVER_FIELDS };
+
 static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_len,
-                     const char *too_long_start, const char **error)
+                     const char *too_long_start, const char **error, int *over)
 {
     for (;;) {
         /* The LF may sit at most HB_MAX_LINE + 1 bytes into its line (after
@@ -99,10 +102,12 @@ static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_
         if (nl == NULL) {
             if (stop == line_cap && len >= line_cap) {
                 *error = s->lines == 0 ? too_long_start : "header line longer than 8192 bytes";
+                *over = s->lines == 0 ? OVER_START_LINE : OVER_FIELDS;
                 return HB_PARSE_ERROR;
             }
             if (len >= HB_MAX_HEAD) {
                 *error = "header section longer than 65536 bytes";
+                *over = OVER_FIELDS;
                 return HB_PARSE_ERROR;
             }
             s->scanned = len;
@@ -119,6 +124,7 @@ static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_
         }
         if (++s->lines > HB_MAX_HEADERS + 1) {
             *error = "more than 100 header fields";
+            *over = OVER_FIELDS;
             return HB_PARSE_ERROR;
         }
         s->line_start = s->scanned = at + 1;
@@ -128,7 +134,7 @@ static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_
 /* Pass two, field lines: buf[pos..end) holds complete CRLF-terminated
  * lines, the blank one last (RFC 9112 section 5, RFC 9110 section 5.5). */
 static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
-                                const char *buf, size_t pos, size_t end)
+                                const char *buf, size_t pos, size_t end, int allow_fold)
 {
     unsigned n = 0;
     for (;;) {
@@ -142,6 +148,8 @@ static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
              * when it copies the value out. */
             if (n == 0)
                 return "whitespace before the first header field";
+            if (!allow_fold)
+                return "obsolete line folding in header field";
             const char *bad = text_defect(buf + pos, eol - pos, "NUL in header value",
                                           "bare CR in header value",
                                           "invalid character in header value");
@@ -246,9 +254,10 @@ static const char *parse_content_length(const char *v, size_t n, int *seen, uint
     return any ? NULL : "invalid Content-Length value";
 }
 
-/* Transfer-Encoding codings (RFC 9112 section 6.1): counts chunked, notes
- * whether it is the final coding. */
-static void parse_transfer_encoding(const char *v, size_t n, unsigned *chunked, int *last_chunked)
+/* Transfer-Encoding codings (RFC 9112 section 6.1): counts chunked and the
+ * other codings, notes whether chunked is the final one. */
+static void parse_transfer_encoding(const char *v, size_t n, unsigned *chunked, int *last_chunked,
+                                    unsigned *others)
 {
     list_iter it = {v, v + n};
     const char *e;
@@ -259,6 +268,7 @@ static void parse_transfer_encoding(const char *v, size_t n, unsigned *chunked, 
             name++;
         int is_chunked = NAME_IS(e, name, "chunked");
         *chunked += (unsigned)is_chunked;
+        *others += (unsigned)!is_chunked;
         *last_chunked = is_chunked;
     }
 }
@@ -304,7 +314,7 @@ static const char *parse_status_line(hb_response *r, const char *buf, size_t eol
 static const char *parse_framing(hb_response *r, const char *buf, int flags)
 {
     int has_cl = 0, last_chunked = 0, close = 0, keep_alive = 0, has_te = 0;
-    unsigned chunked = 0;
+    unsigned chunked = 0, others = 0;
     uint64_t cl = 0;
     const char *bad;
 
@@ -332,7 +342,7 @@ static const char *parse_framing(hb_response *r, const char *buf, int flags)
         case 17:
             if (NAME_IS(name, 17, "transfer-encoding")) {
                 has_te = 1;
-                parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked);
+                parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked, &others);
             }
             break;
         }
@@ -364,8 +374,9 @@ static const char *parse_framing(hb_response *r, const char *buf, int flags)
 int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
 {
     size_t head_len;
+    int over = OVER_NONE;
     int rc = scan_head(&r->scan, buf, len, &head_len, "status line longer than 8192 bytes",
-                       &r->error);
+                       &r->error, &over);
     if (rc != HB_PARSE_DONE)
         return rc;
 
@@ -374,7 +385,7 @@ int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
     const char *bad = parse_status_line(r, buf, eol);
     unsigned folded = 0;
     if (bad == NULL)
-        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, eol + 2, head_len);
+        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, eol + 2, head_len, 1);
     if (bad == NULL)
         bad = parse_framing(r, buf, flags);
     if (bad != NULL) {
@@ -549,4 +560,126 @@ int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
     }
     *used = i;
     return HB_PARSE_MORE;
+}
+
+/* request-line = method SP request-target SP HTTP-version (RFC 9112
+ * section 3). Returns NULL or the defect, with r->status set. */
+static const char *parse_request_line(hb_request *r, const char *buf, size_t eol)
+{
+    size_t p = 0;
+    while (p < eol && is_tchar[(unsigned char)buf[p]])
+        p++;
+    if (p == 0 || p == eol || buf[p] != ' ')
+        return "invalid method";
+    r->method_len = (uint32_t)p;
+    size_t t = ++p;
+    /* The target is visible ASCII (RFC 3986 characters and then some);
+     * anything else, a second SP included, is a bad request. */
+    while (p < eol && buf[p] > 0x20 && buf[p] < 0x7f)
+        p++;
+    if (p == t || p == eol || buf[p] != ' ')
+        return p < eol && buf[p] != ' ' ? "invalid character in request target"
+                                        : "invalid request target";
+    r->target_off = (uint32_t)t;
+    r->target_len = (uint32_t)(p - t);
+    p++;
+    if (eol - p != 8 || memcmp(buf + p, "HTTP/", 5) != 0 || buf[p + 5] < '0' ||
+        buf[p + 5] > '9' || buf[p + 6] != '.' || buf[p + 7] < '0' || buf[p + 7] > '9')
+        return "invalid HTTP version";
+    if (buf[p + 5] != '1') {
+        r->status = 505;
+        return "unsupported HTTP version";
+    }
+    r->minor_version = buf[p + 7] - '0';
+    return NULL;
+}
+
+/* Body framing of a request (RFC 9112 section 6.3, items 3 to 7): no
+ * reading until close; anything doubtful is refused, since a server that
+ * guesses can be made to smuggle requests. */
+static const char *request_framing(hb_request *r, const char *buf)
+{
+    int has_cl = 0, last_chunked = 0, close = 0, keep_alive = 0, has_te = 0;
+    unsigned chunked = 0, others = 0, hosts = 0;
+    uint64_t cl = 0;
+    const char *bad;
+
+    for (unsigned i = 0; i < r->num_headers; i++) {
+        const hb_header *h = &r->headers[i];
+        const char *name = buf + h->name_off, *value = buf + h->value_off;
+        if (NAME_IS(name, h->name_len, "host")) {
+            hosts++;
+        } else if (NAME_IS(name, h->name_len, "connection")) {
+            list_iter it = {value, value + h->value_len};
+            const char *e;
+            size_t elen;
+            while (list_next(&it, &e, &elen)) {
+                close |= NAME_IS(e, elen, "close");
+                keep_alive |= NAME_IS(e, elen, "keep-alive");
+            }
+        } else if (NAME_IS(name, h->name_len, "content-length")) {
+            if ((bad = parse_content_length(value, h->value_len, &has_cl, &cl)) != NULL)
+                return bad;
+        } else if (NAME_IS(name, h->name_len, "transfer-encoding")) {
+            has_te = 1;
+            parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked, &others);
+        } else if (NAME_IS(name, h->name_len, "expect")) {
+            r->expect_continue = NAME_IS(value, h->value_len, "100-continue");
+        }
+    }
+    /* RFC 9112 section 3.2: exactly one Host in HTTP/1.1. */
+    if (hosts > 1)
+        return "more than one Host header field";
+    if (hosts == 0 && r->minor_version >= 1)
+        return "HTTP/1.1 request without Host";
+    if (has_te) {
+        if (has_cl)
+            return "both Content-Length and Transfer-Encoding";
+        if (r->minor_version == 0)
+            return "Transfer-Encoding in an HTTP/1.0 request";
+        if (others > 0) {
+            r->status = 501;
+            return "unsupported transfer coding";
+        }
+        if (chunked != 1 || !last_chunked)
+            return "invalid Transfer-Encoding";
+        r->body = HB_BODY_CHUNKED;
+    } else if (has_cl && cl > 0) {
+        r->body = HB_BODY_LENGTH;
+        r->content_length = cl;
+    } else {
+        r->body = HB_BODY_NONE;
+    }
+    r->keep_alive = r->minor_version >= 1 ? !close : keep_alive && !close;
+    return NULL;
+}
+
+int hb_parse_request(hb_request *r, const char *buf, size_t len)
+{
+    size_t head_len;
+    int over = OVER_NONE;
+    int rc = scan_head(&r->scan, buf, len, &head_len, "request line longer than 8192 bytes",
+                       &r->error, &over);
+    if (rc == HB_PARSE_MORE)
+        return rc;
+    if (rc == HB_PARSE_ERROR) {
+        r->status = over == OVER_START_LINE ? 414 : over == OVER_FIELDS ? 431 : 400;
+        return rc;
+    }
+    const char *nl = memchr(buf, '\n', head_len);
+    size_t eol = (size_t)(nl - buf) - 1;
+    unsigned folded = 0;
+    const char *bad = parse_request_line(r, buf, eol);
+    if (bad == NULL)
+        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, eol + 2, head_len, 0);
+    if (bad == NULL)
+        bad = request_framing(r, buf);
+    if (bad != NULL) {
+        if (r->status == 0)
+            r->status = 400;
+        r->error = bad;
+        return HB_PARSE_ERROR;
+    }
+    r->head_len = head_len;
+    return HB_PARSE_DONE;
 }

@@ -76,6 +76,37 @@ typedef struct {
  * other with body HB_BODY_NONE: skipping them is the caller's choice. */
 int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags);
 
+/* A request head, as a server reads it. */
+typedef struct {
+    hb_head_scan scan;
+    /* Valid after HB_PARSE_DONE: */
+    size_t head_len;
+    uint32_t method_len;            /* the method starts the head */
+    uint32_t target_off, target_len;
+    int minor_version;
+    unsigned num_headers;
+    unsigned keep_alive : 1;        /* the client allows another request */
+    unsigned expect_continue : 1;   /* Expect: 100-continue */
+    hb_body_kind body;              /* NONE, LENGTH or CHUNKED */
+    uint64_t content_length;
+    /* Valid after HB_PARSE_ERROR: the defect, and the status to answer it
+     * with: 400, 414 (request line too long), 431 (header fields too large
+     * or too many), 501 (unknown transfer coding) or 505 (not HTTP/1). */
+    const char *error;
+    int status;
+    hb_header headers[HB_MAX_HEADERS];
+} hb_request;
+
+#define hb_request_reset(r) memset((r), 0, offsetof(hb_request, headers))
+
+/* Parses a request head from buf[0..len), as hb_parse_response does a
+ * response: r starts reset and is passed again unchanged with more bytes
+ * after HB_PARSE_MORE. Stricter than the response parser, as a server must
+ * be (RFC 9112 sections 3, 5.2, 6.1 and 6.3): no obs-fold, exactly one Host
+ * in HTTP/1.1, no Content-Length beside Transfer-Encoding, chunked the one
+ * and final coding. */
+int hb_parse_request(hb_request *r, const char *buf, size_t len);
+
 /* Chunked transfer coding decoder (RFC 9112 section 7.1). */
 typedef struct {
     int state;

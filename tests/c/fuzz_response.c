@@ -46,24 +46,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     return 0;
 }
-
-#ifdef HB_FUZZ_MAIN
-int main(int argc, char **argv)
-{
-    static uint8_t buf[1 << 20];
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        if (f == NULL) {
-            perror(argv[i]);
-            return 2;
-        }
-        size_t len = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, len);
-        n++;
-    }
-    printf("%d inputs replayed\n", n);
-    return 0;
-}
-#endif

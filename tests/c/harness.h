@@ -28,20 +28,20 @@ typedef struct {
 
 /* Feeds data[0..len) in pieces of `step` bytes (0: whole), or split once
  * at `split` when step is 0 and split is nonzero. */
-static size_t next_end(size_t at, size_t len, size_t step, size_t split)
+static inline size_t next_end(size_t at, size_t len, size_t step, size_t split)
 {
     size_t end = step ? at + step : (split && at < split ? split : len);
     return end > len ? len : end;
 }
 
-static void take(summary *s, const char *p, size_t n)
+static inline void take(summary *s, const char *p, size_t n)
 {
     for (size_t i = 0; i < n && s->kept < SUM_BODY_MAX; i++)
         s->bytes[s->kept++] = (unsigned char)p[i];
     s->body_len += n;
 }
 
-static void run_parser(summary *s, const char *data, size_t len, int flags, size_t step,
+static inline void run_parser(summary *s, const char *data, size_t len, int flags, size_t step,
                        size_t split)
 {
     static hb_response r;
@@ -111,7 +111,7 @@ static void run_parser(summary *s, const char *data, size_t len, int flags, size
 }
 
 /* Whether two summaries say the same thing; prints the first difference. */
-static int same_summary(const summary *a, const summary *b, const char *label)
+static inline int same_summary(const summary *a, const summary *b, const char *label)
 {
 #define DIFF(f, fmt)                                                                    \
     if (a->f != b->f) {                                                                 \
@@ -141,5 +141,83 @@ static int same_summary(const summary *a, const summary *b, const char *label)
     }
     return 1;
 }
+
+/* Requests: the same, for the server's parser. */
+typedef struct {
+    int rc, status;
+    const char *error;
+    size_t head_len;
+    uint32_t method_len, target_off, target_len;
+    int minor_version, keep_alive, expect_continue;
+    unsigned num_headers;
+    hb_body_kind body;
+    unsigned long long content_length;
+} req_summary;
+
+static inline void run_request(req_summary *s, const char *in, size_t len, size_t step, size_t split)
+{
+    static hb_request r;
+    hb_request_reset(&r);
+    size_t avail = 0;
+    int rc = HB_PARSE_MORE;
+    while (rc == HB_PARSE_MORE && avail < len) {
+        avail = next_end(avail, len, step, split);
+        rc = hb_parse_request(&r, in, avail);
+    }
+    memset(s, 0, sizeof *s);
+    s->rc = rc;
+    if (rc == HB_PARSE_ERROR) {
+        s->error = r.error;
+        s->status = r.status;
+    } else if (rc == HB_PARSE_DONE) {
+        s->head_len = r.head_len;
+        s->method_len = r.method_len;
+        s->target_off = r.target_off;
+        s->target_len = r.target_len;
+        s->minor_version = r.minor_version;
+        s->keep_alive = r.keep_alive;
+        s->expect_continue = r.expect_continue;
+        s->num_headers = r.num_headers;
+        s->body = r.body;
+        s->content_length = r.content_length;
+    }
+}
+
+static inline int same_request(const req_summary *a, const req_summary *b)
+{
+    if ((a->error == NULL) != (b->error == NULL) || (a->error && strcmp(a->error, b->error)))
+        return 0;
+    return a->rc == b->rc && a->status == b->status && a->head_len == b->head_len &&
+           a->method_len == b->method_len && a->target_off == b->target_off &&
+           a->target_len == b->target_len && a->minor_version == b->minor_version &&
+           a->keep_alive == b->keep_alive && a->expect_continue == b->expect_continue &&
+           a->num_headers == b->num_headers && a->body == b->body &&
+           a->content_length == b->content_length;
+}
+
+/* Built with -DHB_FUZZ_MAIN, a fuzz driver replays the files named on its
+ * command line once each, so its seeds are checked without libFuzzer. */
+#ifdef HB_FUZZ_MAIN
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int main(int argc, char **argv)
+{
+    static uint8_t buf[1 << 20];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        FILE *f = fopen(argv[i], "rb");
+        if (f == NULL) {
+            perror(argv[i]);
+            return 2;
+        }
+        size_t len = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        LLVMFuzzerTestOneInput(buf, len);
+        n++;
+    }
+    printf("%d inputs replayed\n", n);
+    return 0;
+}
+#endif /* HB_FUZZ_MAIN */
 
 #endif

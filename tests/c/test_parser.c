@@ -231,8 +231,117 @@ static void check_one(const char *name, const char *input, size_t len, int flags
         failed++;
 }
 
+/* ------------------------------------------------------------- requests */
+
+typedef struct {
+    const char *name, *input;
+    int rc, status;          /* status: the error's, or 0 */
+    const char *error_or_target;
+    hb_body_kind body;
+    int keep_alive;
+} request_case;
+
+#define REQ_OK(name, in, target, body, ka) {name, in, HB_PARSE_DONE, 0, target, body, ka}
+#define REQ_BAD(name, in, status, why) {name, in, HB_PARSE_ERROR, status, why, 0, 0}
+
+static const request_case requests[] = {
+    REQ_OK("simple GET", "GET /rnd?c=2048 HTTP/1.1\r\nHost: x\r\n\r\n", "/rnd?c=2048",
+           HB_BODY_NONE, 1),
+    REQ_OK("POST with length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
+           "/echo", HB_BODY_LENGTH, 1),
+    REQ_OK("zero length is no body", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+           "/echo", HB_BODY_NONE, 1),
+    REQ_OK("chunked", "PUT /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+           "/echo", HB_BODY_CHUNKED, 1),
+    REQ_OK("HTTP/1.0 closes", "GET / HTTP/1.0\r\n\r\n", "/", HB_BODY_NONE, 0),
+    REQ_OK("HTTP/1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "/",
+           HB_BODY_NONE, 1),
+    REQ_OK("close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "/",
+           HB_BODY_NONE, 0),
+    REQ_OK("absolute form", "GET http://x/a HTTP/1.1\r\nHost: x\r\n\r\n", "http://x/a",
+           HB_BODY_NONE, 1),
+    REQ_BAD("no Host", "GET / HTTP/1.1\r\n\r\n", 400, "HTTP/1.1 request without Host"),
+    REQ_BAD("two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+            "more than one Host header field"),
+    REQ_BAD("length and chunked",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            400, "both Content-Length and Transfer-Encoding"),
+    REQ_BAD("gzip coding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            501, "unsupported transfer coding"),
+    REQ_BAD("chunked twice", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+            400, "invalid Transfer-Encoding"),
+    REQ_BAD("TE in 1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+            "Transfer-Encoding in an HTTP/1.0 request"),
+    REQ_BAD("bad length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400,
+            "invalid Content-Length value"),
+    REQ_BAD("conflicting lengths",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400,
+            "conflicting Content-Length values"),
+    REQ_BAD("HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "unsupported HTTP version"),
+    REQ_BAD("HTTP/1.x", "GET / HTTP/1.x\r\nHost: x\r\n\r\n", 400, "invalid HTTP version"),
+    REQ_BAD("no version", "GET /\r\nHost: x\r\n\r\n", 400, "invalid request target"),
+    REQ_BAD("double space", "GET  / HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid request target"),
+    REQ_BAD("bad method", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid method"),
+    REQ_BAD("control in target", "GET /\x01 HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+            "invalid character in request target"),
+    REQ_BAD("space before colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400,
+            "whitespace before colon in header field"),
+    REQ_BAD("obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n", 400,
+            "obsolete line folding in header field"),
+    REQ_BAD("bare LF", "GET / HTTP/1.1\nHost: x\r\n\r\n", 400, "bare LF in header section"),
+};
+
+static void check_request(const request_case *c, const char *input, size_t len)
+{
+    req_summary whole, other;
+    int ok = 1;
+    run_request(&whole, input, len, 0, 0);
+    if (whole.rc != c->rc || whole.status != c->status) {
+        fprintf(stderr, "%s: rc %d status %d (%s)\n", c->name, whole.rc, whole.status,
+                whole.error ? whole.error : "no error");
+        ok = 0;
+    } else if (c->rc == HB_PARSE_ERROR && strcmp(whole.error, c->error_or_target) != 0) {
+        fprintf(stderr, "%s: error \"%s\"\n", c->name, whole.error);
+        ok = 0;
+    } else if (c->rc == HB_PARSE_DONE &&
+               (whole.target_len != strlen(c->error_or_target) ||
+                memcmp(input + whole.target_off, c->error_or_target, whole.target_len) != 0 ||
+                whole.body != c->body || whole.keep_alive != c->keep_alive)) {
+        fprintf(stderr, "%s: target, body kind or keep-alive wrong\n", c->name);
+        ok = 0;
+    }
+    run_request(&other, input, len, 1, 0);
+    ok = ok && same_request(&whole, &other);
+    for (size_t at = 1; ok && at < len; at++) {
+        run_request(&other, input, len, 0, at);
+        if (!same_request(&whole, &other)) {
+            fprintf(stderr, "%s: split at %zu differs\n", c->name, at);
+            ok = 0;
+        }
+    }
+    if (ok)
+        passed++;
+    else
+        failed++;
+}
+
 int main(void)
 {
+    for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
+        check_request(&requests[i], requests[i].input, strlen(requests[i].input));
+    {
+        char *line = repeat_line("GET /", 8200, " HTTP/1.1\r\nHost: x\r\n\r\n");
+        request_case c = REQ_BAD("request line over 8 KiB", line, 414,
+                                 "request line longer than 8192 bytes");
+        check_request(&c, line, strlen(line));
+        free(line);
+        char *fields = many_headers(120, 4);
+        memcpy(fields, "GET /x HTTP/1.1\r\n", 17); /* as long as the status line */
+        request_case d = REQ_BAD("too many fields", fields, 431, "more than 100 header fields");
+        check_request(&d, fields, strlen(fields));
+        free(fields);
+    }
+
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const parser_case *c = &cases[i];
         check_one(c->name, c->input, c->len ? c->len : strlen(c->input), c->flags, c->rc,
