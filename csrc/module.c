@@ -10,6 +10,8 @@
 #include <structmember.h>
 
 #include "conn.h"
+#include "route.h"
+#include "server.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -27,7 +29,7 @@
 
 typedef struct {
     PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
-    PyTypeObject *Connection, *Response;
+    PyTypeObject *Connection, *Response, *ServerCore;
 } core_state;
 
 static core_state *state_of(PyObject *module)
@@ -795,6 +797,122 @@ static PyType_Spec Connection_spec = {
     .slots = Connection_slots,
 };
 
+/* -------------------------------------------------------------- ServerCore */
+
+/* The running C server; httpbench.server.Server is the public face. */
+typedef struct {
+    PyObject_HEAD
+    hb_srv *srv;
+} ServerCoreObject;
+
+static void ServerCore_stop_now(ServerCoreObject *self)
+{
+    hb_srv *srv = self->srv;
+    self->srv = NULL;
+    if (srv != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        hb_srv_stop(srv);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static void ServerCore_dealloc(ServerCoreObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    ServerCore_stop_now(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"host", "port", "threaded", "threads", "static_dir", "zero_copy",
+                             "max_body", "header_timeout", "send_timeout", "idle_timeout",
+                             "version", NULL};
+    hb_srv_config cfg;
+    int threaded;
+    unsigned long long max_body;
+    memset(&cfg, 0, sizeof cfg);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sipizpKddds:_ServerCore", kwlist, &cfg.host,
+                                     &cfg.port, &threaded, &cfg.threads, &cfg.static_dir,
+                                     &cfg.zero_copy, &max_body, &cfg.header_timeout,
+                                     &cfg.send_timeout, &cfg.idle_timeout, &cfg.version))
+        return -1;
+    if (self->srv != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the server is already running");
+        return -1;
+    }
+    cfg.mode = threaded ? HB_SRV_THREADS : HB_SRV_EPOLL;
+    cfg.max_body = max_body;
+    char err[256] = "";
+    hb_srv *srv;
+    Py_BEGIN_ALLOW_THREADS
+    srv = hb_srv_start(&cfg, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (srv == NULL) {
+        PyErr_SetString(PyExc_OSError, err);
+        return -1;
+    }
+    self->srv = srv;
+    return 0;
+}
+
+static PyObject *ServerCore_stop(ServerCoreObject *self, PyObject *unused)
+{
+    (void)unused;
+    ServerCore_stop_now(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ServerCore_get_port(ServerCoreObject *self, void *closure)
+{
+    (void)closure;
+    if (self->srv == NULL)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(hb_srv_port(self->srv));
+}
+
+/* stats() -> (connections, requests, rejected, timeouts) */
+static PyObject *ServerCore_stats(ServerCoreObject *self, PyObject *unused)
+{
+    (void)unused;
+    hb_srv_stats st = {0, 0, 0, 0};
+    if (self->srv != NULL)
+        hb_srv_get_stats(self->srv, &st);
+    return Py_BuildValue("(KKKK)", (unsigned long long)st.connections,
+                         (unsigned long long)st.requests, (unsigned long long)st.rejected,
+                         (unsigned long long)st.timeouts);
+}
+
+static PyGetSetDef ServerCore_getset[] = {
+    {"port", (getter)ServerCore_get_port, NULL, "The port, or None once stopped.", NULL},
+    {0},
+};
+
+static PyMethodDef ServerCore_methods[] = {
+    {"stop", (PyCFunction)ServerCore_stop, METH_NOARGS, "Stop serving and free everything."},
+    {"stats", (PyCFunction)ServerCore_stats, METH_NOARGS,
+     "(connections, requests, rejected, timeouts)"},
+    {0},
+};
+
+static PyType_Slot ServerCore_slots[] = {
+    {Py_tp_dealloc, ServerCore_dealloc},
+    {Py_tp_init, ServerCore_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_getset, ServerCore_getset},
+    {Py_tp_methods, ServerCore_methods},
+    {Py_tp_doc, "The embedded server's C half; use httpbench.Server."},
+    {0, NULL},
+};
+
+static PyType_Spec ServerCore_spec = {
+    .name = "httpbench._core._ServerCore",
+    .basicsize = sizeof(ServerCoreObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = ServerCore_slots,
+};
+
 /* ------------------------------------------------------------------ module */
 
 static int core_exec(PyObject *m)
@@ -817,11 +935,17 @@ static int core_exec(PyObject *m)
     st->Connection = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Connection_spec, NULL);
     if (st->Connection == NULL)
         return -1;
-    if (PyModule_AddType(m, st->Response) != 0 || PyModule_AddType(m, st->Connection) != 0)
+    st->ServerCore = (PyTypeObject *)PyType_FromModuleAndSpec(m, &ServerCore_spec, NULL);
+    if (st->ServerCore == NULL)
+        return -1;
+    if (PyModule_AddType(m, st->Response) != 0 || PyModule_AddType(m, st->Connection) != 0 ||
+        PyModule_AddType(m, st->ServerCore) != 0)
         return -1;
     if (PyModule_AddIntConstant(m, "MAX_LINE", HB_MAX_LINE) != 0 ||
         PyModule_AddIntConstant(m, "MAX_HEAD", HB_MAX_HEAD) != 0 ||
         PyModule_AddIntConstant(m, "MAX_HEADERS", HB_MAX_HEADERS) != 0 ||
+        PyModule_AddObject(m, "RND_MAX", PyLong_FromUnsignedLongLong(HB_RND_MAX)) != 0 ||
+        PyModule_AddIntConstant(m, "DELAY_MAX_MS", HB_DELAY_MAX_MS) != 0 ||
         PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0)
         return -1;
     return 0;
@@ -837,6 +961,7 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->IncompleteResponse);
     Py_VISIT(st->Connection);
     Py_VISIT(st->Response);
+    Py_VISIT(st->ServerCore);
     return 0;
 }
 
@@ -850,6 +975,7 @@ static int core_clear(PyObject *m)
     Py_CLEAR(st->IncompleteResponse);
     Py_CLEAR(st->Connection);
     Py_CLEAR(st->Response);
+    Py_CLEAR(st->ServerCore);
     return 0;
 }
 
@@ -866,7 +992,7 @@ static PyModuleDef_Slot core_slots[] = {
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "httpbench._core",
-    .m_doc = "httpbench's C core: the HTTP/1.1 client connection.",
+    .m_doc = "httpbench's C core: the HTTP/1.1 client connection and the embedded server.",
     .m_size = sizeof(core_state),
     .m_slots = core_slots,
     .m_traverse = core_traverse,

@@ -1,8 +1,8 @@
 """httpbench: HTTP benchmarking with a C core.
 
     import httpbench
-    with httpbench.Connection("127.0.0.1", 8080) as conn:
-        r = conn.request("GET", "/")
+    with httpbench.Server() as srv, httpbench.Connection("127.0.0.1", srv.port) as conn:
+        r = conn.request("GET", "/rnd?c=2048")
 """
 
 from ._version import __version__
@@ -14,11 +14,13 @@ from .exceptions import (
     Timeout,
 )
 from ._core import Connection, Response
+from .server import Server
 
 __all__ = [
     "__version__",
     "Connection",
     "Response",
+    "Server",
     "HttpbenchError",
     "ConnectError",
     "Timeout",

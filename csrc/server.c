@@ -1,0 +1,603 @@
+/* server.c: the embedded target server's lifecycle and its two drivers. */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include "net.h"
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EVENTS 256
+#define ACCEPT_BATCH 64
+/* How often an event loop looks for connections past their deadlines, and
+ * how long a blocked thread waits before it looks at the stop flag. */
+#define TICK_NS 100000000LL
+#define THREAD_STACK (256 * 1024)
+
+typedef struct hb_loop hb_loop;
+
+struct hb_loop {
+    hb_srv *srv;
+    pthread_t thread;
+    int started;
+    int ep;            /* epoll */
+    int timer_fd;      /* armed for the earliest /delay */
+    int64_t timer_at;  /* what it is armed for; 0: disarmed */
+    hb_sess *sessions; /* every open session, for the deadline sweep */
+    hb_sess **heap;    /* sessions waiting out a delay, by wake_at */
+    int nheap, heap_cap;
+    int accept_paused; /* out of descriptors: accepting again at the next sweep */
+};
+
+struct hb_srv {
+    hb_srv_config cfg;
+    char *host, *static_dir;
+    int listen_fd, stop_fd, port;
+    hb_sess_shared sh;
+    char *rnd;
+    int nloops;
+    hb_loop *loops;
+    /* HB_SRV_THREADS */
+    pthread_t acceptor;
+    int acceptor_started;
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    hb_sess *live;     /* sessions with a thread */
+    int nlive;
+    volatile int stopping;
+    uint64_t connections;
+};
+
+/* Distinct addresses tag the listening socket and the stop and timer fds
+ * among the sessions in epoll's data. */
+static char TAG_LISTEN, TAG_STOP, TAG_TIMER;
+
+static void list_add(hb_sess **head, hb_sess *s)
+{
+    s->prev = NULL;
+    s->next = *head;
+    if (*head)
+        (*head)->prev = s;
+    *head = s;
+}
+
+static void list_remove(hb_sess **head, hb_sess *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+/* ------------------------------------------------------ the delay heap */
+
+static void heap_swap(hb_loop *l, int i, int j)
+{
+    hb_sess *t = l->heap[i];
+    l->heap[i] = l->heap[j];
+    l->heap[j] = t;
+    l->heap[i]->heap_index = i;
+    l->heap[j]->heap_index = j;
+}
+
+static void heap_sift(hb_loop *l, int i)
+{
+    while (i > 0 && l->heap[(i - 1) / 2]->wake_at > l->heap[i]->wake_at) {
+        heap_swap(l, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int c = 2 * i + 1, m = i;
+        if (c < l->nheap && l->heap[c]->wake_at < l->heap[m]->wake_at)
+            m = c;
+        if (c + 1 < l->nheap && l->heap[c + 1]->wake_at < l->heap[m]->wake_at)
+            m = c + 1;
+        if (m == i)
+            return;
+        heap_swap(l, i, m);
+        i = m;
+    }
+}
+
+static int heap_push(hb_loop *l, hb_sess *s)
+{
+    if (l->nheap == l->heap_cap) {
+        int cap = l->heap_cap ? l->heap_cap * 2 : 64;
+        hb_sess **h = realloc(l->heap, (size_t)cap * sizeof *h);
+        if (h == NULL)
+            return -1;
+        l->heap = h;
+        l->heap_cap = cap;
+    }
+    s->heap_index = l->nheap;
+    l->heap[l->nheap++] = s;
+    heap_sift(l, s->heap_index);
+    return 0;
+}
+
+static void heap_remove(hb_loop *l, hb_sess *s)
+{
+    int i = s->heap_index;
+    if (i < 0)
+        return;
+    l->nheap--;
+    if (i != l->nheap) {
+        l->heap[i] = l->heap[l->nheap];
+        l->heap[i]->heap_index = i;
+        heap_sift(l, i);
+    }
+    s->heap_index = -1;
+}
+
+/* Arms the timer for the earliest delay, when that changed. */
+static void arm_timer(hb_loop *l)
+{
+    int64_t at = l->nheap ? l->heap[0]->wake_at : 0;
+    if (at == l->timer_at)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (at) {
+        its.it_value.tv_sec = at / 1000000000;
+        its.it_value.tv_nsec = at % 1000000000;
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1; /* zero would disarm it */
+    }
+    timerfd_settime(l->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+    l->timer_at = at;
+}
+
+/* ----------------------------------------------------- the epoll driver */
+
+static void close_session(hb_loop *l, hb_sess *s)
+{
+    heap_remove(l, s);
+    list_remove(&l->sessions, s);
+    close(s->fd); /* also takes it out of the epoll set */
+    hb_sess_free(s);
+    free(s);
+}
+
+static void set_events(hb_loop *l, hb_sess *s, unsigned events)
+{
+    if (s->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = s};
+    epoll_ctl(l->ep, EPOLL_CTL_MOD, s->fd, &ev);
+    s->events = events;
+}
+
+static void drive(hb_loop *l, hb_sess *s, int64_t now)
+{
+    switch (hb_sess_advance(s, now)) {
+    case HB_WANT_READ:
+        set_events(l, s, EPOLLIN);
+        break;
+    case HB_WANT_WRITE:
+        set_events(l, s, EPOLLOUT);
+        break;
+    case HB_WANT_TIMER:
+        /* Nothing is read while a delay runs: pipelined requests wait. */
+        set_events(l, s, 0);
+        if (s->heap_index < 0 && heap_push(l, s) != 0)
+            close_session(l, s);
+        break;
+    case HB_WANT_CLOSE:
+        close_session(l, s);
+        break;
+    }
+}
+
+static void accept_some(hb_loop *l, int64_t now)
+{
+    hb_srv *srv = l->srv;
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* The listening socket would stay readable: stop watching it
+                 * until the next sweep rather than spin. */
+                epoll_ctl(l->ep, EPOLL_CTL_DEL, srv->listen_fd, NULL);
+                l->accept_paused = 1;
+            }
+            return;
+        }
+        hb_sess *s = malloc(sizeof *s);
+        if (s == NULL) {
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        hb_sess_init(s, fd, &srv->sh, now);
+        s->events = EPOLLIN;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            hb_sess_free(s);
+            free(s);
+            continue;
+        }
+        list_add(&l->sessions, s);
+        __atomic_add_fetch(&srv->connections, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void watch_listener(hb_loop *l)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &TAG_LISTEN};
+    epoll_ctl(l->ep, EPOLL_CTL_ADD, l->srv->listen_fd, &ev);
+}
+
+static void sweep(hb_loop *l, int64_t now)
+{
+    hb_sess *s = l->sessions;
+    while (s != NULL) {
+        hb_sess *next = s->next;
+        if (hb_sess_expired(s, now))
+            close_session(l, s);
+        s = next;
+    }
+    if (l->accept_paused) {
+        l->accept_paused = 0;
+        watch_listener(l);
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    hb_loop *l = arg;
+    struct epoll_event events[EVENTS];
+    int64_t next_sweep = hb_now_ns() + TICK_NS;
+
+    for (;;) {
+        int n = epoll_wait(l->ep, events, EVENTS, (int)(TICK_NS / 1000000));
+        int64_t now = hb_now_ns();
+        for (int i = 0; i < n; i++) {
+            void *tag = events[i].data.ptr;
+            if (tag == &TAG_STOP)
+                return NULL;
+            if (tag == &TAG_LISTEN) {
+                accept_some(l, now);
+            } else if (tag == &TAG_TIMER) {
+                uint64_t ticks;
+                if (read(l->timer_fd, &ticks, sizeof ticks) < 0)
+                    (void)0; /* nothing to do: the heap says what is due */
+                l->timer_at = 0;
+            } else {
+                hb_sess *s = tag;
+                if (s->heap_index >= 0 && (events[i].events & (EPOLLHUP | EPOLLERR))) {
+                    close_session(l, s); /* gone while its delay ran */
+                    continue;
+                }
+                if (s->heap_index < 0)
+                    drive(l, s, now);
+            }
+        }
+        while (l->nheap > 0 && l->heap[0]->wake_at <= now) {
+            hb_sess *s = l->heap[0];
+            heap_remove(l, s);
+            drive(l, s, now);
+        }
+        arm_timer(l);
+        if (now >= next_sweep) {
+            sweep(l, now);
+            next_sweep = now + TICK_NS;
+        }
+    }
+}
+
+static int loop_open(hb_loop *l, hb_srv *srv)
+{
+    l->srv = srv;
+    l->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (l->ep < 0)
+        return -1;
+    l->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (l->timer_fd < 0)
+        return -1;
+    struct epoll_event stop = {.events = EPOLLIN, .data.ptr = &TAG_STOP};
+    struct epoll_event timer = {.events = EPOLLIN, .data.ptr = &TAG_TIMER};
+    if (epoll_ctl(l->ep, EPOLL_CTL_ADD, srv->stop_fd, &stop) != 0 ||
+        epoll_ctl(l->ep, EPOLL_CTL_ADD, l->timer_fd, &timer) != 0)
+        return -1;
+    watch_listener(l);
+    return 0;
+}
+
+static void loop_close(hb_loop *l)
+{
+    while (l->sessions != NULL)
+        close_session(l, l->sessions);
+    free(l->heap);
+    if (l->timer_fd >= 0)
+        close(l->timer_fd);
+    if (l->ep >= 0)
+        close(l->ep);
+}
+
+/* ------------------------------------------- the thread-per-connection driver */
+
+static void *conn_main(void *arg)
+{
+    hb_sess *s = arg;
+    hb_srv *srv = s->driver;
+
+    while (!srv->stopping) {
+        int64_t now = hb_now_ns();
+        if (hb_sess_expired(s, now))
+            break;
+        hb_want want = hb_sess_advance(s, now);
+        if (want == HB_WANT_CLOSE)
+            break;
+        if (want == HB_WANT_TIMER) {
+            /* Sleep out the delay, waking early only to stop. */
+            int64_t left;
+            while (!srv->stopping && (left = s->wake_at - hb_now_ns()) > 0) {
+                struct pollfd p = {.fd = srv->stop_fd, .events = POLLIN};
+                struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+                ppoll(&p, 1, &ts, NULL);
+            }
+        }
+        /* HB_WANT_READ / WRITE: the blocking call timed out (a tick); look
+         * at the deadline and the stop flag, then block again. */
+    }
+    pthread_mutex_lock(&srv->mu);
+    list_remove(&srv->live, s);
+    close(s->fd);
+    s->fd = -1;
+    if (--srv->nlive == 0)
+        pthread_cond_broadcast(&srv->idle);
+    pthread_mutex_unlock(&srv->mu);
+    hb_sess_free(s);
+    free(s);
+    return NULL;
+}
+
+static void *acceptor_main(void *arg)
+{
+    hb_srv *srv = arg;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
+    struct timeval tick = {.tv_sec = 0, .tv_usec = TICK_NS / 1000};
+    int one = 1;
+
+    while (!srv->stopping) {
+        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                struct timespec pause = {0, TICK_NS};
+                nanosleep(&pause, NULL);
+            }
+            continue;
+        }
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* Blocking calls return after a tick so the thread can look at its
+         * deadline and the stop flag. */
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof tick);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tick, sizeof tick);
+        hb_sess *s = malloc(sizeof *s);
+        if (s == NULL) {
+            close(fd);
+            continue;
+        }
+        hb_sess_init(s, fd, &srv->sh, hb_now_ns());
+        s->driver = srv;
+        pthread_mutex_lock(&srv->mu);
+        list_add(&srv->live, s);
+        srv->nlive++;
+        pthread_t t;
+        int rc = srv->stopping ? -1 : pthread_create(&t, &attr, conn_main, s);
+        if (rc != 0) {
+            list_remove(&srv->live, s);
+            srv->nlive--;
+        }
+        pthread_mutex_unlock(&srv->mu);
+        if (rc != 0) {
+            close(fd);
+            hb_sess_free(s);
+            free(s);
+            continue;
+        }
+        __atomic_add_fetch(&srv->connections, 1, __ATOMIC_RELAXED);
+    }
+    pthread_attr_destroy(&attr);
+    return NULL;
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+static int listen_on(hb_srv *srv, char *err, size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    char port[16];
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(port, sizeof port, "%d", srv->cfg.port);
+    int rc = getaddrinfo(srv->host, port, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve %s: %s", srv->host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", srv->host, srv->cfg.port,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    if (srv->cfg.mode == HB_SRV_EPOLL)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    srv->listen_fd = fd;
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
+{
+    hb_srv *srv = calloc(1, sizeof *srv);
+    sigset_t all, old;
+    int masked = 0;
+
+    if (srv == NULL)
+        goto nomem;
+    srv->cfg = *cfg;
+    srv->listen_fd = srv->stop_fd = -1;
+    srv->sh.st.dir_fd = -1;
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_cond_init(&srv->idle, NULL);
+    srv->host = strdup(cfg->host);
+    srv->static_dir = dup_or_null(cfg->static_dir);
+    srv->rnd = malloc(HB_RND_BLOCK);
+    if (srv->host == NULL || (cfg->static_dir && srv->static_dir == NULL) || srv->rnd == NULL)
+        goto nomem;
+    hb_sess_fill_random(srv->rnd, HB_RND_BLOCK, (uint64_t)hb_now_ns());
+
+    hb_sess_shared *sh = &srv->sh;
+    if (hb_route_static_open(&sh->st, srv->static_dir) != 0) {
+        snprintf(err, errlen, "cannot serve %s: %s", srv->static_dir, strerror(errno));
+        goto error;
+    }
+    sh->rnd = srv->rnd;
+    sh->zero_copy = cfg->zero_copy;
+    sh->max_body = cfg->max_body;
+    sh->header_timeout = (int64_t)(cfg->header_timeout * 1e9);
+    sh->send_timeout = (int64_t)(cfg->send_timeout * 1e9);
+    sh->idle_timeout = (int64_t)(cfg->idle_timeout * 1e9);
+    sh->server_field_len = (size_t)snprintf(sh->server_field, sizeof sh->server_field,
+                                            "Server: httpbench/%s\r\n", cfg->version);
+
+    if (listen_on(srv, err, errlen) != 0)
+        goto error;
+    srv->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (srv->stop_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        goto error;
+    }
+
+    /* Threads inherit a mask with every signal blocked. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    masked = 1;
+    if (cfg->mode == HB_SRV_EPOLL) {
+        srv->nloops = cfg->threads > 0 ? cfg->threads : 1;
+        srv->loops = calloc((size_t)srv->nloops, sizeof *srv->loops);
+        if (srv->loops == NULL)
+            goto nomem;
+        for (int i = 0; i < srv->nloops; i++)
+            srv->loops[i].ep = srv->loops[i].timer_fd = -1;
+        for (int i = 0; i < srv->nloops; i++) {
+            hb_loop *l = &srv->loops[i];
+            if (loop_open(l, srv) != 0 || pthread_create(&l->thread, NULL, loop_main, l) != 0) {
+                snprintf(err, errlen, "cannot start an event loop: %s", strerror(errno));
+                goto error;
+            }
+            l->started = 1;
+        }
+    } else {
+        if (pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0) {
+            snprintf(err, errlen, "cannot start the acceptor: %s", strerror(errno));
+            goto error;
+        }
+        srv->acceptor_started = 1;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return srv;
+
+nomem:
+    snprintf(err, errlen, "out of memory");
+error:
+    if (masked)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (srv != NULL)
+        hb_srv_stop(srv);
+    return NULL;
+}
+
+int hb_srv_port(const hb_srv *srv)
+{
+    return srv->port;
+}
+
+void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out)
+{
+    out->connections = __atomic_load_n(&srv->connections, __ATOMIC_RELAXED);
+    out->requests = __atomic_load_n(&srv->sh.requests, __ATOMIC_RELAXED);
+    out->rejected = __atomic_load_n(&srv->sh.rejected, __ATOMIC_RELAXED);
+    out->timeouts = __atomic_load_n(&srv->sh.timeouts, __ATOMIC_RELAXED);
+}
+
+void hb_srv_stop(hb_srv *srv)
+{
+    srv->stopping = 1;
+    if (srv->stop_fd >= 0) {
+        uint64_t one = 1;
+        if (write(srv->stop_fd, &one, sizeof one) < 0)
+            (void)0; /* a counter at its maximum is still readable */
+    }
+    for (int i = 0; i < srv->nloops; i++) {
+        if (srv->loops[i].started)
+            pthread_join(srv->loops[i].thread, NULL);
+        loop_close(&srv->loops[i]);
+    }
+    if (srv->acceptor_started) {
+        /* Wake the acceptor from accept(2) and every connection thread
+         * from its read or write; they see the stop flag and end. */
+        shutdown(srv->listen_fd, SHUT_RDWR);
+        pthread_join(srv->acceptor, NULL);
+        pthread_mutex_lock(&srv->mu);
+        for (hb_sess *s = srv->live; s != NULL; s = s->next)
+            shutdown(s->fd, SHUT_RDWR);
+        while (srv->nlive > 0)
+            pthread_cond_wait(&srv->idle, &srv->mu);
+        pthread_mutex_unlock(&srv->mu);
+    }
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    if (srv->stop_fd >= 0)
+        close(srv->stop_fd);
+    hb_route_static_close(&srv->sh.st);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_cond_destroy(&srv->idle);
+    free(srv->loops);
+    free(srv->rnd);
+    free(srv->host);
+    free(srv->static_dir);
+    free(srv);
+}

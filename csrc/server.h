@@ -1,0 +1,56 @@
+/* server.h: hb_srv_*, the embedded target server.
+ *
+ * Two ways to wait on connections, serving the same endpoints (route.h)
+ * through the same session code (session.h), so the seed's blocking versus
+ * event-driven comparison can be rerun:
+ *   HB_SRV_EPOLL    `threads` event loops over non-blocking sockets, all
+ *                   waiting on one listening socket (EPOLLEXCLUSIVE);
+ *   HB_SRV_THREADS  a thread per connection on a blocking socket, as
+ *                   HttpCore's classic server did.
+ * Server threads block every signal: signals stay with the caller's threads.
+ */
+#ifndef HB_SERVER_H
+#define HB_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { HB_SRV_EPOLL = 0, HB_SRV_THREADS = 1 } hb_srv_mode;
+
+typedef struct {
+    const char *host;         /* address to bind */
+    int port;                 /* 0: any free port */
+    hb_srv_mode mode;
+    int threads;              /* event loops (HB_SRV_EPOLL) */
+    const char *static_dir;   /* NULL: /static/ answers 404 */
+    int zero_copy;            /* static files by sendfile(2), else read/write */
+    uint64_t max_body;        /* larger request bodies get 413 */
+    double header_timeout;    /* seconds for a request head */
+    double send_timeout;      /* seconds without send progress */
+    double idle_timeout;      /* seconds a kept-alive connection may idle */
+    const char *version;      /* for the Server field */
+} hb_srv_config;
+
+typedef struct hb_srv hb_srv;
+
+typedef struct {
+    uint64_t connections;     /* accepted */
+    uint64_t requests;        /* responses sent */
+    uint64_t rejected;        /* of which answers to bad requests */
+    uint64_t timeouts;        /* connections cut off by a deadline */
+} hb_srv_stats;
+
+/* Binds, listens and starts serving. Returns the server, or NULL with a
+ * message in err. */
+hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen);
+
+/* The port it listens on. */
+int hb_srv_port(const hb_srv *srv);
+
+void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out);
+
+/* Stops every thread, closes every connection and frees srv. Blocks until
+ * the threads have ended (a /delay in progress is cut short). */
+void hb_srv_stop(hb_srv *srv);
+
+#endif

@@ -1,0 +1,532 @@
+/* session.c: one server-side connection as a state machine. */
+#define _GNU_SOURCE
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_FAILED };
+
+/* Bytes of response a send call is offered at most, and what chunked and
+ * read/write static responses stage in tx at a time. */
+#define SEND_MAX (1u << 20)
+#define STAGE 65536
+#define CHUNK 8192
+/* A closing connection is drained this long, at most this much, so the
+ * client reads the response before it sees a reset (lingering close). */
+#define LINGER_NS 2000000000LL
+#define LINGER_MAX (1u << 20)
+
+#define COUNT(field) __atomic_add_fetch(&s->sh->field, 1, __ATOMIC_RELAXED)
+
+void hb_sess_fill_random(char *buf, size_t n, uint64_t seed)
+{
+    uint64_t x = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        /* xorshift64*: cheap and good enough for filler. */
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        buf[i] = (char)(33 + (x * 2685821657736338717ULL >> 58) % 94);
+    }
+}
+
+void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = fd;
+    s->sh = sh;
+    s->plan.file_fd = -1;
+    s->since = now;
+    s->deadline = now + sh->idle_timeout;
+    s->heap_index = -1;
+}
+
+static void end_plan(hb_sess *s)
+{
+    if (s->plan.file_fd >= 0)
+        close(s->plan.file_fd);
+    s->plan.file_fd = -1;
+}
+
+void hb_sess_free(hb_sess *s)
+{
+    end_plan(s);
+    hb_buf_free(&s->rx);
+    hb_buf_free(&s->tx);
+    hb_buf_free(&s->body);
+}
+
+int hb_sess_expired(hb_sess *s, int64_t now)
+{
+    if (s->deadline == 0 || now < s->deadline)
+        return 0;
+    /* An idle keep-alive connection closing is no timeout of note. */
+    if (!(s->state == S_HEAD && hb_buf_size(&s->rx) == 0))
+        COUNT(timeouts);
+    return 1;
+}
+
+/* Reads what the socket has into rx. Returns the count, 0 at end of
+ * stream, -1 when it would block, -2 on error. */
+static ssize_t fill(hb_sess *s)
+{
+    if (s->drained)
+        return -1;
+    if (hb_buf_reserve(&s->rx, 4096) != 0)
+        return -2;
+    size_t room = hb_buf_room(&s->rx);
+    ssize_t n;
+    do
+        n = recv(s->fd, hb_buf_wrptr(&s->rx), room, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+    hb_buf_commit(&s->rx, (size_t)n);
+    /* A short read emptied the socket: do not pay for a read that would
+     * only say so; the driver calls again when more comes. */
+    s->drained = (size_t)n < room;
+    return n;
+}
+
+/* The Date field value, formatted once a second per thread (RFC 9110
+ * section 6.6.1: an origin server with a clock sends Date). */
+static const char *http_date(void)
+{
+    static __thread time_t cached = -1;
+    static __thread char text[40];
+    time_t now = time(NULL);
+    if (now != cached) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        cached = now;
+    }
+    return text;
+}
+
+static char *put(char *w, const char *s, size_t n)
+{
+    memcpy(w, s, n);
+    return w + n;
+}
+
+#define PUT(w, lit) put((w), lit, sizeof(lit) - 1)
+
+static char *put_u64(char *w, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n > 0)
+        *w++ = tmp[--n];
+    return w;
+}
+
+/* Queues the response head (and a text body) in tx. */
+static int queue_head(hb_sess *s)
+{
+    const hb_plan *p = &s->plan;
+    const char *reason = hb_route_reason(p->status);
+    const char *ctype = p->src == HB_SRC_ECHO ? s->content_type : p->content_type;
+    size_t need = 256 + strlen(reason) + s->sh->server_field_len + (ctype ? strlen(ctype) : 0) +
+                  (p->allow ? strlen(p->allow) : 0) + (p->src == HB_SRC_TEXT ? p->length : 0);
+    if (hb_buf_reserve(&s->tx, need) != 0)
+        return -1;
+    char *w = hb_buf_wrptr(&s->tx), *start = w;
+    w = PUT(w, "HTTP/1.1 ");
+    w = put_u64(w, (uint64_t)p->status);
+    *w++ = ' ';
+    w = put(w, reason, strlen(reason));
+    w = PUT(w, "\r\n");
+    w = put(w, s->sh->server_field, s->sh->server_field_len);
+    w = PUT(w, "Date: ");
+    w = put(w, http_date(), 29);
+    w = PUT(w, "\r\n");
+    if (ctype) {
+        w = PUT(w, "Content-Type: ");
+        w = put(w, ctype, strlen(ctype));
+        w = PUT(w, "\r\n");
+    }
+    if (p->allow) {
+        w = PUT(w, "Allow: ");
+        w = put(w, p->allow, strlen(p->allow));
+        w = PUT(w, "\r\n");
+    }
+    /* RFC 9110 sections 8.6 and 15.3.5: no framing on 204 and 304. */
+    if (p->status != 204 && p->status != 304) {
+        if (p->src == HB_SRC_CHUNKED) {
+            w = PUT(w, "Transfer-Encoding: chunked\r\n");
+        } else {
+            w = PUT(w, "Content-Length: ");
+            w = put_u64(w, p->src == HB_SRC_ECHO ? hb_buf_size(&s->body) : p->length);
+            w = PUT(w, "\r\n");
+        }
+    }
+    if (s->close_after)
+        w = PUT(w, "Connection: close\r\n");
+    else if (s->req.minor_version == 0)
+        w = PUT(w, "Connection: keep-alive\r\n");
+    w = PUT(w, "\r\n");
+    if (p->src == HB_SRC_TEXT && !p->head_only)
+        w = put(w, p->text, (size_t)p->length);
+    hb_buf_commit(&s->tx, (size_t)(w - start));
+    s->sent = 0;
+    s->final_chunk = 0;
+    return 0;
+}
+
+/* Body bytes the plan still has to send from its source (not from tx). */
+static uint64_t source_left(const hb_sess *s)
+{
+    const hb_plan *p = &s->plan;
+    if (p->head_only || p->status == 204 || p->status == 304)
+        return 0;
+    switch (p->src) {
+    case HB_SRC_RND:
+    case HB_SRC_FILE:
+        return p->length - s->sent;
+    case HB_SRC_ECHO:
+        return hb_buf_size(&s->body) - s->sent;
+    default:
+        return 0;
+    }
+}
+
+/* Stages the next part of a chunked or read/write response in tx. */
+static int stage(hb_sess *s)
+{
+    hb_plan *p = &s->plan;
+    if (p->src == HB_SRC_CHUNKED && !p->head_only) {
+        while (hb_buf_size(&s->tx) < STAGE && !s->final_chunk) {
+            uint64_t left = p->length - s->sent;
+            size_t off = (size_t)(s->sent % HB_RND_BLOCK);
+            size_t n = left < CHUNK ? (size_t)left : CHUNK;
+            if (n > HB_RND_BLOCK - off)
+                n = HB_RND_BLOCK - off;
+            if (hb_buf_reserve(&s->tx, n + 32) != 0)
+                return -1;
+            if (n == 0) {
+                /* last-chunk and an empty trailer section (RFC 9112 7.1). */
+                hb_buf_append(&s->tx, "0\r\n\r\n", 5);
+                s->final_chunk = 1;
+                break;
+            }
+            char line[24];
+            int ll = snprintf(line, sizeof line, "%zx\r\n", n);
+            hb_buf_append(&s->tx, line, (size_t)ll);
+            hb_buf_append(&s->tx, s->sh->rnd + off, n);
+            hb_buf_append(&s->tx, "\r\n", 2);
+            s->sent += n;
+        }
+    } else if (p->src == HB_SRC_FILE && !s->sh->zero_copy && hb_buf_size(&s->tx) == 0) {
+        uint64_t left = source_left(s);
+        size_t n = left < STAGE ? (size_t)left : STAGE;
+        if (n == 0)
+            return 0;
+        if (hb_buf_reserve(&s->tx, n) != 0)
+            return -1;
+        ssize_t r = pread(p->file_fd, hb_buf_wrptr(&s->tx), n, (off_t)s->sent);
+        if (r <= 0)
+            return -1; /* the file shrank under us: give up on the connection */
+        hb_buf_commit(&s->tx, (size_t)r);
+        s->sent += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Sends what is queued. Returns 1 when the response is out, 0 when the
+ * socket would block, -1 on error. */
+static int send_some(hb_sess *s)
+{
+    hb_plan *p = &s->plan;
+    for (;;) {
+        if (stage(s) != 0)
+            return -1;
+        struct iovec iov[6];
+        int n = 0, more = 0;
+        size_t txn = hb_buf_size(&s->tx);
+        uint64_t left = source_left(s);
+        if (txn > 0)
+            iov[n++] = (struct iovec){hb_buf_rdptr(&s->tx), txn};
+        if (left > 0 && p->src == HB_SRC_RND) {
+            uint64_t pos = s->sent, budget = left < SEND_MAX ? left : SEND_MAX;
+            while (budget > 0 && n < 6) {
+                size_t off = (size_t)(pos % HB_RND_BLOCK);
+                size_t len = HB_RND_BLOCK - off < budget ? HB_RND_BLOCK - off : (size_t)budget;
+                iov[n++] = (struct iovec){(char *)s->sh->rnd + off, len};
+                pos += len;
+                budget -= len;
+            }
+        } else if (left > 0 && p->src == HB_SRC_ECHO) {
+            size_t len = left < SEND_MAX ? (size_t)left : SEND_MAX;
+            iov[n++] = (struct iovec){hb_buf_rdptr(&s->body) + s->sent, len};
+        } else if (left > 0 && p->src == HB_SRC_FILE && s->sh->zero_copy) {
+            if (txn == 0) {
+                off_t off = (off_t)s->sent;
+                ssize_t r = sendfile(s->fd, p->file_fd, &off, left < SEND_MAX ? left : SEND_MAX);
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r < 0)
+                    return errno == EAGAIN ? 0 : -1;
+                if (r == 0)
+                    return -1; /* the file shrank under us */
+                s->sent += (uint64_t)r;
+                s->progressed = 1;
+                continue;
+            }
+            /* The head first, corked to the file's first bytes. */
+            more = MSG_MORE;
+        }
+        if (n == 0)
+            return source_left(s) == 0 && (p->src != HB_SRC_CHUNKED || s->final_chunk ||
+                                           p->head_only)
+                       ? 1
+                       : -1;
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = iov;
+        m.msg_iovlen = (size_t)n;
+        ssize_t r = sendmsg(s->fd, &m, MSG_NOSIGNAL | more);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        size_t done = (size_t)r, offered = 0;
+        for (int i = 0; i < n; i++)
+            offered += iov[i].iov_len;
+        size_t from_tx = done < txn ? done : txn;
+        hb_buf_consume(&s->tx, from_tx);
+        if (p->src == HB_SRC_RND || p->src == HB_SRC_ECHO)
+            s->sent += done - from_tx;
+        s->progressed = 1;
+        if (done < offered)
+            return 0; /* a short write: the socket buffer is full */
+    }
+}
+
+/* Plans the answer to the request whose head is complete in rx. */
+static void plan_request(hb_sess *s)
+{
+    const char *head = hb_buf_rdptr(&s->rx);
+    hb_request *r = &s->req;
+    hb_route(&s->sh->st, head, r->method_len, head + r->target_off, r->target_len, &s->plan);
+    s->close_after = !r->keep_alive;
+    s->content_type[0] = 0;
+    if (s->plan.src == HB_SRC_ECHO) {
+        const char *ct = "application/octet-stream";
+        size_t ctl = strlen(ct);
+        for (unsigned i = 0; i < r->num_headers; i++) {
+            const hb_header *h = &r->headers[i];
+            if (hb_name_is(head + h->name_off, h->name_len, "content-type", 12)) {
+                ct = head + h->value_off;
+                ctl = h->value_len;
+            }
+        }
+        if (ctl >= sizeof s->content_type)
+            ctl = sizeof s->content_type - 1;
+        memcpy(s->content_type, ct, ctl);
+        s->content_type[ctl] = 0;
+    }
+    s->body_seen = 0;
+    s->body_left = r->body == HB_BODY_LENGTH ? r->content_length : 0;
+    memset(&s->ck, 0, sizeof s->ck);
+    hb_buf_clear(&s->body);
+}
+
+/* Answers with an error and closes after it (the stream may be out of
+ * step, or the client still sending). */
+static void reject(hb_sess *s, int status, const char *why)
+{
+    hb_route_error(&s->plan, status, why);
+    s->plan.head_only = 0;
+    s->plan.allow = NULL;
+    s->close_after = 1;
+    COUNT(rejected);
+}
+
+/* Takes request body bytes from rx. Returns 1 when the body is complete,
+ * 0 when more is needed, -1 when the request was rejected. */
+static int take_body(hb_sess *s)
+{
+    hb_request *r = &s->req;
+    while (hb_buf_size(&s->rx) > 0) {
+        const char *p = hb_buf_rdptr(&s->rx);
+        size_t have = hb_buf_size(&s->rx), used = have, off = 0, n = have;
+        int done = 0;
+        if (r->body == HB_BODY_LENGTH) {
+            n = used = have < s->body_left ? have : (size_t)s->body_left;
+            s->body_left -= n;
+            done = s->body_left == 0;
+        } else {
+            int rc = hb_parse_chunked(&s->ck, p, have, &used, &off, &n);
+            if (rc == HB_PARSE_ERROR) {
+                reject(s, 400, s->ck.error);
+                return -1;
+            }
+            done = rc == HB_PARSE_DONE;
+        }
+        s->body_seen += n;
+        if (s->body_seen > s->sh->max_body) {
+            reject(s, 413, "request body larger than the server accepts\n");
+            return -1;
+        }
+        if (s->plan.keep_body && n > 0 && hb_buf_append(&s->body, p + off, n) != 0) {
+            reject(s, 413, "request body larger than the server can hold\n");
+            return -1;
+        }
+        hb_buf_consume(&s->rx, used);
+        if (done)
+            return 1;
+    }
+    return r->body == HB_BODY_NONE ? 1 : 0;
+}
+
+/* After the body: wait out a delay, or queue the response. */
+static void respond(hb_sess *s, int64_t now)
+{
+    if (s->plan.delay_ns > 0) {
+        s->state = S_DELAY;
+        s->wake_at = now + s->plan.delay_ns;
+        return;
+    }
+    /* Out of memory for a head of a few hundred bytes: give up. */
+    s->state = queue_head(s) == 0 ? S_SEND : S_FAILED;
+    s->since = now;
+}
+
+hb_want hb_sess_advance(hb_sess *s, int64_t now)
+{
+    s->drained = 0;
+    for (;;) {
+        switch (s->state) {
+        case S_HEAD: {
+            /* RFC 9112 section 2.2: empty lines before a request line. */
+            while (hb_buf_size(&s->rx) >= 2 && hb_buf_rdptr(&s->rx)[0] == '\r' &&
+                   hb_buf_rdptr(&s->rx)[1] == '\n')
+                hb_buf_consume(&s->rx, 2);
+            int rc = hb_buf_size(&s->rx) == 0
+                         ? HB_PARSE_MORE
+                         : hb_parse_request(&s->req, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx));
+            if (rc == HB_PARSE_MORE) {
+                size_t had = hb_buf_size(&s->rx);
+                ssize_t n = fill(s);
+                if (n == 0 || n == -2)
+                    return HB_WANT_CLOSE;
+                if (n == -1) {
+                    /* Idle between requests, or part way through a head
+                     * (the slowloris deadline runs from its first byte). */
+                    s->deadline = s->since + (had == 0 ? s->sh->idle_timeout
+                                                       : s->sh->header_timeout);
+                    return HB_WANT_READ;
+                }
+                if (had == 0)
+                    s->since = now;
+                continue;
+            }
+            if (rc == HB_PARSE_ERROR) {
+                reject(s, s->req.status, s->req.error);
+                s->req.minor_version = 1;
+                respond(s, now);
+                continue;
+            }
+            plan_request(s);
+            hb_buf_consume(&s->rx, s->req.head_len);
+            if (s->req.body == HB_BODY_LENGTH && s->req.content_length > s->sh->max_body) {
+                /* Refused from the head alone: nothing of it is read. */
+                reject(s, 413, "request body larger than the server accepts\n");
+                respond(s, now);
+                continue;
+            }
+            if (s->req.body != HB_BODY_NONE && s->req.expect_continue) {
+                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                /* Best effort: a client that misses it sends anyway. */
+                if (send(s->fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+                    errno != EAGAIN && errno != EWOULDBLOCK)
+                    return HB_WANT_CLOSE;
+            }
+            s->state = S_BODY;
+            s->since = now;
+            continue;
+        }
+        case S_BODY: {
+            int rc = take_body(s);
+            if (rc != 0) {
+                respond(s, now);
+                continue;
+            }
+            ssize_t n = fill(s);
+            if (n == 0 || n == -2)
+                return HB_WANT_CLOSE;
+            if (n == -1) {
+                s->deadline = s->since + s->sh->header_timeout;
+                return HB_WANT_READ;
+            }
+            s->since = now; /* progress restarts the clock */
+            continue;
+        }
+        case S_DELAY:
+            if (now < s->wake_at) {
+                s->deadline = 0;
+                return HB_WANT_TIMER;
+            }
+            s->plan.delay_ns = 0;
+            respond(s, now);
+            continue;
+        case S_SEND: {
+            s->progressed = 0;
+            int rc = send_some(s);
+            if (rc < 0)
+                return HB_WANT_CLOSE;
+            if (rc == 0) {
+                if (s->progressed)
+                    s->since = now; /* the deadline runs from the last progress */
+                s->deadline = s->since + s->sh->send_timeout;
+                return HB_WANT_WRITE;
+            }
+            COUNT(requests);
+            end_plan(s);
+            if (s->close_after) {
+                if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400)
+                    return HB_WANT_CLOSE;
+                s->state = S_LINGER;
+                s->since = now;
+                s->body_seen = 0;
+                shutdown(s->fd, SHUT_WR);
+                continue;
+            }
+            s->state = S_HEAD;
+            hb_request_reset(&s->req);
+            hb_buf_shrink(&s->tx, 1u << 20);
+            hb_buf_clear(&s->body);
+            hb_buf_shrink(&s->body, 1u << 20);
+            s->since = now;
+            continue;
+        }
+        case S_LINGER: {
+            /* Drain what the client still sends until it closes. */
+            hb_buf_clear(&s->rx);
+            ssize_t n = fill(s);
+            if (n == 0 || n == -2 || s->body_seen > LINGER_MAX)
+                return HB_WANT_CLOSE;
+            if (n == -1) {
+                s->deadline = s->since + LINGER_NS;
+                return HB_WANT_READ;
+            }
+            s->body_seen += (uint64_t)n;
+            s->drained = 0;
+            continue;
+        }
+        default:
+            return HB_WANT_CLOSE;
+        }
+    }
+}

@@ -1,0 +1,89 @@
+/* session.h: hb_sess_*, one server-side connection as a state machine.
+ *
+ * A session reads requests, plans each with hb_route, reads its body, waits
+ * out a /delay, and sends the response, then goes round again (pipelined
+ * requests are answered in order). It does the socket calls itself and stops
+ * when one would block, saying what it waits for; the driver (an epoll loop,
+ * or a thread per connection on a blocking socket) waits and calls again.
+ * Both server modes thus share every line of HTTP.
+ */
+#ifndef HB_SESSION_H
+#define HB_SESSION_H
+
+#include "buf.h"
+#include "parser.h"
+#include "route.h"
+
+/* The shared random block /rnd serves from (printable bytes). */
+#define HB_RND_BLOCK (1u << 20)
+
+/* What the sessions of one server share. Counters are updated atomically. */
+typedef struct {
+    hb_route_static st;
+    const char *rnd;                /* HB_RND_BLOCK bytes */
+    int zero_copy;                  /* static files by sendfile(2) */
+    uint64_t max_body;              /* larger request bodies get 413 */
+    int64_t header_timeout;         /* ns for a request head, and between body reads */
+    int64_t send_timeout;           /* ns without send progress */
+    int64_t idle_timeout;           /* ns a kept-alive connection may sit idle */
+    char server_field[64];          /* "Server: httpbench/VERSION\r\n" */
+    size_t server_field_len;
+    uint64_t requests;              /* responses sent */
+    uint64_t rejected;              /* of which 4xx/5xx for bad requests */
+    uint64_t timeouts;              /* sessions cut off by a deadline */
+} hb_sess_shared;
+
+/* What a session waits for. */
+typedef enum {
+    HB_WANT_READ = 1,
+    HB_WANT_WRITE,
+    HB_WANT_TIMER, /* call again at wake_at */
+    HB_WANT_CLOSE, /* done: the driver closes fd and frees the session */
+} hb_want;
+
+typedef struct hb_sess {
+    int fd;
+    hb_sess_shared *sh;
+    int state;
+    int drained;          /* the last read found the socket empty */
+    hb_buf rx, tx, body;
+    hb_request req;
+    hb_chunked ck;
+    uint64_t body_left;   /* Content-Length body bytes still to read */
+    uint64_t body_seen;   /* request body bytes read */
+    hb_plan plan;
+    uint64_t sent;        /* body bytes sent (or, chunked, framed) so far */
+    int final_chunk;      /* chunked: the last chunk is queued */
+    int progressed;       /* the last send wrote something */
+    int close_after;
+    char content_type[256]; /* echoed by /echo */
+    int64_t since;        /* when the current wait began */
+    int64_t deadline;     /* when it gives up; 0: never */
+    int64_t wake_at;      /* for HB_WANT_TIMER */
+    /* The driver's own fields. */
+    void *driver;
+    struct hb_sess *prev, *next;
+    int heap_index;
+    unsigned events;
+} hb_sess;
+
+/* Sets s up for an accepted socket fd (non-blocking for an event loop,
+ * blocking with SO_RCVTIMEO / SO_SNDTIMEO for a thread). */
+void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now);
+
+/* Does all it can without blocking (or, on a blocking socket, until a
+ * socket timeout) and says what it waits for. After HB_WANT_CLOSE the
+ * session must not be advanced again. */
+hb_want hb_sess_advance(hb_sess *s, int64_t now);
+
+/* Whether the current wait has outlived its deadline; the driver then
+ * closes the session. Counts the timeout. */
+int hb_sess_expired(hb_sess *s, int64_t now);
+
+/* Frees what s holds, the socket excepted. */
+void hb_sess_free(hb_sess *s);
+
+/* Fills buf with n printable pseudo-random bytes. */
+void hb_sess_fill_random(char *buf, size_t n, uint64_t seed);
+
+#endif

@@ -1,0 +1,132 @@
+"""The embedded target server: a C HTTP/1.1 server on its own threads.
+
+    with httpbench.Server() as srv:
+        srv.url("/rnd?c=2048")      # "http://127.0.0.1:PORT/rnd?c=2048"
+
+Endpoints: GET|HEAD /rnd?c=N (N printable pseudo-random bytes, up to
+RND_MAX), POST|PUT /echo (the body back, Content-Type echoed), GET|HEAD
+/static/PATH (a file under static_dir), GET /status/CODE, GET /delay?ms=N
+(an empty 200 after N ms, stalling no other connection), GET /chunked?c=N.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import TracebackType
+from typing import Literal
+
+from . import _core
+from ._version import __version__
+
+__all__ = ["Server", "RND_MAX", "DELAY_MAX_MS"]
+
+RND_MAX: int = _core.RND_MAX
+DELAY_MAX_MS: int = _core.DELAY_MAX_MS
+
+Mode = Literal["epoll", "threads"]
+
+
+class Server:
+    """The embedded target server, serving from the moment it is made.
+
+    mode="epoll": `threads` event loops over non-blocking sockets.
+    mode="threads": a blocking thread per connection (`threads` is unused).
+    Binds 127.0.0.1 unless told otherwise; port=0 picks a free port.
+
+    Limits: request bodies over `max_body` get 413 without being read; a
+    request head must arrive within `header_timeout` seconds of its first
+    byte (slowloris); a client that stops reading is cut off after
+    `send_timeout` seconds without progress; an idle kept-alive connection
+    is closed after `idle_timeout` seconds.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        mode: Mode = "epoll",
+        threads: int = 1,
+        static_dir: str | os.PathLike[str] | None = None,
+        zero_copy: bool = True,
+        *,
+        max_body: int = 64 * 1024 * 1024,
+        header_timeout: float = 10.0,
+        send_timeout: float = 10.0,
+        idle_timeout: float = 60.0,
+    ) -> None:
+        if mode not in ("epoll", "threads"):
+            raise ValueError(f"mode must be 'epoll' or 'threads', not {mode!r}")
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive int, not {threads!r}")
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0..65535, not {port}")
+        if max_body < 0:
+            raise ValueError("max_body must not be negative")
+        for name, value in (("header_timeout", header_timeout), ("send_timeout", send_timeout),
+                            ("idle_timeout", idle_timeout)):
+            if not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
+        directory = None
+        if static_dir is not None:
+            directory = os.fspath(static_dir)
+            if not os.path.isdir(directory):
+                raise NotADirectoryError(f"static_dir is not a directory: {directory}")
+        self.host = host
+        self.mode: Mode = mode
+        self.threads = threads
+        self.static_dir = directory
+        self.zero_copy = zero_copy
+        self._core: _core._ServerCore | None = _core._ServerCore(
+            host, port, mode == "threads", threads, directory, zero_copy, max_body,
+            float(header_timeout), float(send_timeout), float(idle_timeout), __version__,
+        )
+        self.port: int = self._core.port  # type: ignore[assignment]
+
+    @property
+    def running(self) -> bool:
+        return self._core is not None
+
+    def url(self, path: str = "/") -> str:
+        """The URL of `path` on this server."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{path if path.startswith('/') else '/' + path}"
+
+    def stats(self) -> dict[str, int]:
+        """Counts so far: connections accepted, responses sent, of those the
+        answers to bad requests (rejected), and connections cut off by a
+        deadline (timeouts)."""
+        core = self._core
+        figures = core.stats() if core is not None else self._final
+        return dict(zip(("connections", "requests", "rejected", "timeouts"), figures))
+
+    def close(self) -> None:
+        """Stops serving: every connection is closed, every thread ends."""
+        core, self._core = self._core, None
+        if core is not None:
+            self._final = core.stats()
+            core.stop()
+
+    def serve_forever(self) -> None:
+        """Blocks until Ctrl-C (KeyboardInterrupt propagates), then closes."""
+        try:
+            threading.Event().wait()
+        finally:
+            self.close()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "serving " + self.url() if self.running else "closed"
+        return f"<httpbench.Server {self.mode}, {state}>"
+
+    _final: tuple[int, int, int, int] = (0, 0, 0, 0)
