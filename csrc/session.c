@@ -358,6 +358,8 @@ static void reject(hb_sess *s, int status, const char *why)
 static int take_body(hb_sess *s)
 {
     hb_request *r = &s->req;
+    if (r->body == HB_BODY_NONE)
+        return 1;
     while (hb_buf_size(&s->rx) > 0) {
         const char *p = hb_buf_rdptr(&s->rx);
         size_t have = hb_buf_size(&s->rx), used = have, off = 0, n = have;
@@ -387,7 +389,7 @@ static int take_body(hb_sess *s)
         if (done)
             return 1;
     }
-    return r->body == HB_BODY_NONE ? 1 : 0;
+    return 0;
 }
 
 /* After the body: wait out a delay, or queue the response. */
