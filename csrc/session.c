@@ -70,6 +70,10 @@ int hb_sess_expired(hb_sess *s, int64_t now)
     /* An idle keep-alive connection closing is no timeout of note. */
     if (!(s->state == S_HEAD && hb_buf_size(&s->rx) == 0))
         COUNT(timeouts);
+    /* Close with a reset: a graceful close would have the kernel go on
+     * trickling the unsent response to a client that does not read. */
+    struct linger lg = {1, 0};
+    setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     return 1;
 }
 

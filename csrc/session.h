@@ -77,7 +77,8 @@ void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now);
 hb_want hb_sess_advance(hb_sess *s, int64_t now);
 
 /* Whether the current wait has outlived its deadline; the driver then
- * closes the session. Counts the timeout. */
+ * closes the session, which resets the connection (unsent data is
+ * dropped). Counts the timeout. */
 int hb_sess_expired(hb_sess *s, int64_t now);
 
 /* Frees what s holds, the socket excepted. */
