@@ -22,6 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("HTTPBENCH_SHARED", ROOT.parent / "shared"))
 
 
+def tool_env() -> dict[str, str]:
+    """The environment for programs not built here: without the ASan
+    runtime that a sanitizer test run preloads (curl hangs under it)."""
+    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+
+
 def pinned(cpu: int | None, argv: list[str]) -> list[str]:
     """argv run on one CPU, when taskset exists and the CPU does."""
     if cpu is None or shutil.which("taskset") is None or cpu >= (os.cpu_count() or 1):
@@ -122,7 +128,7 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
         conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user, extra=extra,
                                           keepalive_requests=keepalive_requests))
         proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, env=tool_env())
         try:
             wait_for_port(port, proc)
             yield port, www

@@ -8,6 +8,8 @@ from typing import TypeVar, final, overload
 MAX_LINE: int
 MAX_HEAD: int
 MAX_HEADERS: int
+RND_MAX: int
+DELAY_MAX_MS: int
 __version__: str
 
 _T = TypeVar("_T")
@@ -75,3 +77,26 @@ class Connection:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+@final
+class _ServerCore:
+    """The embedded server's C half; use httpbench.Server."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        threaded: bool,
+        threads: int,
+        static_dir: str | None,
+        zero_copy: bool,
+        max_body: int,
+        header_timeout: float,
+        send_timeout: float,
+        idle_timeout: float,
+        version: str,
+    ) -> None: ...
+    @property
+    def port(self) -> int | None: ...
+    def stats(self) -> tuple[int, int, int, int]: ...
+    def stop(self) -> None: ...

@@ -81,7 +81,9 @@ class Server:
             host, port, mode == "threads", threads, directory, zero_copy, max_body,
             float(header_timeout), float(send_timeout), float(idle_timeout), __version__,
         )
-        self.port: int = self._core.port  # type: ignore[assignment]
+        port_now = self._core.port
+        assert port_now is not None
+        self.port: int = port_now
 
     @property
     def running(self) -> bool:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from _support import tool_env
+
 ROOT = Path(__file__).resolve().parent.parent
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 FLAGS = ["-O1", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror"]
@@ -17,13 +19,13 @@ pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler on PATH")
 def build(tmp_path: Path, name: str, *sources: str, defines: tuple[str, ...] = ()) -> Path:
     out = tmp_path / name
     cmd = [CC, *FLAGS, *defines, "-o", str(out), *(str(ROOT / s) for s in sources)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    subprocess.run(cmd, check=True, capture_output=True, text=True, env=tool_env())
     return out
 
 
 def test_parser_cases_whole_and_split(tmp_path):
     exe = build(tmp_path, "test_parser", "tests/c/test_parser.c", "csrc/parser.c")
-    run = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=tool_env())
     assert run.returncode == 0, run.stdout + run.stderr
     passed, failed = run.stdout.split()[0::2][:2]
     assert int(passed) >= 110 and failed == "0"
@@ -36,7 +38,8 @@ def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver, corpus):
                 defines=("-DHB_FUZZ_MAIN",))
     seeds = sorted((ROOT / "tests/c" / corpus).iterdir())
     assert len(seeds) >= 5
-    run = subprocess.run([exe, *map(str, seeds)], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([exe, *map(str, seeds)], capture_output=True, text=True, timeout=60,
+                         env=tool_env())
     assert run.returncode == 0, run.stderr
     assert f"{len(seeds)} inputs replayed" in run.stdout
 
@@ -47,7 +50,7 @@ def test_core_compiles_warning_free(tmp_path):
         if src.name == "module.c":
             continue
         subprocess.run([CC, *FLAGS, "-c", "-o", str(tmp_path / (src.stem + ".o")), str(src)],
-                       check=True, capture_output=True, text=True)
+                       check=True, capture_output=True, text=True, env=tool_env())
     assert "Python.h" not in "".join(
         p.read_text() for p in (ROOT / "csrc").glob("*.[ch]") if p.name != "module.c"
     )

@@ -61,8 +61,9 @@ def test_stub_matches_the_extension():
             assert f"def {name}(" in stub, f"{cls.__name__}.{name} missing from _core.pyi"
 
 
-def test_mypy_accepts_the_examples():
+def test_mypy_strict_on_the_package_and_examples(tmp_path):
     api = pytest.importorskip("mypy.api")
     root = Path(__file__).resolve().parent.parent
-    out, err, status = api.run(["--strict", "--no-incremental", str(root / "examples")])
+    out, err, status = api.run(["--strict", "--no-incremental", "--cache-dir", str(tmp_path),
+                                str(root / "httpbench"), str(root / "examples")])
     assert status == 0, out + err

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 import httpbench
+from _support import tool_env
 
 MODES = ["epoll", "threads"]
 CURL = shutil.which("curl")
@@ -100,7 +101,7 @@ def test_rnd_by_urllib3(server):
 @pytest.mark.skipif(CURL is None, reason="curl is not installed (apt-get install curl)")
 def test_every_endpoint_by_curl(server, tmp_path):
     def curl(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([CURL, "-sS", *args], capture_output=True, timeout=30)
+        return subprocess.run([CURL, "-sS", *args], capture_output=True, timeout=30, env=tool_env())
 
     assert len(curl(server.url("/rnd?c=2048")).stdout) == 2048
     out = curl("-X", "POST", "--data-binary", "@-", "-H", "Content-Type: text/x-test",
