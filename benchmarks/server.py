@@ -31,7 +31,7 @@ SERVER_CPU, CLIENT_CPU = 1, 0
 def load(tool: str, url: str, connections: int, duration: float) -> float:
     """req/s that wrk or ab reached against url."""
     if tool == "wrk":
-        argv = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", url]
+        argv = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(duration))}s", url]
         pattern = r"Requests/sec:\s+([\d.]+)"
     else:
         argv = ["ab", "-q", "-k", "-c", str(connections), "-t", str(duration), "-n", "100000000", url]

@@ -4,7 +4,8 @@ and of http.client's loop, measured in one run, printed as ratios to the floor.
 
     python benchmarks/single_connection.py [--requests N] [--rounds R] [--cpu C]
 
-The server is nginx (one worker, access_log off) serving 2 KiB at /rnd. Each
+The servers are the embedded one (httpbench serve, epoll, one loop) and nginx
+(one worker, access_log off, serving 2 KiB at /rnd) where installed. Each
 client runs in its own process, pinned with the server; the rounds are
 interleaved and each figure is the best of its rounds.
 """
@@ -17,7 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _support import build_floor, nginx, pinned, run_floor
+from contextlib import contextmanager
+from collections.abc import Iterator
+
+from _support import build_floor, free_port, nginx, pinned, run_floor, wait_for_port
 
 TARGET = "/rnd?c=2048"
 
@@ -57,6 +61,25 @@ def run_loop(name: str, cpu: int | None, port: int, n: int) -> float:
     return float(out)
 
 
+@contextmanager
+def embedded(cpu: int | None) -> Iterator[int]:
+    port = free_port()
+    argv = [sys.executable, "-m", "httpbench", "serve", "--port", str(port)]
+    proc = subprocess.Popen(pinned(cpu, argv), stdout=subprocess.DEVNULL, cwd="/")
+    try:
+        wait_for_port(port, proc)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def nginx_port(cpu: int | None) -> Iterator[int | None]:
+    with nginx(cpu) as server:
+        yield server[0] if server else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=100_000)
@@ -64,27 +87,29 @@ def main() -> int:
     ap.add_argument("--cpu", type=int, default=1)
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp, nginx(args.cpu) as server:
-        if server is None:
-            return 0
-        port = server[0]
+    best: dict[tuple[str, str], float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
         floor = build_floor(Path(tmp))
-        best: dict[str, float] = {}
         for _ in range(args.rounds):
-            if floor is not None:
-                best["floor.c"] = max(best.get("floor.c", 0.0),
-                                      run_floor(floor, args.cpu, port, TARGET, args.requests))
-            for name in LOOPS:
-                n = args.requests if name.startswith("httpbench") else args.requests // 4
-                best[name] = max(best.get(name, 0.0), run_loop(name, args.cpu, port, n))
+            for server, start in (("embedded", embedded), ("nginx", nginx_port)):
+                with start(args.cpu) as port:
+                    if port is None:
+                        continue
+                    if floor is not None:
+                        rps = run_floor(floor, args.cpu, port, TARGET, args.requests)
+                        best[server, "floor.c"] = max(best.get((server, "floor.c"), 0.0), rps)
+                    for name in LOOPS:
+                        n = args.requests if name.startswith("httpbench") else args.requests // 4
+                        rps = run_loop(name, args.cpu, port, n)
+                        best[server, name] = max(best.get((server, name), 0.0), rps)
 
-    base = best.get("floor.c")
-    print(f"one connection, GET {TARGET} from nginx, client and server on CPU {args.cpu}, "
+    print(f"one connection, GET {TARGET}, client and server on CPU {args.cpu}, "
           f"best of {args.rounds}")
-    print(f"{'client':<24}{'req/s':>10}{'of floor':>10}")
-    for name, rps in best.items():
+    print(f"{'server':<10}{'client':<24}{'req/s':>10}{'of floor':>10}")
+    for (server, name), rps in best.items():
+        base = best.get((server, "floor.c"))
         ratio = f"{rps / base:.2f}" if base else "-"
-        print(f"{name:<24}{rps:>10,.0f}{ratio:>10}")
+        print(f"{server:<10}{name:<24}{rps:>10,.0f}{ratio:>10}")
     return 0
 
 
