@@ -447,3 +447,48 @@ def test_many_event_loops():
         for c in conns:
             c.close()
         assert srv.stats()["connections"] == 20
+
+
+ENDPOINTS = [
+    ("GET", "/rnd?c=2048", None, 200, 2048),
+    ("HEAD", "/rnd?c=2048", None, 200, 0),
+    ("POST", "/echo", b"x" * 2048, 200, 2048),
+    ("PUT", "/echo", b"y" * 10, 200, 10),
+    ("GET", "/static/hello.txt", None, 200, 14),
+    ("HEAD", "/static/big.bin", None, 200, 0),
+    ("GET", "/status/503", None, 503, 0),
+    ("GET", "/delay?ms=5", None, 200, 0),
+    ("GET", "/chunked?c=10000", None, 200, 10000),
+]
+
+
+@pytest.mark.parametrize("method,target,body,status,length", ENDPOINTS)
+def test_every_endpoint_by_http_client(server, method, target, body, status, length):
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    for _ in range(2):  # and again on the same connection
+        c.request(method, target, body=body)
+        r = c.getresponse()
+        data = r.read()
+        assert (r.status, len(data)) == (status, length)
+        if body:
+            assert data == body
+    c.close()
+
+
+@pytest.mark.parametrize("method,target,body,status,length", ENDPOINTS)
+def test_every_endpoint_by_urllib3(server, method, target, body, status, length):
+    urllib3 = pytest.importorskip("urllib3")
+    with urllib3.HTTPConnectionPool("127.0.0.1", server.port, retries=False) as pool:
+        for _ in range(2):
+            r = pool.request(method, target, body=body)
+            assert (r.status, len(r.data)) == (status, length)
+        assert pool.num_connections == 1
+
+
+@pytest.mark.parametrize("method,target,body,status,length", ENDPOINTS)
+def test_every_endpoint_by_connection(server, method, target, body, status, length):
+    with httpbench.Connection("127.0.0.1", server.port) as conn:
+        for _ in range(2):
+            r = conn.request(method, target, body=body)
+            assert (r.status, len(r.body)) == (status, length)
+        assert conn.connects == 1
