@@ -135,3 +135,17 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+@contextmanager
+def embedded(cpu: int | None, *options: str) -> Iterator[int]:
+    """`httpbench serve` on a free port, pinned to cpu, with extra options."""
+    port = free_port()
+    argv = [sys.executable, "-m", "httpbench", "serve", "--port", str(port), *options]
+    proc = subprocess.Popen(pinned(cpu, argv), stdout=subprocess.DEVNULL, cwd="/")
+    try:
+        wait_for_port(port, proc)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)

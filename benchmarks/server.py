@@ -18,11 +18,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from contextlib import contextmanager
-from collections.abc import Iterator
 from pathlib import Path
 
-from _support import free_port, nginx, pinned, wait_for_port
+from _support import embedded, nginx, pinned
 
 STATIC_SIZE = 256 * 1024
 SERVER_CPU, CLIENT_CPU = 1, 0
@@ -44,22 +42,6 @@ def load(tool: str, url: str, connections: int, duration: float) -> float:
     if errors:
         raise RuntimeError(f"{tool} saw errors:\n{out}")
     return float(m.group(1))
-
-
-@contextmanager
-def embedded(mode: str, static: Path, zero_copy: bool) -> Iterator[int]:
-    port = free_port()
-    argv = [sys.executable, "-m", "httpbench", "serve", "--port", str(port), "--mode", mode,
-            "--static", str(static)]
-    if not zero_copy:
-        argv.append("--no-zero-copy")
-    proc = subprocess.Popen(pinned(SERVER_CPU, argv), stdout=subprocess.DEVNULL, cwd="/")
-    try:
-        wait_for_port(port, proc)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def main() -> int:
@@ -91,10 +73,11 @@ def main() -> int:
                     record("nginx", "rnd", port, "/rnd?c=2048")
                     record("nginx", "static", port, "/file.bin")
             for mode in ("epoll", "threads"):
-                with embedded(mode, static, True) as port:
+                with embedded(SERVER_CPU, "--mode", mode, "--static", str(static)) as port:
                     record(f"httpbench {mode}", "rnd", port, "/rnd?c=2048")
                     record(f"httpbench {mode}", "static", port, "/static/file.bin")
-                with embedded(mode, static, False) as port:
+                with embedded(SERVER_CPU, "--mode", mode, "--static", str(static),
+                              "--no-zero-copy") as port:
                     record(f"httpbench {mode}", "static copy", port, "/static/file.bin")
 
     print(f"{tool} -c{args.connections} on CPU {CLIENT_CPU}, server on CPU {SERVER_CPU}, "

@@ -16,12 +16,11 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from contextlib import contextmanager
-from collections.abc import Iterator
-
-from _support import build_floor, free_port, nginx, pinned, run_floor, wait_for_port
+from _support import build_floor, embedded, nginx, pinned, run_floor
 
 TARGET = "/rnd?c=2048"
 
@@ -59,19 +58,6 @@ def run_loop(name: str, cpu: int | None, port: int, n: int) -> float:
     out = subprocess.run(pinned(cpu, [sys.executable, "-c", code, str(port), TARGET, str(n)]),
                          check=True, capture_output=True, text=True).stdout
     return float(out)
-
-
-@contextmanager
-def embedded(cpu: int | None) -> Iterator[int]:
-    port = free_port()
-    argv = [sys.executable, "-m", "httpbench", "serve", "--port", str(port)]
-    proc = subprocess.Popen(pinned(cpu, argv), stdout=subprocess.DEVNULL, cwd="/")
-    try:
-        wait_for_port(port, proc)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @contextmanager

@@ -273,6 +273,18 @@ static void parse_transfer_encoding(const char *v, size_t n, unsigned *chunked, 
     }
 }
 
+/* Connection options (RFC 9112 section 9.6): close and keep-alive. */
+static void connection_options(const char *v, size_t n, int *close, int *keep_alive)
+{
+    list_iter it = {v, v + n};
+    const char *e;
+    size_t elen;
+    while (list_next(&it, &e, &elen)) {
+        *close |= NAME_IS(e, elen, "close");
+        *keep_alive |= NAME_IS(e, elen, "keep-alive");
+    }
+}
+
 static const char *parse_status_line(hb_response *r, const char *buf, size_t eol)
 {
     /* status-line = HTTP-version SP status-code SP [ reason-phrase ]
@@ -323,15 +335,8 @@ static const char *parse_framing(hb_response *r, const char *buf, int flags)
         const char *name = buf + h->name_off, *value = buf + h->value_off;
         switch (h->name_len) {
         case 10:
-            if (NAME_IS(name, 10, "connection")) {
-                list_iter it = {value, value + h->value_len};
-                const char *e;
-                size_t elen;
-                while (list_next(&it, &e, &elen)) {
-                    close |= NAME_IS(e, elen, "close");
-                    keep_alive |= NAME_IS(e, elen, "keep-alive");
-                }
-            }
+            if (NAME_IS(name, 10, "connection"))
+                connection_options(value, h->value_len, &close, &keep_alive);
             break;
         case 14:
             if (NAME_IS(name, 14, "content-length")) {
@@ -610,13 +615,7 @@ static const char *request_framing(hb_request *r, const char *buf)
         if (NAME_IS(name, h->name_len, "host")) {
             hosts++;
         } else if (NAME_IS(name, h->name_len, "connection")) {
-            list_iter it = {value, value + h->value_len};
-            const char *e;
-            size_t elen;
-            while (list_next(&it, &e, &elen)) {
-                close |= NAME_IS(e, elen, "close");
-                keep_alive |= NAME_IS(e, elen, "keep-alive");
-            }
+            connection_options(value, h->value_len, &close, &keep_alive);
         } else if (NAME_IS(name, h->name_len, "content-length")) {
             if ((bad = parse_content_length(value, h->value_len, &has_cl, &cl)) != NULL)
                 return bad;

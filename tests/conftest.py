@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 Step = tuple[Any, ...]
 
 
-def read_request(sock: socket.socket) -> bytes:
-    """Reads one request (head and Content-Length body); b"" at EOF."""
+def read_message(sock: socket.socket) -> bytes:
+    """Reads one request or response (head and Content-Length body) from a
+    raw socket; what came before EOF if it closed first."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(65536)
@@ -93,7 +94,7 @@ class ScriptedServer:
             for step in script:
                 kind = step[0]
                 if kind == "recv":
-                    self.requests.append(read_request(conn))
+                    self.requests.append(read_message(conn))
                 elif kind == "send":
                     conn.sendall(step[1])
                 elif kind == "trickle":

@@ -16,6 +16,7 @@ import pytest
 
 import httpbench
 from _support import tool_env
+from conftest import read_message
 
 MODES = ["epoll", "threads"]
 CURL = shutil.which("curl")
@@ -159,7 +160,7 @@ def test_expect_100_continue(server):
         s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
         assert s.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
         s.sendall(b"hello")
-        assert read_response(s).endswith(b"\r\n\r\nhello")
+        assert read_message(s).endswith(b"\r\n\r\nhello")
 
 
 # -------------------------------------------------------------- /static
@@ -264,28 +265,6 @@ def test_unknown_path_and_method(server):
 # ------------------------------------------------------ connection reuse
 
 
-def read_response(s: socket.socket) -> bytes:
-    """One response from a raw socket (Content-Length framing only)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            return data
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.lower() == b"content-length":
-            length = int(value)
-    while len(rest) < length:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        rest += chunk
-    return head + b"\r\n\r\n" + rest
-
-
 def closed_by_peer(s: socket.socket, timeout: float = 5.0) -> bool:
     s.settimeout(timeout)
     try:
@@ -307,19 +286,19 @@ def test_keep_alive_and_close(server):
         assert r.header("connection") == "close"
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
         s.sendall(b"GET /rnd?c=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        assert read_response(s).endswith(b"\r\n\r\n" + get(server, "/rnd?c=2").body)
+        assert read_message(s).endswith(b"\r\n\r\n" + get(server, "/rnd?c=2").body)
         assert closed_by_peer(s)
 
 
 def test_http10(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
         s.sendall(b"GET /rnd?c=2 HTTP/1.0\r\n\r\n")
-        assert read_response(s).startswith(b"HTTP/1.1 200 OK")
+        assert read_message(s).startswith(b"HTTP/1.1 200 OK")
         assert closed_by_peer(s)
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
         for _ in range(3):
             s.sendall(b"GET /rnd?c=2 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-            assert b"Connection: keep-alive" in read_response(s)
+            assert b"Connection: keep-alive" in read_message(s)
         assert not closed_by_peer(s, 0.2)
 
 

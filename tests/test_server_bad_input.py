@@ -17,7 +17,8 @@ import pytest
 
 import httpbench
 
-from test_server import closed_by_peer, read_response
+from conftest import read_message
+from test_server import closed_by_peer
 
 MODES = ["epoll", "threads"]
 
@@ -46,7 +47,7 @@ def exchange(srv: httpbench.Server, raw: bytes) -> tuple[int, bytes, bool]:
     """Sends raw, returns (status, whole response, whether the server closed)."""
     with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
         s.sendall(raw)
-        resp = read_response(s)
+        resp = read_message(s)
         closed = closed_by_peer(s, 2.0)
     status = int(resp.split(b" ", 2)[1]) if resp else 0
     return status, resp, closed
@@ -116,7 +117,7 @@ def test_bad_request_trickled(server, raw, status, why):
                 s.send(raw[i:i + 1])
         except OSError:
             pass  # the server may answer and close before the last byte
-        resp = read_response(s)
+        resp = read_message(s)
     assert resp.startswith(b"HTTP/1.1 %d " % status) and why in resp
     still_answers(server)
 
@@ -125,7 +126,7 @@ def test_body_over_max_is_413_without_reading_it(server):
     t0 = time.monotonic()
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
         s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\nstart")
-        resp = read_response(s)
+        resp = read_message(s)
     assert resp.startswith(b"HTTP/1.1 413 ") and time.monotonic() - t0 < 1
     still_answers(server)
 
@@ -139,7 +140,7 @@ def test_chunked_body_over_max_is_413(server):
                 s.sendall(chunk)
         except OSError:
             pass
-        resp = read_response(s)
+        resp = read_message(s)
     assert resp.startswith(b"HTTP/1.1 413 ")
     still_answers(server)
 
