@@ -9,7 +9,9 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "bench.h"
 #include "conn.h"
+#include "hist.h"
 #include "route.h"
 #include "server.h"
 
@@ -29,7 +31,7 @@
 
 typedef struct {
     PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
-    PyTypeObject *Connection, *Response, *ServerCore;
+    PyTypeObject *Connection, *Response, *ServerCore, *Histogram, *Bench;
 } core_state;
 
 static core_state *state_of(PyObject *module)
@@ -559,6 +561,82 @@ static int is_method(const text *m, const char *lit)
     return m->n == (Py_ssize_t)strlen(lit) && memcmp(m->p, lit, (size_t)m->n) == 0;
 }
 
+/* body: a bytes-like object, or str sent as UTF-8. */
+static int get_body(PyObject *o, Py_buffer *body)
+{
+    if (PyUnicode_Check(o)) {
+        Py_ssize_t n;
+        const char *p = PyUnicode_AsUTF8AndSize(o, &n);
+        return p == NULL || PyBuffer_FillInfo(body, o, (void *)p, n, 1, PyBUF_SIMPLE) != 0 ? -1 : 0;
+    }
+    return PyObject_GetBuffer(o, body, PyBUF_SIMPLE);
+}
+
+/* Checks and writes a request into b (cleared first): the request line, the
+ * caller's fields, Host (host_header) and Content-Length unless given, and
+ * the body if it is at most copy_max bytes (the caller sends a larger one
+ * after b). Sets *flags to the HB_REQ_* that fit. Returns 0, or -1 with an
+ * exception (ValueError for CR, LF or NUL anywhere, before anything is
+ * sent). */
+static int build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyObject *headers,
+                         const Py_buffer *body, PyObject *host_header, Py_ssize_t copy_max,
+                         int *flags)
+{
+    text method, target;
+    given g = {0};
+    if (get_text(method_o, &method, 0, "method") != 0)
+        return -1;
+    if (get_text(target_o, &target, 0, "target") != 0)
+        return -1;
+    if (check_text(&method, 1, "method") != 0 || check_text(&target, 0, "target") != 0)
+        return -1;
+    if (target.n == 0 || memchr(target.p, ' ', (size_t)target.n) != NULL) {
+        PyErr_SetString(PyExc_ValueError, target.n ? "target contains a space"
+                                                   : "target must not be empty");
+        return -1;
+    }
+    hb_buf_clear(b);
+    if (hb_buf_append(b, method.p, (size_t)method.n) != 0 || hb_buf_append(b, " ", 1) != 0 ||
+        hb_buf_append(b, target.p, (size_t)target.n) != 0 ||
+        hb_buf_append(b, " HTTP/1.1\r\n", 11) != 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (add_headers(b, headers, &g) != 0)
+        return -1;
+    int wants_body = is_method(&method, "POST") || is_method(&method, "PUT") ||
+                     is_method(&method, "PATCH");
+    char clen[48];
+    int ok = 1;
+    if (!g.host) {
+        text n = {"Host", 4, NULL};
+        text v = {PyBytes_AS_STRING(host_header), PyBytes_GET_SIZE(host_header), NULL};
+        ok = append_field(b, &n, &v) == 0;
+    }
+    if (ok && !g.length && !g.chunked && (body->obj != NULL || wants_body)) {
+        int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body->obj ? body->len : 0);
+        ok = hb_buf_append(b, clen, (size_t)n) == 0;
+    }
+    ok = ok && hb_buf_append(b, "\r\n", 2) == 0;
+    if (ok && body->obj != NULL && body->len <= copy_max)
+        ok = hb_buf_append(b, body->buf, (size_t)body->len) == 0;
+    if (!ok) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *flags = 0;
+    if (is_method(&method, "HEAD"))
+        *flags |= HB_REQ_HEAD;
+    /* RFC 9110 section 9.2.2. */
+    if (is_method(&method, "GET") || is_method(&method, "HEAD") || is_method(&method, "PUT") ||
+        is_method(&method, "DELETE") || is_method(&method, "OPTIONS") ||
+        is_method(&method, "TRACE"))
+        *flags |= HB_REQ_IDEMPOTENT;
+    if (g.close)
+        *flags |= HB_REQ_CLOSE;
+    return 0;
+}
+
 /* request(method, target, headers=None, body=None) -> Response */
 static PyObject *Connection_request(ConnectionObject *self, PyObject *const *args,
                                     Py_ssize_t nargs, PyObject *kwnames)
@@ -566,9 +644,7 @@ static PyObject *Connection_request(ConnectionObject *self, PyObject *const *arg
     static const char *const names[] = {"method", "target", "headers", "body"};
     PyObject *argv[4] = {NULL, NULL, Py_None, Py_None};
     core_state *st = conn_state(self);
-    text method, target;
     Py_buffer body = {0};
-    given g = {0};
     PyObject *result = NULL;
 
     if (nargs > 4) {
@@ -602,75 +678,19 @@ static PyObject *Connection_request(ConnectionObject *self, PyObject *const *arg
         PyErr_SetString(PyExc_RuntimeError, "Connection is in use by another thread");
         return NULL;
     }
-    if (get_text(argv[0], &method, 0, "method") != 0)
+    if (argv[3] != Py_None && get_body(argv[3], &body) != 0)
         return NULL;
-    if (get_text(argv[1], &target, 0, "target") != 0)
-        return NULL;
-    if (check_text(&method, 1, "method") != 0 || check_text(&target, 0, "target") != 0)
-        return NULL;
-    if (target.n == 0 || memchr(target.p, ' ', (size_t)target.n) != NULL) {
-        PyErr_SetString(PyExc_ValueError, target.n ? "target contains a space"
-                                                   : "target must not be empty");
-        return NULL;
-    }
-    if (argv[3] != Py_None) {
-        if (PyUnicode_Check(argv[3])) {
-            Py_ssize_t n;
-            const char *p = PyUnicode_AsUTF8AndSize(argv[3], &n);
-            if (p == NULL || PyBuffer_FillInfo(&body, argv[3], (void *)p, n, 1, PyBUF_SIMPLE) != 0)
-                return NULL;
-        } else if (PyObject_GetBuffer(argv[3], &body, PyBUF_SIMPLE) != 0) {
-            return NULL;
-        }
-    }
-
-    /* The request: line, caller's fields, default fields, body. */
     hb_buf *b = &self->tx;
-    hb_buf_clear(b);
-    if (hb_buf_append(b, method.p, (size_t)method.n) != 0 || hb_buf_append(b, " ", 1) != 0 ||
-        hb_buf_append(b, target.p, (size_t)target.n) != 0 ||
-        hb_buf_append(b, " HTTP/1.1\r\n", 11) != 0) {
-        PyErr_NoMemory();
+    int flags;
+    if (build_request(b, argv[0], argv[1], argv[2], &body, self->host_header, COPY_BODY_MAX,
+                      &flags) != 0)
         goto done;
-    }
-    if (add_headers(b, argv[2], &g) != 0)
-        goto done;
-    int wants_body = is_method(&method, "POST") || is_method(&method, "PUT") ||
-                     is_method(&method, "PATCH");
-    char clen[48];
-    int ok = 1;
-    if (!g.host) {
-        text n = {"Host", 4, NULL};
-        text v = {PyBytes_AS_STRING(self->host_header), PyBytes_GET_SIZE(self->host_header), NULL};
-        ok = append_field(b, &n, &v) == 0;
-    }
-    if (ok && !g.length && !g.chunked && (body.obj != NULL || wants_body)) {
-        int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body.obj ? body.len : 0);
-        ok = hb_buf_append(b, clen, (size_t)n) == 0;
-    }
-    ok = ok && hb_buf_append(b, "\r\n", 2) == 0;
-    if (ok && body.obj != NULL && body.len <= COPY_BODY_MAX)
-        ok = hb_buf_append(b, body.buf, (size_t)body.len) == 0;
-    if (!ok) {
-        PyErr_NoMemory();
-        goto done;
-    }
     struct iovec iov[2] = {{hb_buf_rdptr(b), hb_buf_size(b)}, {body.buf, 0}};
     int iovcnt = 1;
     if (body.obj != NULL && body.len > COPY_BODY_MAX) {
         iov[1].iov_len = (size_t)body.len;
         iovcnt = 2;
     }
-    int flags = 0;
-    if (is_method(&method, "HEAD"))
-        flags |= HB_REQ_HEAD;
-    /* RFC 9110 section 9.2.2. */
-    if (is_method(&method, "GET") || is_method(&method, "HEAD") || is_method(&method, "PUT") ||
-        is_method(&method, "DELETE") || is_method(&method, "OPTIONS") ||
-        is_method(&method, "TRACE"))
-        flags |= HB_REQ_IDEMPOTENT;
-    if (g.close)
-        flags |= HB_REQ_CLOSE;
 
     gil_hold hold;
     hb_status s;
@@ -913,6 +933,346 @@ static PyType_Spec ServerCore_spec = {
     .slots = ServerCore_slots,
 };
 
+/* --------------------------------------------------------------- Histogram */
+
+typedef struct {
+    PyObject_HEAD
+    hb_hist h;
+} HistogramObject;
+
+static void Histogram_dealloc(HistogramObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int Histogram_init(HistogramObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":Histogram", kwlist))
+        return -1;
+    hb_hist_init(&self->h);
+    return 0;
+}
+
+static PyObject *Histogram_record(HistogramObject *self, PyObject *arg)
+{
+    unsigned long long v = PyLong_AsUnsignedLongLong(arg);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    hb_hist_record(&self->h, v);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Histogram_merge(HistogramObject *self, PyObject *other)
+{
+    if (Py_TYPE(other) != Py_TYPE(self)) {
+        PyErr_SetString(PyExc_TypeError, "merge() takes a Histogram");
+        return NULL;
+    }
+    hb_hist_merge(&self->h, &((HistogramObject *)other)->h);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Histogram_percentile(HistogramObject *self, PyObject *arg)
+{
+    double p = PyFloat_AsDouble(arg);
+    if (p == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!(p >= 0 && p <= 100)) {
+        PyErr_SetString(PyExc_ValueError, "percentile takes p from 0 to 100");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(hb_hist_percentile(&self->h, p / 100.0));
+}
+
+/* buckets() -> [(lower_ns, upper_ns, count)] for the buckets in use */
+static PyObject *Histogram_buckets(HistogramObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    for (int i = 0; i < HB_HIST_BUCKETS; i++) {
+        if (self->h.counts[i] == 0)
+            continue;
+        PyObject *t = Py_BuildValue("(KKK)", (unsigned long long)hb_hist_lower(i),
+                                    (unsigned long long)hb_hist_upper(i),
+                                    (unsigned long long)self->h.counts[i]);
+        if (t == NULL || PyList_Append(list, t) != 0) {
+            Py_XDECREF(t);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return list;
+}
+
+static PyObject *Histogram_get(HistogramObject *self, void *which)
+{
+    const hb_hist *h = &self->h;
+    switch ((int)(intptr_t)which) {
+    case 0: return PyLong_FromUnsignedLongLong(h->count);
+    case 1: return PyLong_FromUnsignedLongLong(h->count ? h->min : 0);
+    case 2: return PyLong_FromUnsignedLongLong(h->max);
+    case 3: return PyFloat_FromDouble(hb_hist_mean(h));
+    case 4: return PyFloat_FromDouble(hb_hist_stdev(h));
+    default: return PyLong_FromUnsignedLongLong(h->clamped);
+    }
+}
+
+static PyGetSetDef Histogram_getset[] = {
+    {"count", (getter)Histogram_get, NULL, "Values recorded.", (void *)0},
+    {"min", (getter)Histogram_get, NULL, "Smallest value (exact), 0 when empty.", (void *)1},
+    {"max", (getter)Histogram_get, NULL, "Largest value (exact).", (void *)2},
+    {"mean", (getter)Histogram_get, NULL, "Mean (exact).", (void *)3},
+    {"stdev", (getter)Histogram_get, NULL, "Sample standard deviation.", (void *)4},
+    {"clamped", (getter)Histogram_get, NULL, "Values above the range.", (void *)5},
+    {0},
+};
+
+static PyMethodDef Histogram_methods[] = {
+    {"record", (PyCFunction)Histogram_record, METH_O, "record(ns): add one value."},
+    {"merge", (PyCFunction)Histogram_merge, METH_O, "merge(other): add other's counts (exact)."},
+    {"percentile", (PyCFunction)Histogram_percentile, METH_O,
+     "percentile(p): the value below which p percent fall, within 0.4%."},
+    {"buckets", (PyCFunction)Histogram_buckets, METH_NOARGS,
+     "[(lower_ns, upper_ns, count)] for the buckets in use."},
+    {0},
+};
+
+static PyType_Slot Histogram_slots[] = {
+    {Py_tp_dealloc, Histogram_dealloc},
+    {Py_tp_init, Histogram_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_getset, Histogram_getset},
+    {Py_tp_methods, Histogram_methods},
+    {Py_tp_doc, "Histogram(): a log-linear latency histogram in nanoseconds "
+                "(1 ns to 36 min, within 0.4%), merged exactly."},
+    {0, NULL},
+};
+
+static PyType_Spec Histogram_spec = {
+    .name = "httpbench.Histogram",
+    .basicsize = sizeof(HistogramObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Histogram_slots,
+};
+
+static PyObject *new_histogram(core_state *st, const hb_hist *h)
+{
+    HistogramObject *o = (HistogramObject *)st->Histogram->tp_alloc(st->Histogram, 0);
+    if (o != NULL)
+        memcpy(&o->h, h, sizeof *h);
+    return (PyObject *)o;
+}
+
+/* ------------------------------------------------------------------- Bench */
+
+/* A run of the timing loop; httpbench.runner drives it. */
+typedef struct {
+    PyObject_HEAD
+    hb_bench *b;
+    hb_bench_config cfg;
+    PyObject *request; /* bytes, kept alive while the threads use them */
+} BenchObject;
+
+static void Bench_dealloc(BenchObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    if (self->b != NULL) {
+        hb_bench *b = self->b;
+        self->b = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        hb_bench_free(b);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(self->request);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"host", "port", "request", "head", "requests", "duration",
+                             "concurrency", "threads", "keepalive", "rate", "timeout",
+                             "lengths_vary", NULL};
+    const char *host;
+    int port;
+    PyObject *request;
+    unsigned long long requests;
+    hb_bench_config *cfg = &self->cfg;
+    core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
+    if (self->b != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "already started");
+        return -1;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "siSpKdiipddp:_Bench", kwlist, &host, &port,
+                                     &request, &cfg->head, &requests, &cfg->duration,
+                                     &cfg->concurrency, &cfg->threads, &cfg->keepalive,
+                                     &cfg->rate, &cfg->timeout, &cfg->lengths_vary))
+        return -1;
+    cfg->requests = requests;
+    char portbuf[16], err[256];
+    snprintf(portbuf, sizeof portbuf, "%d", port);
+    int n;
+    Py_BEGIN_ALLOW_THREADS
+    n = hb_net_resolve(host, portbuf, &cfg->addr, 1, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (n < 1) {
+        PyErr_SetString(st->ConnectError, err);
+        return -1;
+    }
+    Py_XSETREF(self->request, Py_NewRef(request));
+    cfg->request = PyBytes_AS_STRING(request);
+    cfg->request_len = (size_t)PyBytes_GET_SIZE(request);
+    hb_bench *b;
+    Py_BEGIN_ALLOW_THREADS
+    b = hb_bench_start(cfg);
+    Py_END_ALLOW_THREADS
+    if (b == NULL) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    self->b = b;
+    return 0;
+}
+
+static PyObject *Bench_wait(BenchObject *self, PyObject *arg)
+{
+    double seconds = PyFloat_AsDouble(arg);
+    if (seconds == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (self->b == NULL)
+        Py_RETURN_TRUE;
+    int done;
+    Py_BEGIN_ALLOW_THREADS
+    done = hb_bench_wait(self->b, (int64_t)(seconds * 1e9));
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(done);
+}
+
+static PyObject *Bench_stop(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->b != NULL)
+        hb_bench_stop(self->b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Bench_progress(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    uint64_t c = 0, f = 0;
+    if (self->b != NULL)
+        hb_bench_progress(self->b, &c, &f);
+    return Py_BuildValue("(KK)", (unsigned long long)c, (unsigned long long)f);
+}
+
+/* result() -> dict: every figure of the run; call after wait() is True. */
+static PyObject *Bench_result(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
+    if (self->b == NULL || !hb_bench_wait(self->b, 0)) {
+        PyErr_SetString(PyExc_RuntimeError, "the run has not ended");
+        return NULL;
+    }
+    hb_bench_result *r = PyMem_Malloc(sizeof *r);
+    if (r == NULL)
+        return PyErr_NoMemory();
+    hb_bench_collect(self->b, r);
+    PyObject *status = PyDict_New(), *out = NULL;
+    for (int i = 0; status != NULL && i < 600; i++) {
+        if (r->status[i] == 0)
+            continue;
+        PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(r->status[i]);
+        int rc = k && v ? PyDict_SetItem(status, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (rc != 0)
+            Py_CLEAR(status);
+    }
+    if (status != NULL)
+        out = Py_BuildValue(
+            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsssdsdsdsNsNsNsNss}",
+            "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
+            "failed", (unsigned long long)r->failed, "connect", (unsigned long long)r->fail_connect,
+            "receive", (unsigned long long)r->fail_receive, "length",
+            (unsigned long long)r->fail_length, "exceptions", (unsigned long long)r->fail_exceptions,
+            "timeout", (unsigned long long)r->fail_timeout, "non_2xx",
+            (unsigned long long)r->non_2xx, "status_counts", status, "bytes_received",
+            (unsigned long long)r->bytes_received, "body_bytes", (unsigned long long)r->body_bytes,
+            "bytes_sent", (unsigned long long)r->bytes_sent, "keepalive_requests",
+            (unsigned long long)r->keepalive_requests, "connects", (unsigned long long)r->connects,
+            "reconnects", (unsigned long long)r->reconnects, "document_length",
+            (long long)r->document_length, "server_software", r->server, "elapsed", r->elapsed,
+            "cpu_user", r->cpu_user, "cpu_sys", r->cpu_sys, "total", new_histogram(st, &r->total),
+            "uncorrected", new_histogram(st, &r->uncorrected), "connect_time",
+            new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting), "error",
+            r->error);
+    PyMem_Free(r);
+    return out;
+}
+
+static PyMethodDef Bench_methods[] = {
+    {"wait", (PyCFunction)Bench_wait, METH_O, "wait(seconds) -> True once the run has ended."},
+    {"stop", (PyCFunction)Bench_stop, METH_NOARGS, "End the run early."},
+    {"progress", (PyCFunction)Bench_progress, METH_NOARGS, "(complete, failed) so far."},
+    {"result", (PyCFunction)Bench_result, METH_NOARGS, "Every figure of the ended run."},
+    {0},
+};
+
+static PyType_Slot Bench_slots[] = {
+    {Py_tp_dealloc, Bench_dealloc},
+    {Py_tp_init, Bench_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, Bench_methods},
+    {Py_tp_doc, "A run of the C timing loop; use httpbench.run."},
+    {0, NULL},
+};
+
+static PyType_Spec Bench_spec = {
+    .name = "httpbench._core._Bench",
+    .basicsize = sizeof(BenchObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Bench_slots,
+};
+
+/* build_request(method, target, headers=None, body=None, host=b"") -> (bytes, flags) */
+static PyObject *core_build_request(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"method", "target", "headers", "body", "host", NULL};
+    PyObject *method, *target, *headers = Py_None, *body_o = Py_None, *host;
+    Py_buffer body = {0};
+    hb_buf b = HB_BUF_INIT;
+    int flags;
+    (void)module;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOS:build_request", kwlist, &method, &target,
+                                     &headers, &body_o, &host))
+        return NULL;
+    if (body_o != Py_None && get_body(body_o, &body) != 0)
+        return NULL;
+    PyObject *out = NULL;
+    if (build_request(&b, method, target, headers, &body, host, PY_SSIZE_T_MAX, &flags) == 0)
+        out = Py_BuildValue("(y#i)", hb_buf_rdptr(&b), (Py_ssize_t)hb_buf_size(&b), flags);
+    if (body.obj != NULL)
+        PyBuffer_Release(&body);
+    hb_buf_free(&b);
+    return out;
+}
+
+static PyMethodDef core_functions[] = {
+    {"build_request", (PyCFunction)(void (*)(void))core_build_request,
+     METH_VARARGS | METH_KEYWORDS,
+     "build_request(method, target, headers, body, host) -> (bytes, flags): the request "
+     "Connection.request would send."},
+    {0},
+};
+
 /* ------------------------------------------------------------------ module */
 
 static int core_exec(PyObject *m)
@@ -938,14 +1298,20 @@ static int core_exec(PyObject *m)
     st->ServerCore = (PyTypeObject *)PyType_FromModuleAndSpec(m, &ServerCore_spec, NULL);
     if (st->ServerCore == NULL)
         return -1;
+    st->Histogram = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Histogram_spec, NULL);
+    st->Bench = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Bench_spec, NULL);
+    if (st->Histogram == NULL || st->Bench == NULL)
+        return -1;
     if (PyModule_AddType(m, st->Response) != 0 || PyModule_AddType(m, st->Connection) != 0 ||
-        PyModule_AddType(m, st->ServerCore) != 0)
+        PyModule_AddType(m, st->ServerCore) != 0 || PyModule_AddType(m, st->Histogram) != 0 ||
+        PyModule_AddType(m, st->Bench) != 0)
         return -1;
     if (PyModule_AddIntConstant(m, "MAX_LINE", HB_MAX_LINE) != 0 ||
         PyModule_AddIntConstant(m, "MAX_HEAD", HB_MAX_HEAD) != 0 ||
         PyModule_AddIntConstant(m, "MAX_HEADERS", HB_MAX_HEADERS) != 0 ||
         PyModule_AddObject(m, "RND_MAX", PyLong_FromUnsignedLongLong(HB_RND_MAX)) != 0 ||
         PyModule_AddIntConstant(m, "DELAY_MAX_MS", HB_DELAY_MAX_MS) != 0 ||
+        PyModule_AddIntConstant(m, "REQ_HEAD", HB_REQ_HEAD) != 0 ||
         PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0)
         return -1;
     return 0;
@@ -962,6 +1328,8 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->Connection);
     Py_VISIT(st->Response);
     Py_VISIT(st->ServerCore);
+    Py_VISIT(st->Histogram);
+    Py_VISIT(st->Bench);
     return 0;
 }
 
@@ -976,6 +1344,8 @@ static int core_clear(PyObject *m)
     Py_CLEAR(st->Connection);
     Py_CLEAR(st->Response);
     Py_CLEAR(st->ServerCore);
+    Py_CLEAR(st->Histogram);
+    Py_CLEAR(st->Bench);
     return 0;
 }
 
@@ -995,6 +1365,7 @@ static struct PyModuleDef core_module = {
     .m_doc = "httpbench's C core: the HTTP/1.1 client connection and the embedded server.",
     .m_size = sizeof(core_state),
     .m_slots = core_slots,
+    .m_methods = core_functions,
     .m_traverse = core_traverse,
     .m_clear = core_clear,
     .m_free = core_free,

@@ -1,0 +1,707 @@
+/* bench.c: the timing loop over many connections. */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include "buf.h"
+#include "parser.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SCRATCH 65536
+#define EVENTS 256
+/* How often deadlines, rate timers and the stop flag are looked at. */
+#define TICK_NS 5000000LL
+/* After a stop, how long requests in flight may take to finish. */
+#define GRACE_NS 1000000000LL
+
+enum { C_IDLE = 0, C_RATE, C_CONNECTING, C_WRITING, C_READING };
+
+typedef struct {
+    int fd;
+    int state;
+    int retried;           /* this request was sent again once already */
+    int got_bytes;         /* a response byte came for this request */
+    int have_head;
+    int reuse;             /* the response lets the socket be reused */
+    int status;
+    uint64_t served;       /* responses on this socket */
+    uint64_t opened;       /* sockets this slot has opened */
+    size_t sent;           /* request bytes written */
+    hb_buf head;           /* a response head split across reads */
+    hb_head_scan scan;
+    hb_chunked ck;
+    hb_body_kind body;
+    uint64_t body_left, body_got;
+    unsigned events;
+    int64_t t_intended, t_start, t_first, t_connect, connect_ns;
+    int64_t next_at;       /* rate: the next intended start */
+} bconn;
+
+typedef struct {
+    hb_bench *b;
+    pthread_t thread;
+    int started;
+    int ep;
+    bconn *conns;
+    int nconns;
+    int inflight;
+    int64_t interval;      /* rate: ns between one connection's starts */
+    bconn **ready;         /* connections between requests, to start again */
+    int nready;
+    int rate_waiting;      /* connections in C_RATE */
+    hb_response r;         /* scratch for the parser */
+    char *scratch;
+    hb_bench_result *res;
+    uint64_t live_complete, live_failed;
+} bthread;
+
+struct hb_bench {
+    hb_bench_config cfg;
+    int nthreads;
+    bthread *threads;
+    uint64_t tickets;
+    int64_t start, end;            /* end: the duration's end, or 0 */
+    volatile int stopping;
+    int64_t stop_at;               /* the grace's end */
+    int64_t doc_len;               /* -1 until the first 2xx response */
+    int64_t last_outcome;
+    pthread_mutex_t mu;
+    pthread_cond_t done_cv;
+    int running;
+    char server[128];
+    int server_set;
+    char error[160];
+};
+
+/* ------------------------------------------------------------ tickets */
+
+static int take_ticket(hb_bench *b, int64_t now)
+{
+    if (b->stopping || (b->end && now >= b->end))
+        return 0;
+    if (b->cfg.requests == 0)
+        return 1;
+    return __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
+}
+
+/* ------------------------------------------------------------ sockets */
+
+static void set_events(bthread *t, bconn *c, unsigned events)
+{
+    if (c->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    epoll_ctl(t->ep, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
+    c->events = events;
+}
+
+static void close_socket(bconn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->events = 0;
+    c->served = 0;
+    hb_buf_clear(&c->head);
+    hb_buf_shrink(&c->head, 65536);
+}
+
+/* A request is over: the connection goes on the ready stack and the loop
+ * starts its next one (not here, so a run of instant failures is a loop,
+ * not a recursion). */
+static void end_request(bthread *t, bconn *c, int64_t now)
+{
+    t->inflight--;
+    c->state = C_IDLE;
+    t->ready[t->nready++] = c;
+    __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+}
+
+static void fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
+{
+    hb_bench_result *res = t->res;
+    res->failed++;
+    (*cls)++;
+    __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
+    if (why != NULL && res->error[0] == 0)
+        snprintf(res->error, sizeof res->error, "%s", why);
+    close_socket(c);
+    end_request(t, c, now);
+}
+
+static void write_request(bthread *t, bconn *c, int64_t now);
+
+static void begin_connect(bthread *t, bconn *c, int64_t now)
+{
+    const hb_bench_config *cfg = &t->b->cfg;
+    int one = 1;
+    c->fd = socket(cfg->addr.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        fail(t, c, &t->res->fail_connect, now, strerror(errno));
+        return;
+    }
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    t->res->connects++;
+    if (c->opened++ > 0)
+        t->res->reconnects++;
+    c->t_connect = now;
+    if (connect(c->fd, (const struct sockaddr *)&cfg->addr.sa, cfg->addr.len) == 0) {
+        c->connect_ns = 0;
+        write_request(t, c, now);
+        return;
+    }
+    if (errno != EINPROGRESS) {
+        fail(t, c, &t->res->fail_connect, now, strerror(errno));
+        return;
+    }
+    c->state = C_CONNECTING;
+    set_events(t, c, EPOLLOUT);
+}
+
+/* A reused socket that the server had closed before answering: send the
+ * request again on a new one, once (RFC 9112 section 9.3.1). */
+static int retry_stale(bthread *t, bconn *c, int64_t now)
+{
+    if (c->got_bytes || c->served == 0 || c->retried)
+        return 0;
+    c->retried = 1;
+    close_socket(c);
+    begin_connect(t, c, now);
+    return 1;
+}
+
+static void write_request(bthread *t, bconn *c, int64_t now)
+{
+    const hb_bench_config *cfg = &t->b->cfg;
+    while (c->sent < cfg->request_len) {
+        ssize_t n = send(c->fd, cfg->request + c->sent, cfg->request_len - c->sent, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->sent += (size_t)n;
+            t->res->bytes_sent += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            c->state = C_WRITING;
+            set_events(t, c, EPOLLOUT);
+            return;
+        }
+        if (!retry_stale(t, c, now))
+            fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
+        return;
+    }
+    c->state = C_READING;
+    c->have_head = 0;
+    c->got_bytes = 0;
+    c->scan = (hb_head_scan){0, 0, 0};
+    set_events(t, c, EPOLLIN);
+}
+
+static void start_request(bthread *t, bconn *c, int64_t now)
+{
+    hb_bench *b = t->b;
+    if (c->state == C_RATE)
+        t->rate_waiting--;
+    if (b->cfg.rate > 0 && c->next_at > now && !b->stopping && !(b->end && now >= b->end)) {
+        c->state = C_RATE;
+        t->rate_waiting++;
+        return;
+    }
+    if (!take_ticket(b, now)) {
+        c->state = C_IDLE;
+        return;
+    }
+    t->res->issued++;
+    t->inflight++;
+    c->t_intended = b->cfg.rate > 0 ? c->next_at : now;
+    if (b->cfg.rate > 0)
+        c->next_at += t->interval;
+    c->t_start = now;
+    c->t_first = 0;
+    c->connect_ns = 0;
+    c->retried = 0;
+    c->sent = 0;
+    if (c->fd < 0)
+        begin_connect(t, c, now);
+    else
+        write_request(t, c, now);
+}
+
+/* ------------------------------------------------------------ responses */
+
+static void finish(bthread *t, bconn *c, int64_t now, int leftover)
+{
+    hb_bench *b = t->b;
+    hb_bench_result *res = t->res;
+    const hb_bench_config *cfg = &b->cfg;
+
+    res->status[c->status < 600 ? c->status : 0]++;
+    res->body_bytes += c->body_got;
+    c->served++;
+    int ok2xx = c->status >= 200 && c->status < 300;
+    if (!ok2xx)
+        res->non_2xx++;
+    if (ok2xx && !cfg->head) {
+        int64_t expect = -1;
+        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body_got, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        if (!cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body_got) {
+            if (!cfg->keepalive || !c->reuse || leftover)
+                close_socket(c);
+            res->failed++;
+            res->fail_length++;
+            __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
+            end_request(t, c, now);
+            return;
+        }
+    }
+    res->complete++;
+    __atomic_store_n(&t->live_complete, res->complete, __ATOMIC_RELAXED);
+    hb_hist_record(&res->total, (uint64_t)(now - c->t_intended));
+    hb_hist_record(&res->uncorrected, (uint64_t)(now - c->t_start));
+    hb_hist_record(&res->connect, (uint64_t)c->connect_ns);
+    hb_hist_record(&res->waiting, (uint64_t)((c->t_first ? c->t_first : now) - c->t_start));
+    if (c->reuse && cfg->keepalive)
+        res->keepalive_requests++;
+    if (!cfg->keepalive || !c->reuse || leftover)
+        close_socket(c);
+    end_request(t, c, now);
+}
+
+/* Takes the Server field of the first response any thread sees. */
+static void note_server(hb_bench *b, const hb_response *r, const char *head)
+{
+    if (__atomic_load_n(&b->server_set, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (!b->server_set) {
+        for (unsigned i = 0; i < r->num_headers; i++) {
+            const hb_header *h = &r->headers[i];
+            if (hb_name_is(head + h->name_off, h->name_len, "server", 6)) {
+                size_t n = h->value_len < sizeof b->server - 1 ? h->value_len : sizeof b->server - 1;
+                memcpy(b->server, head + h->value_off, n);
+                b->server[n] = 0;
+            }
+        }
+        __atomic_store_n(&b->server_set, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Parses a head from p[0..n); returns bytes of it used, or -1 after a
+ * failure (the request is then over), with c->have_head set when done. */
+static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
+{
+    const char *buf = p;
+    size_t len = n;
+    if (hb_buf_size(&c->head) > 0) {
+        if (hb_buf_append(&c->head, p, n) != 0) {
+            fail(t, c, &t->res->fail_exceptions, now, "out of memory");
+            return -1;
+        }
+        buf = hb_buf_rdptr(&c->head);
+        len = hb_buf_size(&c->head);
+    }
+    hb_response_reset(&t->r);
+    t->r.scan = c->scan;
+    int rc = hb_parse_response(&t->r, buf, len, t->b->cfg.head ? HB_PARSE_HEAD_REQUEST : 0);
+    if (rc == HB_PARSE_MORE) {
+        c->scan = t->r.scan;
+        if (buf == p && hb_buf_append(&c->head, p, n) != 0) {
+            fail(t, c, &t->res->fail_exceptions, now, "out of memory");
+            return -1;
+        }
+        return (ssize_t)n;
+    }
+    if (rc == HB_PARSE_ERROR || t->r.status == 101) {
+        fail(t, c, &t->res->fail_exceptions, now,
+             rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
+        return -1;
+    }
+    /* Bytes of p the head took: all of its part, less what is left after. */
+    size_t after = len - t->r.head_len;
+    size_t used = n - after;
+    hb_buf_clear(&c->head);
+    c->scan = (hb_head_scan){0, 0, 0};
+    if (t->r.status < 200)
+        return (ssize_t)used; /* interim: the next head follows */
+    note_server(t->b, &t->r, buf);
+    c->have_head = 1;
+    c->status = t->r.status;
+    c->reuse = t->r.keep_alive;
+    c->body = t->r.body;
+    c->body_left = t->r.content_length;
+    c->body_got = 0;
+    memset(&c->ck, 0, sizeof c->ck);
+    return (ssize_t)used;
+}
+
+/* Handles n received bytes. */
+static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
+{
+    while (n > 0 || (c->have_head && c->body == HB_BODY_NONE)) {
+        if (!c->have_head) {
+            ssize_t used = take_head(t, c, p, n, now);
+            if (used < 0)
+                return;
+            p += used;
+            n -= (size_t)used;
+            if (!c->have_head)
+                continue;
+        }
+        int done = 0;
+        switch (c->body) {
+        case HB_BODY_NONE:
+            done = 1;
+            break;
+        case HB_BODY_LENGTH: {
+            size_t take = (uint64_t)n < c->body_left ? n : (size_t)c->body_left;
+            c->body_left -= take;
+            c->body_got += take;
+            p += take;
+            n -= take;
+            done = c->body_left == 0;
+            break;
+        }
+        case HB_BODY_CHUNKED:
+            while (n > 0 && !done) {
+                size_t used, off, dn;
+                int rc = hb_parse_chunked(&c->ck, p, n, &used, &off, &dn);
+                if (rc == HB_PARSE_ERROR) {
+                    fail(t, c, &t->res->fail_exceptions, now, c->ck.error);
+                    return;
+                }
+                c->body_got += dn;
+                p += used;
+                n -= used;
+                done = rc == HB_PARSE_DONE;
+            }
+            break;
+        case HB_BODY_CLOSE:
+            c->body_got += n;
+            n = 0;
+            break;
+        }
+        if (done) {
+            finish(t, c, now, n > 0);
+            return;
+        }
+    }
+}
+
+static void on_readable(bthread *t, bconn *c, int64_t now)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, t->scratch, SCRATCH, 0);
+        if (n > 0) {
+            if (!c->got_bytes) {
+                c->got_bytes = 1;
+                c->t_first = now;
+            }
+            t->res->bytes_received += (uint64_t)n;
+            take_bytes(t, c, t->scratch, (size_t)n, now);
+            if (c->state != C_READING || n < SCRATCH)
+                return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n == 0 && c->have_head && c->body == HB_BODY_CLOSE) {
+            c->reuse = 0;
+            finish(t, c, now, 0);
+            return;
+        }
+        if (retry_stale(t, c, now))
+            return;
+        char why[96];
+        snprintf(why, sizeof why, "connection %s %s", n == 0 ? "closed" : "reset",
+                 c->got_bytes ? "before the response was complete" : "before any response byte");
+        fail(t, c, &t->res->fail_receive, now, why);
+        return;
+    }
+}
+
+static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    if (c->state == C_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            fail(t, c, &t->res->fail_connect, now, strerror(err));
+            return;
+        }
+        c->connect_ns = now - c->t_connect;
+        write_request(t, c, now);
+    } else if (c->state == C_WRITING) {
+        write_request(t, c, now);
+    } else if (c->state == C_READING) {
+        on_readable(t, c, now);
+    } else if (events & (EPOLLHUP | EPOLLERR)) {
+        close_socket(c); /* idle, and the server went away */
+    }
+}
+
+/* Deadlines, rate timers and the end of a stop's grace. */
+static void tick(bthread *t, int64_t now)
+{
+    hb_bench *b = t->b;
+    int64_t timeout = (int64_t)(b->cfg.timeout * 1e9);
+    int abandon = b->stopping && now >= b->stop_at;
+    for (int i = 0; i < t->nconns; i++) {
+        bconn *c = &t->conns[i];
+        if (c->state >= C_CONNECTING) {
+            if (abandon) {
+                /* Not finished within the grace: dropped, not counted. */
+                t->res->issued--;
+                t->inflight--;
+                close_socket(c);
+                c->state = C_IDLE;
+            } else if (now - c->t_start >= timeout) {
+                fail(t, c, &t->res->fail_timeout, now, "timed out");
+            }
+        } else if (c->state == C_RATE && (now >= c->next_at || b->stopping ||
+                                          (b->end && now >= b->end))) {
+            start_request(t, c, now);
+        }
+    }
+}
+
+static double cpu_seconds(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+static void *thread_main(void *arg)
+{
+    bthread *t = arg;
+    hb_bench *b = t->b;
+    struct epoll_event events[EVENTS];
+    int64_t now = hb_now_ns(), next_tick = now + TICK_NS;
+
+    for (int i = 0; i < t->nconns; i++) {
+        t->conns[i].next_at = b->start;
+        t->ready[t->nready++] = &t->conns[i];
+    }
+    for (;;) {
+        /* Start the next requests; a bounded number, so a run of instant
+         * failures (a server that is down) still lets events through. */
+        for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
+            start_request(t, t->ready[--t->nready], now);
+        if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0)
+            break;
+        int ms = (int)((next_tick - now) / 1000000);
+        if (t->nready > 0)
+            ms = 0;
+        int n = epoll_wait(t->ep, events, EVENTS, ms > 0 ? ms : 0);
+        now = hb_now_ns();
+        for (int i = 0; i < n; i++)
+            on_event(t, events[i].data.ptr, events[i].events, now);
+        if (now >= next_tick || n == 0) {
+            tick(t, now);
+            next_tick = now + TICK_NS;
+        }
+    }
+    for (int i = 0; i < t->nconns; i++)
+        close_socket(&t->conns[i]);
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        t->res->cpu_user = cpu_seconds(&ru.ru_utime);
+        t->res->cpu_sys = cpu_seconds(&ru.ru_stime);
+    }
+    pthread_mutex_lock(&b->mu);
+    if (--b->running == 0)
+        pthread_cond_broadcast(&b->done_cv);
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ the run */
+
+static void result_init(hb_bench_result *r)
+{
+    memset(r, 0, offsetof(hb_bench_result, total));
+    hb_hist_init(&r->total);
+    hb_hist_init(&r->uncorrected);
+    hb_hist_init(&r->connect);
+    hb_hist_init(&r->waiting);
+    r->document_length = -1;
+}
+
+hb_bench *hb_bench_start(const hb_bench_config *cfg)
+{
+    hb_bench *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->cfg = *cfg;
+    b->doc_len = -1;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->done_cv, NULL);
+    int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
+    int nt = cfg->threads > 0 ? cfg->threads : 1;
+    if (nt > conc)
+        nt = conc;
+    b->nthreads = nt;
+    b->threads = calloc((size_t)nt, sizeof *b->threads);
+    if (b->threads == NULL)
+        goto nomem;
+    b->start = hb_now_ns();
+    b->last_outcome = b->start;
+    b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
+    for (int i = 0; i < nt; i++) {
+        bthread *t = &b->threads[i];
+        t->b = b;
+        t->ep = -1;
+        t->nconns = conc / nt + (i < conc % nt);
+        t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
+        t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
+        t->scratch = malloc(SCRATCH);
+        t->res = malloc(sizeof *t->res);
+        t->ep = epoll_create1(EPOLL_CLOEXEC);
+        if (t->conns == NULL || t->ready == NULL || t->scratch == NULL || t->res == NULL ||
+            t->ep < 0)
+            goto nomem;
+        result_init(t->res);
+        for (int j = 0; j < t->nconns; j++)
+            t->conns[j].fd = -1;
+        /* Under a rate each connection starts every conc/rate seconds. */
+        if (cfg->rate > 0)
+            t->interval = (int64_t)((double)conc / cfg->rate * 1e9);
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    b->running = nt;
+    for (int i = 0; i < nt; i++) {
+        if (pthread_create(&b->threads[i].thread, NULL, thread_main, &b->threads[i]) != 0) {
+            pthread_mutex_lock(&b->mu);
+            b->running -= nt - i;
+            pthread_mutex_unlock(&b->mu);
+            hb_bench_stop(b);
+            break;
+        }
+        b->threads[i].started = 1;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return b;
+nomem:
+    hb_bench_free(b);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void hb_bench_progress(hb_bench *b, uint64_t *complete, uint64_t *failed)
+{
+    uint64_t c = 0, f = 0;
+    for (int i = 0; i < b->nthreads; i++) {
+        c += __atomic_load_n(&b->threads[i].live_complete, __ATOMIC_RELAXED);
+        f += __atomic_load_n(&b->threads[i].live_failed, __ATOMIC_RELAXED);
+    }
+    *complete = c;
+    *failed = f;
+}
+
+void hb_bench_stop(hb_bench *b)
+{
+    if (!b->stopping) {
+        b->stop_at = hb_now_ns() + GRACE_NS;
+        __atomic_store_n(&b->stopping, 1, __ATOMIC_RELEASE);
+    }
+}
+
+int hb_bench_wait(hb_bench *b, int64_t timeout_ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + timeout_ns;
+    until.tv_sec += ns / 1000000000;
+    until.tv_nsec = ns % 1000000000;
+    pthread_mutex_lock(&b->mu);
+    while (b->running > 0) {
+        if (pthread_cond_timedwait(&b->done_cv, &b->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    int done = b->running == 0;
+    pthread_mutex_unlock(&b->mu);
+    return done;
+}
+
+void hb_bench_collect(hb_bench *b, hb_bench_result *out)
+{
+    result_init(out);
+    for (int i = 0; i < b->nthreads; i++) {
+        const hb_bench_result *r = b->threads[i].res;
+        if (r == NULL)
+            continue;
+        out->issued += r->issued;
+        out->complete += r->complete;
+        out->failed += r->failed;
+        out->fail_connect += r->fail_connect;
+        out->fail_receive += r->fail_receive;
+        out->fail_length += r->fail_length;
+        out->fail_exceptions += r->fail_exceptions;
+        out->fail_timeout += r->fail_timeout;
+        out->non_2xx += r->non_2xx;
+        for (int s = 0; s < 600; s++)
+            out->status[s] += r->status[s];
+        out->bytes_received += r->bytes_received;
+        out->body_bytes += r->body_bytes;
+        out->bytes_sent += r->bytes_sent;
+        out->keepalive_requests += r->keepalive_requests;
+        out->connects += r->connects;
+        out->reconnects += r->reconnects;
+        out->cpu_user += r->cpu_user;
+        out->cpu_sys += r->cpu_sys;
+        hb_hist_merge(&out->total, &r->total);
+        hb_hist_merge(&out->uncorrected, &r->uncorrected);
+        hb_hist_merge(&out->connect, &r->connect);
+        hb_hist_merge(&out->waiting, &r->waiting);
+        if (out->error[0] == 0 && r->error[0] != 0)
+            memcpy(out->error, r->error, sizeof out->error);
+    }
+    out->document_length = b->doc_len;
+    memcpy(out->server, b->server, sizeof out->server);
+    out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
+}
+
+void hb_bench_free(hb_bench *b)
+{
+    hb_bench_stop(b);
+    for (int i = 0; i < b->nthreads; i++) {
+        bthread *t = &b->threads[i];
+        if (t->started)
+            pthread_join(t->thread, NULL);
+        if (t->conns != NULL) {
+            for (int j = 0; j < t->nconns; j++) {
+                close_socket(&t->conns[j]);
+                hb_buf_free(&t->conns[j].head);
+            }
+        }
+        if (t->ep >= 0)
+            close(t->ep);
+        free(t->conns);
+        free(t->ready);
+        free(t->scratch);
+        free(t->res);
+    }
+    free(b->threads);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->done_cv);
+    free(b);
+}

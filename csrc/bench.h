@@ -1,0 +1,80 @@
+/* bench.h: hb_bench_*, the timing loop: many keep-alive connections over a
+ * few threads, every request timed with CLOCK_MONOTONIC, every outcome
+ * counted in its class.
+ *
+ * Each thread runs an epoll loop over its share of the connections (as wrk
+ * does); a thread with a single connection in closed loop waits in a
+ * blocking read instead, which saves epoll_wait on every request. Requests
+ * are written from one prebuilt buffer; responses are framed with the
+ * parser and their bodies counted, never kept. Nothing is allocated per
+ * request.
+ *
+ * Accounting is exact: a request is issued when it takes a ticket, and ends
+ * complete or failed (connect, receive, length, exceptions, timeout), so
+ * complete + failed == issued. With a count, exactly that many tickets exist.
+ * On stop (Ctrl-C) requests in flight get a second to finish; those that do
+ * not are dropped from `issued`, not counted as anything.
+ */
+#ifndef HB_BENCH_H
+#define HB_BENCH_H
+
+#include "hist.h"
+#include "net.h"
+
+#include <stdint.h>
+
+typedef struct {
+    hb_addr addr;            /* where to connect */
+    const char *request;     /* the whole request, body included */
+    size_t request_len;
+    int head;                /* the request is HEAD: responses have no body */
+    uint64_t requests;       /* tickets; 0: as many as the duration allows */
+    double duration;         /* seconds; 0: none */
+    int concurrency, threads;
+    int keepalive;           /* reuse connections */
+    double rate;             /* requests per second overall; 0: closed loop */
+    double timeout;          /* seconds per request, connect included */
+    int lengths_vary;        /* no "length" failures */
+} hb_bench_config;
+
+typedef struct {
+    uint64_t issued, complete, failed;
+    uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
+    uint64_t non_2xx;
+    uint64_t status[600];    /* responses by status code */
+    uint64_t bytes_received, body_bytes, bytes_sent;
+    uint64_t keepalive_requests, connects, reconnects;
+    int64_t document_length; /* body length of the first 2xx response; -1 if none */
+    char server[128];        /* its Server field */
+    double elapsed;          /* seconds from start to the last outcome */
+    double cpu_user, cpu_sys;/* the loop threads' CPU time, seconds */
+    hb_hist total;           /* latency: from the intended start under a rate */
+    hb_hist uncorrected;     /* latency from the actual send */
+    hb_hist connect;         /* connect time per request (0 when reused) */
+    hb_hist waiting;         /* send to first response byte */
+    char error[160];         /* the first exception's text, for the report */
+} hb_bench_result;
+
+typedef struct hb_bench hb_bench;
+
+/* Starts the threads. Returns NULL with errno on failure. cfg and the
+ * request bytes must outlive the run. */
+hb_bench *hb_bench_start(const hb_bench_config *cfg);
+
+/* Live figures for a progress line (relaxed reads). */
+void hb_bench_progress(hb_bench *b, uint64_t *complete, uint64_t *failed);
+
+/* Asks the run to end early: no new tickets, a second's grace. */
+void hb_bench_stop(hb_bench *b);
+
+/* Waits up to timeout_ns for the run to end. Returns 1 when it has. */
+int hb_bench_wait(hb_bench *b, int64_t timeout_ns);
+
+/* After hb_bench_wait returned 1: the threads' results merged into out
+ * (which is large: allocate it). */
+void hb_bench_collect(hb_bench *b, hb_bench_result *out);
+
+/* Stops if need be, joins the threads and frees b. */
+void hb_bench_free(hb_bench *b);
+
+#endif

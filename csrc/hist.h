@@ -1,0 +1,60 @@
+/* hist.h: hb_hist_*, a log-linear latency histogram (HdrHistogram's shape).
+ *
+ * Values are nanoseconds. Below 256 ns each value has its own bucket; above,
+ * each power of two is split into 128 buckets, so a bucket is at most 1/128
+ * of its values wide and any percentile read back is within 0.4% of a value
+ * recorded (reported at the bucket's middle). Values up to 2^41 ns (about 36
+ * minutes) are kept; larger ones land in the last bucket and count as
+ * clamped. Two histograms merge exactly by adding counts, so per-thread
+ * histograms, and later per-process ones, combine without loss.
+ */
+#ifndef HB_HIST_H
+#define HB_HIST_H
+
+#include <stdint.h>
+
+#define HB_HIST_SUB 128
+#define HB_HIST_MAX_EXP 41
+#define HB_HIST_BUCKETS (256 + (HB_HIST_MAX_EXP - 8) * HB_HIST_SUB)
+
+typedef struct {
+    uint64_t count;
+    uint64_t min, max;   /* exact; min is UINT64_MAX while empty */
+    double sum, sumsq;   /* for mean and standard deviation */
+    uint64_t clamped;    /* values above the range */
+    uint64_t counts[HB_HIST_BUCKETS];
+} hb_hist;
+
+void hb_hist_init(hb_hist *h);
+
+/* The bucket of v, and the lowest and one-past-highest value it holds. */
+int hb_hist_index(uint64_t v);
+uint64_t hb_hist_lower(int index);
+uint64_t hb_hist_upper(int index);
+
+static inline void hb_hist_record(hb_hist *h, uint64_t v)
+{
+    if (v >> HB_HIST_MAX_EXP)
+        h->clamped++;
+    h->counts[hb_hist_index(v)]++;
+    h->count++;
+    if (v < h->min)
+        h->min = v;
+    if (v > h->max)
+        h->max = v;
+    h->sum += (double)v;
+    h->sumsq += (double)v * (double)v;
+}
+
+/* Adds src's counts into dst. */
+void hb_hist_merge(hb_hist *dst, const hb_hist *src);
+
+/* The value below which fraction p (0..1) of the recorded values fall: the
+ * middle of the bucket holding that rank, clipped to [min, max]. 0 when
+ * empty. */
+uint64_t hb_hist_percentile(const hb_hist *h, double p);
+
+double hb_hist_mean(const hb_hist *h);
+double hb_hist_stdev(const hb_hist *h);
+
+#endif
