@@ -275,6 +275,7 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     hb_hist_record(&res->uncorrected, (uint64_t)(now - c->t_start));
     hb_hist_record(&res->connect, (uint64_t)c->connect_ns);
     hb_hist_record(&res->waiting, (uint64_t)((c->t_first ? c->t_first : now) - c->t_start));
+    hb_hist_record(&res->processing, (uint64_t)(now - c->t_start - c->connect_ns));
     if (c->reuse && cfg->keepalive)
         res->keepalive_requests++;
     if (!cfg->keepalive || !c->reuse || leftover)
@@ -541,6 +542,7 @@ static void result_init(hb_bench_result *r)
     hb_hist_init(&r->uncorrected);
     hb_hist_init(&r->connect);
     hb_hist_init(&r->waiting);
+    hb_hist_init(&r->processing);
     r->document_length = -1;
 }
 
@@ -672,6 +674,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
         hb_hist_merge(&out->uncorrected, &r->uncorrected);
         hb_hist_merge(&out->connect, &r->connect);
         hb_hist_merge(&out->waiting, &r->waiting);
+        hb_hist_merge(&out->processing, &r->processing);
         if (out->error[0] == 0 && r->error[0] != 0)
             memcpy(out->error, r->error, sizeof out->error);
     }

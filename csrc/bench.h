@@ -52,6 +52,7 @@ typedef struct {
     hb_hist uncorrected;     /* latency from the actual send */
     hb_hist connect;         /* connect time per request (0 when reused) */
     hb_hist waiting;         /* send to first response byte */
+    hb_hist processing;      /* total less connect, as ab's Processing row */
     char error[160];         /* the first exception's text, for the report */
 } hb_bench_result;
 

@@ -1010,6 +1010,65 @@ static PyObject *Histogram_buckets(HistogramObject *self, PyObject *unused)
     return list;
 }
 
+/* state() -> (count, min, max, sum, sumsq, clamped, [(index, count)]): all
+ * of it, for saving; restore(state) puts it back exactly. */
+static PyObject *Histogram_state(HistogramObject *self, PyObject *unused)
+{
+    (void)unused;
+    const hb_hist *h = &self->h;
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list != NULL && i < HB_HIST_BUCKETS; i++) {
+        if (h->counts[i] == 0)
+            continue;
+        PyObject *t = Py_BuildValue("(iK)", i, (unsigned long long)h->counts[i]);
+        if (t == NULL || PyList_Append(list, t) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(t);
+    }
+    if (list == NULL)
+        return NULL;
+    return Py_BuildValue("(KKKddKN)", (unsigned long long)h->count,
+                         (unsigned long long)(h->count ? h->min : 0), (unsigned long long)h->max,
+                         h->sum, h->sumsq, (unsigned long long)h->clamped, list);
+}
+
+static PyObject *Histogram_restore(HistogramObject *self, PyObject *state)
+{
+    unsigned long long count, min, max, clamped;
+    double sum, sumsq;
+    PyObject *buckets;
+    if (!PyArg_ParseTuple(state, "KKKddKO!:restore", &count, &min, &max, &sum, &sumsq, &clamped,
+                          &PyList_Type, &buckets))
+        return NULL;
+    hb_hist h;
+    hb_hist_init(&h);
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(buckets); i++) {
+        int index;
+        unsigned long long n;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(buckets, i), "iK", &index, &n))
+            return NULL;
+        if (index < 0 || index >= HB_HIST_BUCKETS) {
+            PyErr_SetString(PyExc_ValueError, "bucket index out of range");
+            return NULL;
+        }
+        h.counts[index] += n;
+        total += n;
+    }
+    if (total != count) {
+        PyErr_SetString(PyExc_ValueError, "bucket counts do not add up to count");
+        return NULL;
+    }
+    h.count = count;
+    h.min = count ? min : UINT64_MAX;
+    h.max = max;
+    h.sum = sum;
+    h.sumsq = sumsq;
+    h.clamped = clamped;
+    self->h = h;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Histogram_get(HistogramObject *self, void *which)
 {
     const hb_hist *h = &self->h;
@@ -1040,6 +1099,8 @@ static PyMethodDef Histogram_methods[] = {
      "percentile(p): the value below which p percent fall, within 0.4%."},
     {"buckets", (PyCFunction)Histogram_buckets, METH_NOARGS,
      "[(lower_ns, upper_ns, count)] for the buckets in use."},
+    {"state", (PyCFunction)Histogram_state, METH_NOARGS, "Everything, for saving."},
+    {"restore", (PyCFunction)Histogram_restore, METH_O, "restore(state): back from state()."},
     {0},
 };
 
@@ -1198,7 +1259,7 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     }
     if (status != NULL)
         out = Py_BuildValue(
-            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsssdsdsdsNsNsNsNss}",
+            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsssdsdsdsNsNsNsNsNss}",
             "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
             "failed", (unsigned long long)r->failed, "connect", (unsigned long long)r->fail_connect,
             "receive", (unsigned long long)r->fail_receive, "length",
@@ -1212,8 +1273,8 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
             (long long)r->document_length, "server_software", r->server, "elapsed", r->elapsed,
             "cpu_user", r->cpu_user, "cpu_sys", r->cpu_sys, "total", new_histogram(st, &r->total),
             "uncorrected", new_histogram(st, &r->uncorrected), "connect_time",
-            new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting), "error",
-            r->error);
+            new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting),
+            "processing", new_histogram(st, &r->processing), "error", r->error);
     PyMem_Free(r);
     return out;
 }

@@ -13,7 +13,9 @@ from .exceptions import (
     ProtocolError,
     Timeout,
 )
-from ._core import Connection, Response
+from ._core import Connection, Histogram, Response
+from .result import Latency, Result
+from .runner import run
 from .server import Server
 
 __all__ = [
@@ -21,6 +23,10 @@ __all__ = [
     "Connection",
     "Response",
     "Server",
+    "run",
+    "Result",
+    "Latency",
+    "Histogram",
     "HttpbenchError",
     "ConnectError",
     "Timeout",

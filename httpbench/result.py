@@ -1,0 +1,266 @@
+"""What a run measured: Result and its Latency, with ab's report layout."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from ._core import Histogram
+
+__all__ = ["Latency", "Result", "FAILURE_CLASSES", "PERCENTILES"]
+
+FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout")
+# ab's percentiles, with the tail it rounds away.
+PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
+
+
+class Latency:
+    """Latency figures in seconds, read from a Histogram of nanoseconds
+    (within 0.4%; min, max and mean are exact)."""
+
+    def __init__(self, histogram: Histogram | None = None) -> None:
+        self.histogram = histogram if histogram is not None else Histogram()
+
+    @property
+    def count(self) -> int:
+        return self.histogram.count
+
+    @property
+    def min(self) -> float:
+        return self.histogram.min / 1e9
+
+    @property
+    def max(self) -> float:
+        return self.histogram.max / 1e9
+
+    @property
+    def mean(self) -> float:
+        return self.histogram.mean / 1e9
+
+    @property
+    def stdev(self) -> float:
+        return self.histogram.stdev / 1e9
+
+    def percentile(self, p: float) -> float:
+        """The latency below which p percent (0..100) of requests completed."""
+        return self.histogram.percentile(p) / 1e9
+
+    @property
+    def p50(self) -> float:
+        return self.percentile(50)
+
+    @property
+    def p90(self) -> float:
+        return self.percentile(90)
+
+    @property
+    def p99(self) -> float:
+        return self.percentile(99)
+
+    @property
+    def p999(self) -> float:
+        return self.percentile(99.9)
+
+    def buckets(self) -> list[tuple[float, float, int]]:
+        """(lower, upper, count) per histogram bucket in use, in seconds."""
+        return [(lo / 1e9, hi / 1e9, n) for lo, hi, n in self.histogram.buckets()]
+
+    def merge(self, other: Latency) -> None:
+        self.histogram.merge(other.histogram)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count, "min": self.min, "max": self.max, "mean": self.mean,
+            "stdev": self.stdev,
+            "percentiles": {str(p): self.percentile(p) for p in PERCENTILES},
+            "state": list(self.histogram.state()),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Latency:
+        h = Histogram()
+        count, lo, hi, total, sq, clamped, buckets = d["state"]
+        h.restore((count, lo, hi, total, sq, clamped, [tuple(b) for b in buckets]))
+        return cls(h)
+
+    def __repr__(self) -> str:
+        if not self.count:
+            return "<Latency: empty>"
+        return (f"<Latency n={self.count} mean={self.mean * 1e3:.3f}ms p50={self.p50 * 1e3:.3f}ms "
+                f"p99={self.p99 * 1e3:.3f}ms max={self.max * 1e3:.3f}ms>")
+
+
+# Figures stored as they are; the histograms go through Latency.
+_PLAIN = (
+    "url", "method", "host", "port", "path", "requests", "issued", "complete", "failed",
+    "failures", "non_2xx", "status_counts", "time_taken", "bytes_received", "body_bytes",
+    "bytes_sent", "document_length", "server_software", "keepalive_requests", "connects",
+    "reconnects", "concurrency", "threads", "cpu_user", "cpu_sys", "rate", "interrupted",
+    "first_error",
+)
+_LATENCIES = ("latency", "latency_uncorrected", "connect_time", "processing", "waiting")
+
+
+class Result:
+    """The figures of one run, by the names ab users know (see README)."""
+
+    url: str
+    method: str
+    host: str
+    port: int
+    path: str
+    requests: int | None       # asked for; None under a duration alone
+    issued: int
+    complete: int
+    failed: int
+    failures: dict[str, int]   # connect, receive, length, exceptions, timeout
+    non_2xx: int
+    status_counts: dict[int, int]
+    time_taken: float
+    bytes_received: int
+    body_bytes: int
+    bytes_sent: int
+    document_length: int | None
+    server_software: str
+    keepalive_requests: int
+    connects: int
+    reconnects: int
+    concurrency: int
+    threads: int
+    cpu_user: float
+    cpu_sys: float
+    rate: float | None
+    interrupted: bool
+    first_error: str
+    latency: Latency              # from the intended start under a rate
+    latency_uncorrected: Latency  # from the actual send
+    connect_time: Latency
+    processing: Latency           # total less connect
+    waiting: Latency              # to the first response byte
+
+    def __init__(self, **fields: Any) -> None:
+        for name in _PLAIN + _LATENCIES:
+            setattr(self, name, fields[name])
+
+    @property
+    def rps(self) -> float:
+        return self.complete / self.time_taken if self.time_taken > 0 else 0.0
+
+    @property
+    def cpu_time(self) -> float:
+        """The client's own CPU time, user and system, in seconds."""
+        return self.cpu_user + self.cpu_sys
+
+    @property
+    def ok(self) -> bool:
+        """Every request issued completed without failure."""
+        return self.failed == 0 and self.complete == self.issued and not self.interrupted
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {name: getattr(self, name) for name in _PLAIN}
+        d["status_counts"] = {str(k): v for k, v in self.status_counts.items()}
+        d["rps"] = self.rps
+        for name in _LATENCIES:
+            d[name] = getattr(self, name).to_dict()
+        return d
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Result:
+        fields = {name: d[name] for name in _PLAIN}
+        fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
+        for name in _LATENCIES:
+            fields[name] = Latency.from_dict(d[name])
+        return cls(**fields)
+
+    @classmethod
+    def from_json(cls, text: str) -> Result:
+        return cls.from_dict(json.loads(text))
+
+    def report(self) -> str:
+        """ab's report, field for field, with sub-millisecond figures where
+        ab prints 0, percentiles to 99.99 and the client's CPU per request."""
+        return "\n".join(_report_lines(self)) + "\n"
+
+    __str__ = report
+
+    def __repr__(self) -> str:
+        return (f"<Result {self.method} {self.url}: {self.complete} complete, {self.failed} failed, "
+                f"{self.rps:,.0f} req/s, p99 {self.latency.p99 * 1e3:.3f} ms>")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def _row(label: str, lat: Latency) -> str:
+    if not lat.count:
+        return f"{label:<12}{'-':>9}{'-':>9}{'-':>8}{'-':>9}{'-':>9}"
+    return (f"{label:<12}{_ms(lat.min):>9}{_ms(lat.mean):>9}{_ms(lat.stdev):>8}"
+            f"{_ms(lat.p50):>9}{_ms(lat.max):>9}")
+
+
+def _report_lines(r: Result) -> Iterable[str]:
+    yield f"Server Software:        {r.server_software}"
+    yield f"Server Hostname:        {r.host}"
+    yield f"Server Port:            {r.port}"
+    yield ""
+    yield f"Document Path:          {r.path}"
+    doc = r.document_length
+    yield f"Document Length:        {doc if doc is not None else 0} bytes"
+    yield ""
+    yield f"Concurrency Level:      {r.concurrency}"
+    yield f"Time taken for tests:   {r.time_taken:.3f} seconds"
+    yield f"Complete requests:      {r.complete}"
+    yield f"Failed requests:        {r.failed}"
+    if r.failed:
+        f = r.failures
+        yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
+               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']})")
+    if r.non_2xx:
+        yield f"Non-2xx responses:      {r.non_2xx}"
+    yield f"Keep-Alive requests:    {r.keepalive_requests}"
+    yield f"Total transferred:      {r.bytes_received} bytes"
+    yield f"HTML transferred:       {r.body_bytes} bytes"
+    yield f"Requests per second:    {r.rps:.2f} [#/sec] (mean)"
+    per = r.time_taken / r.complete if r.complete else 0.0
+    yield f"Time per request:       {per * r.concurrency * 1e3:.3f} [ms] (mean)"
+    yield f"Time per request:       {per * 1e3:.3f} [ms] (mean, across all concurrent requests)"
+    kbps = r.bytes_received / 1024 / r.time_taken if r.time_taken > 0 else 0.0
+    yield f"Transfer rate:          {kbps:.2f} [Kbytes/sec] received"
+    if r.complete:
+        cpu_us = r.cpu_time / r.complete * 1e6
+        yield (f"Client CPU per request: {cpu_us:.2f} [us] (user {r.cpu_user / r.complete * 1e6:.2f}"
+               f" + system {r.cpu_sys / r.complete * 1e6:.2f})")
+    if r.interrupted:
+        yield "Interrupted:            the run was stopped before its end"
+    if r.rate:
+        yield f"Target rate:            {r.rate:.2f} [#/sec], latency from each request's intended start"
+    yield ""
+    yield "Connection Times (ms)"
+    yield f"{'':<12}{'min':>9}{'mean':>9}{'[+/-sd]':>8}{'median':>9}{'max':>9}"
+    yield _row("Connect:", r.connect_time)
+    yield _row("Processing:", r.processing)
+    yield _row("Waiting:", r.waiting)
+    yield _row("Total:", r.latency_uncorrected)
+    yield ""
+    if r.rate:
+        yield "Percentage of the requests served within a certain time (ms)"
+        yield f"{'':>8}{'corrected':>12}{'uncorrected':>13}"
+        for p in PERCENTILES:
+            tail = " (longest request)" if p == 100 else ""
+            yield (f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>12}"
+                   f"{_ms(r.latency_uncorrected.percentile(p)):>13}{tail}")
+    else:
+        yield "Percentage of the requests served within a certain time (ms)"
+        for p in PERCENTILES:
+            tail = " (longest request)" if p == 100 else ""
+            yield f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>10}{tail}"
+
+
+def _pct(p: float) -> str:
+    return f"{p:g}" if not math.isclose(p, round(p)) else str(int(p))

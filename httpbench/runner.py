@@ -1,0 +1,189 @@
+"""httpbench.run: a load of requests through the C timing loop."""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from typing import IO, Literal
+from urllib.parse import urlsplit
+
+from . import _core
+from .result import FAILURE_CLASSES, Latency, Result
+
+__all__ = ["run", "parse_url"]
+
+DEFAULT_REQUESTS = 200_000
+Headers = Mapping[str, str] | Mapping[bytes, bytes] | Iterable[tuple[str | bytes, str | bytes]]
+Progress = bool | Literal["auto"]
+
+
+def parse_url(url: str) -> tuple[str, int, str]:
+    """(host, port, path with query) of an http:// URL; ValueError otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme != "http":
+        raise ValueError(f"only http:// URLs are supported, not {url!r}")
+    if not parts.hostname:
+        raise ValueError(f"the URL has no host: {url!r}")
+    try:
+        port = parts.port or 80
+    except ValueError as e:
+        raise ValueError(f"bad port in {url!r}: {e}") from None
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return parts.hostname, port, path
+
+
+def _host_field(host: str, port: int) -> bytes:
+    name = f"[{host}]" if ":" in host else host
+    return (name if port == 80 else f"{name}:{port}").encode("idna")
+
+
+def _fd_limit() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+class _Reporter:
+    """Progress outside the timed path: a live line on a terminal, ab's
+    "Completed N requests" lines elsewhere."""
+
+    def __init__(self, mode: Progress, total: int | None, stream: IO[str]) -> None:
+        tty = stream.isatty()
+        self.live = mode is True or (mode == "auto" and tty)
+        self.lines = mode == "auto" and not tty and total is not None and total >= 10
+        self.total, self.stream = total, stream
+        self.step = max(1, (total or 0) // 10)
+        self.next_line = self.step
+        self.t0 = time.monotonic()
+        self.last = (self.t0, 0)
+
+    def update(self, complete: int, failed: int) -> None:
+        done = complete + failed
+        if self.live:
+            now = time.monotonic()
+            t, n = self.last
+            rps = (complete - n) / (now - t) if now > t else 0.0
+            self.last = (now, complete)
+            total = f"/{self.total}" if self.total else ""
+            self.stream.write(f"\r{done}{total} done, {rps:,.0f} req/s, {failed} failed   ")
+            self.stream.flush()
+        elif self.lines:
+            while done >= self.next_line and self.next_line <= (self.total or 0):
+                self.stream.write(f"Completed {self.next_line} requests\n")
+                self.next_line += self.step
+
+    def close(self, complete: int, failed: int) -> None:
+        if self.live:
+            self.stream.write("\r" + " " * 60 + "\r")
+        elif self.lines:
+            self.update(complete, failed)
+            self.stream.write(f"Finished {complete + failed} requests\n")
+        self.stream.flush()
+
+
+def _drive(bench: _core._Bench, reporter: _Reporter | None) -> tuple[dict[str, object], bool]:
+    """Waits for the run, updating progress; Ctrl-C stops it early."""
+    interrupted = False
+    try:
+        while not bench.wait(0.25):
+            if reporter:
+                reporter.update(*bench.progress())
+    except KeyboardInterrupt:
+        interrupted = True
+        bench.stop()
+        while not bench.wait(0.25):
+            pass
+    if reporter:
+        reporter.close(*bench.progress())
+    return bench.result(), interrupted
+
+
+def run(
+    url: str,
+    method: str = "GET",
+    body: bytes | str | None = None,
+    headers: Headers | None = None,
+    requests: int | None = None,
+    duration: float | None = None,
+    concurrency: int = 50,
+    threads: int | None = None,
+    keepalive: bool = True,
+    rate: float | None = None,
+    timeout: float = 30.0,
+    warmup: int | float | None = None,
+    progress: Progress = "auto",
+    lengths_vary: bool = False,
+    stream: IO[str] | None = None,
+) -> Result:
+    """Runs a load against url and returns what it measured.
+
+    requests=N issues exactly N requests (200,000 unless a duration is
+    given); duration=S runs for S seconds (with requests too: whichever ends
+    first). concurrency keep-alive connections share `threads` OS threads
+    (the CPU count, capped by concurrency). rate=R runs open-loop at R
+    requests a second, latency counted from each request's intended start.
+    warmup (an int: requests; a float: seconds) runs first and is left out.
+    Ctrl-C ends the run early and the partial result comes back with
+    interrupted=True.
+    """
+    host, port, path = parse_url(url)
+    if requests is None and duration is None:
+        requests = DEFAULT_REQUESTS
+    if requests is not None and (not isinstance(requests, int) or requests < 1):
+        raise ValueError(f"requests must be a positive int, not {requests!r}")
+    if duration is not None and not duration > 0:
+        raise ValueError(f"duration must be positive, not {duration!r}")
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
+    limit = _fd_limit()
+    if concurrency > limit - 16:
+        raise ValueError(f"concurrency {concurrency} is above the open-file limit ({limit}); "
+                         "raise it with ulimit -n")
+    if threads is None:
+        threads = min(os.cpu_count() or 1, concurrency)
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive int, not {threads!r}")
+    if rate is not None and not rate > 0:
+        raise ValueError(f"rate must be positive, not {rate!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive, not {timeout!r}")
+    request, flags = _core.build_request(method, path, headers, body, _host_field(host, port))
+    head = bool(flags & _core.REQ_HEAD)
+
+    def start(n: int, seconds: float) -> _core._Bench:
+        return _core._Bench(host, port, request, head, n, seconds, concurrency, threads,
+                            keepalive, rate or 0.0, float(timeout), lengths_vary)
+
+    if warmup:
+        if isinstance(warmup, int):
+            w = start(warmup, 0.0)
+        else:
+            w = start(0, float(warmup))
+        _drive(w, None)
+
+    stream = stream if stream is not None else sys.stderr
+    reporter = _Reporter(progress, requests, stream) if progress else None
+    bench = start(requests or 0, duration or 0.0)
+    raw, interrupted = _drive(bench, reporter)
+    failures = {name: raw[name] for name in FAILURE_CLASSES}
+    doc = raw["document_length"]
+    return Result(
+        url=url, method=method, host=host, port=port, path=path, requests=requests,
+        issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
+        failures=failures, non_2xx=raw["non_2xx"], status_counts=raw["status_counts"],
+        time_taken=raw["elapsed"], bytes_received=raw["bytes_received"],
+        body_bytes=raw["body_bytes"], bytes_sent=raw["bytes_sent"],
+        document_length=doc if isinstance(doc, int) and doc >= 0 else None,
+        server_software=raw["server_software"], keepalive_requests=raw["keepalive_requests"],
+        connects=raw["connects"], reconnects=raw["reconnects"], concurrency=concurrency,
+        threads=min(threads, concurrency), cpu_user=raw["cpu_user"], cpu_sys=raw["cpu_sys"],
+        rate=rate, interrupted=interrupted, first_error=raw["error"],
+        latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),  # type: ignore[arg-type]
+        connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),  # type: ignore[arg-type]
+        waiting=Latency(raw["waiting"]),  # type: ignore[arg-type]
+    )
+
