@@ -178,6 +178,7 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
     if (c->got_bytes || c->served == 0 || c->retried)
         return 0;
     c->retried = 1;
+    c->sent = 0;
     close_socket(c);
     begin_connect(t, c, now);
     return 1;
@@ -538,6 +539,7 @@ static void *thread_main(void *arg)
 static void result_init(hb_bench_result *r)
 {
     memset(r, 0, offsetof(hb_bench_result, total));
+    r->error[0] = 0;
     hb_hist_init(&r->total);
     hb_hist_init(&r->uncorrected);
     hb_hist_init(&r->connect);

@@ -1259,7 +1259,7 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     }
     if (status != NULL)
         out = Py_BuildValue(
-            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsssdsdsdsNsNsNsNsNss}",
+            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsN}",
             "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
             "failed", (unsigned long long)r->failed, "connect", (unsigned long long)r->fail_connect,
             "receive", (unsigned long long)r->fail_receive, "length",
@@ -1270,11 +1270,14 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
             "bytes_sent", (unsigned long long)r->bytes_sent, "keepalive_requests",
             (unsigned long long)r->keepalive_requests, "connects", (unsigned long long)r->connects,
             "reconnects", (unsigned long long)r->reconnects, "document_length",
-            (long long)r->document_length, "server_software", r->server, "elapsed", r->elapsed,
+            (long long)r->document_length, "server_software",
+            PyUnicode_DecodeLatin1(r->server, (Py_ssize_t)strlen(r->server), NULL), "elapsed",
+            r->elapsed,
             "cpu_user", r->cpu_user, "cpu_sys", r->cpu_sys, "total", new_histogram(st, &r->total),
             "uncorrected", new_histogram(st, &r->uncorrected), "connect_time",
             new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting),
-            "processing", new_histogram(st, &r->processing), "error", r->error);
+            "processing", new_histogram(st, &r->processing), "error",
+            PyUnicode_DecodeLatin1(r->error, (Py_ssize_t)strlen(r->error), NULL));
     PyMem_Free(r);
     return out;
 }

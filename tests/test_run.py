@@ -1,0 +1,319 @@
+"""httpbench.run and its Result: exact accounting, every failure class,
+latency that is right, the ab layout and the JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+
+import pytest
+
+import httpbench
+from httpbench import Histogram
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server(threads=2) as srv:
+        yield srv
+
+
+def served(srv: httpbench.Server) -> int:
+    return srv.stats()["requests"]
+
+
+def exact(r: httpbench.Result) -> None:
+    assert r.complete + r.failed == r.issued
+    assert r.failed == sum(r.failures.values())
+
+
+@pytest.mark.parametrize("n,c,threads", [(1000, 7, 2), (3, 10, 2), (1, 1, 1), (997, 50, 1),
+                                         (500, 2, 4)])
+def test_exactly_n_requests(server, n, c, threads):
+    before = served(server)
+    r = httpbench.run(server.url("/rnd?c=2048"), requests=n, concurrency=c, threads=threads,
+                      progress=False)
+    exact(r)
+    assert (r.issued, r.complete, r.failed) == (n, n, 0)
+    assert served(server) - before == n  # never more, whatever the concurrency
+    assert r.document_length == 2048 and r.body_bytes == 2048 * n
+    assert r.status_counts == {200: n}
+    assert r.keepalive_requests == n and r.connects == min(n, c) and r.reconnects == 0
+    assert r.latency.count == n and r.ok
+    assert r.server_software == f"httpbench/{httpbench.__version__}"
+    assert r.bytes_sent == n * len(b"GET /rnd?c=2048 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+                                   % server.port)
+
+
+def test_duration(server):
+    before = served(server)
+    t0 = time.monotonic()
+    r = httpbench.run(server.url("/rnd?c=100"), duration=0.5, concurrency=4, progress=False)
+    assert 0.45 < time.monotonic() - t0 < 2
+    exact(r)
+    assert r.requests is None and r.complete > 100 and r.failed == 0
+    assert served(server) - before == r.issued
+    assert 0.45 < r.time_taken < 1.0
+
+
+def test_rate_is_open_loop_and_corrected(server):
+    r = httpbench.run(server.url("/rnd?c=10"), rate=200, duration=1.0, concurrency=4,
+                      progress=False)
+    exact(r)
+    assert 170 <= r.issued <= 215
+    assert r.latency.count == r.latency_uncorrected.count == r.complete
+    assert r.latency.mean >= r.latency_uncorrected.mean
+    assert "corrected" in r.report() and "uncorrected" in r.report()
+
+
+def test_coordinated_omission_is_corrected(server):
+    """At 100/s on one connection against 50 ms responses, requests queue:
+    measured from their intended start, latency grows far past 50 ms, while
+    the uncorrected figure stays near it (wrk2's point)."""
+    r = httpbench.run(server.url("/delay?ms=50"), rate=100, duration=1.0, concurrency=1,
+                      progress=False)
+    exact(r)
+    assert 0.049 < r.latency_uncorrected.p50 < 0.06
+    assert r.latency.max > 0.3
+
+
+def test_keepalive_off_connects_every_time(server):
+    conns = server.stats()["connections"]
+    r = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, keepalive=False,
+                      progress=False)
+    exact(r)
+    assert r.complete == 200 and r.connects == 200 and r.keepalive_requests == 0
+    assert server.stats()["connections"] - conns == 200
+    assert r.connect_time.max > 0 and r.connect_time.count == 200
+
+
+def test_known_delay_is_reported_as_that_delay(server):
+    r = httpbench.run(server.url("/delay?ms=50"), requests=20, concurrency=1, progress=False)
+    assert r.complete == 20
+    # The histogram reads within 0.4%; the loopback round trip adds a little.
+    assert 0.050 <= r.latency.min
+    assert r.latency.p50 <= 0.050 * 1.004 + 0.0005
+
+
+def test_warmup_is_left_out(server):
+    before = served(server)
+    r = httpbench.run(server.url("/rnd?c=1"), requests=50, warmup=100, concurrency=2,
+                      progress=False)
+    assert r.issued == r.complete == 50
+    assert served(server) - before == 150
+    r = httpbench.run(server.url("/rnd?c=1"), requests=10, warmup=0.2, concurrency=2,
+                      progress=False)
+    assert r.issued == 10
+
+
+def test_non_2xx_counted_apart(server):
+    r = httpbench.run(server.url("/status/503"), requests=30, concurrency=3, progress=False)
+    exact(r)
+    assert (r.complete, r.failed, r.non_2xx, r.status_counts) == (30, 0, 30, {503: 30})
+    assert "Non-2xx responses:      30" in r.report()
+
+
+def test_post_body(server):
+    body = bytes(range(256)) * 8
+    r = httpbench.run(server.url("/echo"), "POST", body, {"Content-Type": "x/y"}, requests=100,
+                      concurrency=5, progress=False)
+    assert r.complete == 100 and r.document_length == 2048
+
+
+def test_connect_failures():
+    with httpbench.Server() as srv:
+        port = srv.port
+    r = httpbench.run(f"http://127.0.0.1:{port}/", requests=40, concurrency=4, progress=False)
+    exact(r)
+    assert (r.issued, r.complete, r.failures["connect"]) == (40, 0, 40)
+    assert "refused" in r.first_error and not r.ok
+
+
+def test_receive_failures(scripted):
+    partial = [("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), ("close",)]
+    srv = scripted(*[partial] * 6)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=6, concurrency=2, progress=False)
+    exact(r)
+    assert r.failures["receive"] == 6 and r.complete == 0
+
+
+def test_length_failures(scripted):
+    def resp(body: bytes) -> list[tuple]:
+        return [("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))]
+
+    script = resp(b"aaaa") + resp(b"bbbbb") + resp(b"cccc") + resp(b"dddddd")
+    srv = scripted(script, script)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=4, concurrency=1, progress=False)
+    exact(r)
+    assert (r.complete, r.failures["length"], r.document_length) == (2, 2, 4)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=4, concurrency=1,
+                      lengths_vary=True, progress=False)
+    assert (r.complete, r.failed) == (4, 0)
+
+
+def test_exception_failures(scripted):
+    bad = [("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")]
+    srv = scripted(*[bad] * 5)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=5, concurrency=1, progress=False)
+    exact(r)
+    assert r.failures["exceptions"] == 5 and "conflicting Content-Length" in r.first_error
+
+
+def test_timeout_failures(scripted):
+    stall = [("recv",), ("sleep", 5)]
+    srv = scripted(stall, stall, stall)
+    t0 = time.monotonic()
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=3, concurrency=3, timeout=0.3,
+                      progress=False)
+    assert time.monotonic() - t0 < 2
+    exact(r)
+    assert r.failures["timeout"] == 3
+
+
+def test_stale_keepalive_is_reconnected_not_failed(scripted):
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    # Each connection answers twice, then drops the third request unanswered.
+    script = [("recv",), ("send", ok), ("recv",), ("send", ok), ("recv",), ("close",)]
+    srv = scripted(*[script] * 10)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=8, concurrency=1, progress=False)
+    exact(r)
+    assert (r.complete, r.failed) == (8, 0)
+    assert r.reconnects == 3
+
+
+def test_server_dies_and_returns_mid_run():
+    srv = httpbench.Server()
+    port = srv.port
+    out = {}
+
+    def load() -> None:
+        out["r"] = httpbench.run(f"http://127.0.0.1:{port}/rnd?c=100", duration=2.0,
+                                 concurrency=4, timeout=1.0, progress=False)
+
+    t = threading.Thread(target=load)
+    t.start()
+    time.sleep(0.5)
+    srv.close()
+    time.sleep(0.5)
+    srv = httpbench.Server(port=port)
+    t.join(10)
+    srv.close()
+    r = out["r"]
+    exact(r)
+    assert r.complete > 100
+    assert r.failures["connect"] + r.failures["receive"] > 0
+    assert r.reconnects > 0
+
+
+REPORT_ORDER = [
+    "Server Software:", "Server Hostname:", "Server Port:", "Document Path:", "Document Length:",
+    "Concurrency Level:", "Time taken for tests:", "Complete requests:", "Failed requests:",
+    "Keep-Alive requests:", "Total transferred:", "HTML transferred:", "Requests per second:",
+    "Time per request:", "Time per request:", "Transfer rate:", "Client CPU per request:",
+    "Connection Times (ms)", "Connect:", "Processing:", "Waiting:", "Total:",
+    "Percentage of the requests served within a certain time (ms)",
+]
+
+
+def test_report_has_abs_fields_in_abs_order(server):
+    r = httpbench.run(server.url("/rnd?c=2048"), requests=500, concurrency=5, progress=False)
+    lines = str(r).splitlines()
+    assert str(r) == r.report()
+    positions = []
+    for label in REPORT_ORDER:
+        start = positions[-1] + 1 if positions else 0
+        idx = next(i for i in range(start, len(lines)) if lines[i].lstrip().startswith(label))
+        positions.append(idx)
+    assert "Document Length:        2048 bytes" in lines
+    assert "Complete requests:      500" in lines
+    for p in ("50%", "99%", "99.9%", "99.99%", "100%"):
+        assert any(line.strip().startswith(p) for line in lines), p
+    # Sub-millisecond figures where ab prints 0.
+    assert any(line.startswith("Total:") and "0.0" in line for line in lines)
+
+
+def test_failed_breakdown_in_report():
+    with httpbench.Server() as srv:
+        port = srv.port
+    r = httpbench.run(f"http://127.0.0.1:{port}/", requests=3, progress=False)
+    assert "(Connect: 3, Receive: 0, Length: 0, Exceptions: 0, Timeout: 0)" in r.report()
+
+
+def test_json_round_trip(server):
+    r = httpbench.run(server.url("/rnd?c=300"), requests=300, concurrency=3, progress=False)
+    back = httpbench.Result.from_json(r.to_json())
+    assert back.to_dict() == r.to_dict()
+    assert back.report() == r.report()
+    d = json.loads(r.to_json())
+    assert d["complete"] == 300 and d["failures"]["connect"] == 0 and d["rps"] > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        (dict(url="ftp://x/"), "only http://"),
+        (dict(url="http:///path"), "no host"),
+        (dict(url="http://127.0.0.1:1/", requests=0), "requests must be"),
+        (dict(url="http://127.0.0.1:1/", concurrency=0), "concurrency must be"),
+        (dict(url="http://127.0.0.1:1/", concurrency=10**7), "open-file limit"),
+        (dict(url="http://127.0.0.1:1/", duration=-1), "duration must be"),
+        (dict(url="http://127.0.0.1:1/", rate=0), "rate must be"),
+        (dict(url="http://127.0.0.1:1/", headers={"X": "a\r\nb"}), "header value contains CR"),
+    ],
+)
+def test_bad_arguments(kwargs, error):
+    with pytest.raises(ValueError, match=error):
+        httpbench.run(**kwargs, progress=False)
+
+
+def test_progress_lines_off_a_terminal(server, tmp_path):
+    with open(tmp_path / "err", "w+") as stream:
+        httpbench.run(server.url("/rnd?c=1"), requests=1000, concurrency=2, stream=stream)
+        stream.seek(0)
+        text = stream.read()
+    assert "Completed 1000 requests" in text and "Finished 1000 requests" in text
+
+
+# ---------------------------------------------------------------- histogram
+
+
+def test_histogram_percentiles_within_its_precision():
+    rng = random.Random(7)
+    values = sorted(int(rng.lognormvariate(12, 1.5)) + 1000 for _ in range(20000))
+    h = Histogram()
+    for v in values:
+        h.record(v)
+    assert (h.count, h.min, h.max) == (len(values), values[0], values[-1])
+    assert h.mean == pytest.approx(sum(values) / len(values))
+    for p in (1, 10, 50, 90, 99, 99.9, 99.99):
+        exact_value = values[max(0, int(-(-p * len(values) // 100)) - 1)]
+        assert h.percentile(p) == pytest.approx(exact_value, rel=0.004), p
+    assert h.percentile(100) == values[-1] and h.percentile(0) == values[0]
+
+
+def test_histogram_merge_is_exact():
+    rng = random.Random(1)
+    a, b, both = Histogram(), Histogram(), Histogram()
+    for _ in range(5000):
+        v = rng.randrange(1, 10**10)
+        (a if rng.random() < 0.5 else b).record(v)
+        both.record(v)
+    a.merge(b)
+    assert a.state()[:3] == both.state()[:3] and a.state()[6] == both.state()[6]
+    assert a.buckets() == both.buckets()
+    for p in (50, 99, 99.9):
+        assert a.percentile(p) == both.percentile(p)
+
+
+def test_histogram_state_round_trip_and_range():
+    h = Histogram()
+    for v in (1, 255, 256, 1000, 10**6, 10**9, 100 * 10**9, 2**45):
+        h.record(v)
+    assert h.clamped == 1
+    g = Histogram()
+    g.restore(h.state())
+    assert g.state() == h.state() and g.percentile(50) == h.percentile(50)
+    with pytest.raises(ValueError):
+        g.restore((5, 1, 2, 3.0, 9.0, 0, [(0, 1)]))
