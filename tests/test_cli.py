@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import httpbench
 
 
@@ -58,4 +60,95 @@ def test_usage_and_version(tmp_path):
     r = run("--help", cwd=tmp_path)
     assert r.returncode == 0 and "serve" in r.stdout
     r = run("frobnicate", cwd=tmp_path)
-    assert r.returncode == 2 and "usage" in r.stderr
+    assert r.returncode == 2 and "only http:// URLs are supported" in r.stderr
+
+
+def hb(*args: str, cwd, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+def test_ab_style_run(tmp_path):
+    with httpbench.Server() as srv:
+        r = hb("-n", "500", "-c", "5", "-k", "-H", "X-A: 1", "-e", str(tmp_path / "p.csv"),
+               "--json", str(tmp_path / "r.json"), srv.url("/rnd?c=2048"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Complete requests:      500" in r.stdout and "Failed requests:        0" in r.stdout
+    assert "Finished 500 requests" in r.stderr  # ab's progress lines, off a terminal
+    csv = (tmp_path / "p.csv").read_text().splitlines()
+    assert csv[0] == "Percentage served,Time in ms" and csv[1].startswith("0,") and len(csv) == 102
+    result = httpbench.Result.from_json((tmp_path / "r.json").read_text())
+    assert result.complete == 500 and result.concurrency == 5
+
+
+def test_post_and_put_files(tmp_path):
+    (tmp_path / "body").write_bytes(b"z" * 2048)
+    with httpbench.Server() as srv:
+        r = hb("-q", "-n", "50", "-p", str(tmp_path / "body"), "-T", "text/plain",
+               srv.url("/echo"), cwd=tmp_path)
+        assert r.returncode == 0 and "Document Length:        2048 bytes" in r.stdout
+        assert r.stderr == ""
+        r = hb("-q", "-n", "50", "-u", str(tmp_path / "body"), srv.url("/echo"), cwd=tmp_path)
+        assert r.returncode == 0 and "Complete requests:      50" in r.stdout
+
+
+def test_duration_rate_threads_warmup(tmp_path):
+    with httpbench.Server() as srv:
+        r = hb("-q", "-t", "0.5", "-c", "4", "--threads", "2", "--rate", "400", "--warmup", "20",
+               srv.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Target rate:            400.00" in r.stdout and "uncorrected" in r.stdout
+
+
+def test_failures_exit_1(tmp_path):
+    with httpbench.Server() as srv:
+        port = srv.port
+    r = hb("-q", "-n", "5", f"http://127.0.0.1:{port}/", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "(Connect: 5," in r.stdout and "First failure:" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args,error",
+    [
+        (["ftp://127.0.0.1/"], "only http://"),
+        (["http:///nohost"], "no host"),
+        (["-n", "0", "http://127.0.0.1:1/"], "-n must be"),
+        (["-n", "-5", "http://127.0.0.1:1/"], "-n must be"),
+        (["-c", "0", "http://127.0.0.1:1/"], "-c must be"),
+        (["-c", "10000000", "http://127.0.0.1:1/"], "open-file limit"),
+        (["-t", "0", "http://127.0.0.1:1/"], "-t must be"),
+        (["-H", "NoColon", "http://127.0.0.1:1/"], "-H takes"),
+        (["--warmup", "x", "http://127.0.0.1:1/"], "--warmup takes"),
+        (["-p", "/no/such/file", "http://127.0.0.1:1/"], "-p:"),
+    ],
+)
+def test_bad_usage_exits_2_and_starts_nothing(tmp_path, args, error):
+    r = hb(*args, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert error in r.stderr and r.stdout == ""
+
+
+def test_main_job_runs_the_seed_scenario(tmp_path):
+    r = hb("-q", "-n", "2000", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("Complete requests:      2000") == 2
+    assert "Document Path:          /rnd?c=2048" in r.stdout
+    assert "Document Path:          /echo" in r.stdout
+    assert "Concurrency Level:      50" in r.stdout
+
+
+def test_ctrl_c_reports_what_completed(tmp_path):
+    with httpbench.Server() as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-t", "30", "-c", "4",
+                                 srv.url("/rnd?c=100")], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - t0 < 3
+    assert proc.returncode == 1  # interrupted: not every request the run meant to make
+    assert "Interrupted:" in out
+    m = re.search(r"Complete requests:\s+(\d+)", out)
+    assert m and int(m.group(1)) > 100
