@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ typedef struct {
     bconn *conns;
     int nconns;
     int inflight;
+    int blocking;          /* one connection, closed loop: wait in recv, not epoll */
     int64_t interval;      /* rate: ns between one connection's starts */
     bconn **ready;         /* connections between requests, to start again */
     int nready;
@@ -144,6 +146,19 @@ static void fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *w
 
 static void write_request(bthread *t, bconn *c, int64_t now);
 
+/* A lone connection waits in recv itself: a blocking socket whose timeouts
+ * bring the thread back every tick to look at deadlines and the stop flag. */
+static void connected(bthread *t, bconn *c, int64_t now)
+{
+    if (t->blocking) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = TICK_NS / 1000};
+        fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    write_request(t, c, now);
+}
+
 static void begin_connect(bthread *t, bconn *c, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
@@ -160,7 +175,7 @@ static void begin_connect(bthread *t, bconn *c, int64_t now)
     c->t_connect = now;
     if (connect(c->fd, (const struct sockaddr *)&cfg->addr.sa, cfg->addr.len) == 0) {
         c->connect_ns = 0;
-        write_request(t, c, now);
+        connected(t, c, now);
         return;
     }
     if (errno != EINPROGRESS) {
@@ -168,7 +183,8 @@ static void begin_connect(bthread *t, bconn *c, int64_t now)
         return;
     }
     c->state = C_CONNECTING;
-    set_events(t, c, EPOLLOUT);
+    if (!t->blocking)
+        set_events(t, c, EPOLLOUT);
 }
 
 /* A reused socket that the server had closed before answering: send the
@@ -198,7 +214,8 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             c->state = C_WRITING;
-            set_events(t, c, EPOLLOUT);
+            if (!t->blocking)
+                set_events(t, c, EPOLLOUT);
             return;
         }
         if (!retry_stale(t, c, now))
@@ -209,7 +226,8 @@ static void write_request(bthread *t, bconn *c, int64_t now)
     c->have_head = 0;
     c->got_bytes = 0;
     c->scan = (hb_head_scan){0, 0, 0};
-    set_events(t, c, EPOLLIN);
+    if (!t->blocking)
+        set_events(t, c, EPOLLIN);
 }
 
 static void start_request(bthread *t, bconn *c, int64_t now)
@@ -409,6 +427,8 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
 {
     for (;;) {
         ssize_t n = recv(c->fd, t->scratch, SCRATCH, 0);
+        if (t->blocking)
+            now = hb_now_ns(); /* the wait was in recv */
         if (n > 0) {
             if (!c->got_bytes) {
                 c->got_bytes = 1;
@@ -450,7 +470,7 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
             return;
         }
         c->connect_ns = now - c->t_connect;
-        write_request(t, c, now);
+        connected(t, c, now);
     } else if (c->state == C_WRITING) {
         write_request(t, c, now);
     } else if (c->state == C_READING) {
@@ -501,7 +521,28 @@ static void *thread_main(void *arg)
         t->conns[i].next_at = b->start;
         t->ready[t->nready++] = &t->conns[i];
     }
+    while (t->blocking) {
+        for (int budget = 16; t->nready > 0 && budget > 0; budget--)
+            start_request(t, t->ready[--t->nready], now);
+        if (t->inflight == 0 && t->nready == 0)
+            break;
+        bconn *c = &t->conns[0];
+        if (c->state == C_READING) {
+            on_readable(t, c, now);
+        } else if (c->state == C_CONNECTING || c->state == C_WRITING) {
+            struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+            if (poll(&p, 1, (int)(TICK_NS / 1000000)) > 0)
+                on_event(t, c, 0, hb_now_ns());
+        }
+        now = hb_now_ns();
+        if (now >= next_tick) {
+            tick(t, now);
+            next_tick = now + TICK_NS;
+        }
+    }
     for (;;) {
+        if (t->blocking)
+            break;
         /* Start the next requests; a bounded number, so a run of instant
          * failures (a server that is down) still lets events through. */
         for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
@@ -584,6 +625,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         result_init(t->res);
         for (int j = 0; j < t->nconns; j++)
             t->conns[j].fd = -1;
+        t->blocking = t->nconns == 1 && cfg->rate <= 0;
         /* Under a rate each connection starts every conc/rate seconds. */
         if (cfg->rate > 0)
             t->interval = (int64_t)((double)conc / cfg->rate * 1e9);

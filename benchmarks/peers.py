@@ -1,0 +1,139 @@
+"""httpbench's timing loop against ab, wrk, h2load and hey, in one run.
+
+    python benchmarks/peers.py [--requests N] [--rounds R]
+
+As ../shared/bench/README.md says:
+- one connection, client and server on the same CPU: req/s as a fraction of
+  ../shared/bench/floor.c;
+- 50 connections, client on CPU 0, server on CPU 1: req/s, and the client's
+  CPU time per request (user + system, from wait4) as a ratio to ab's;
+- 1,000 connections: the client's peak RSS growth over one connection.
+Servers: nginx (one worker, access_log off) where installed, and the embedded
+server. Peers that are not installed are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _support import build_floor, embedded, nginx, pinned, run_floor
+
+TARGET = "/rnd?c=2048"
+
+
+def measure(argv: list[str], cpu: int | None, tmp: str) -> tuple[str, float, int]:
+    """Runs argv under GNU time; returns (stdout, its CPU seconds, its peak
+    RSS in KiB). GNU time forks the client itself, so the peak is the
+    client's, not that of this Python process it would be forked from."""
+    stats = f"{tmp}/time.out"
+    timed = ["/usr/bin/time", "-o", stats, "-f", "%U %S %M", *argv]
+    run = subprocess.run(pinned(cpu, timed), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True, cwd="/")
+    if run.returncode not in (0, 1):
+        raise RuntimeError(f"{argv[0]} exited with {run.returncode}: {run.stdout[-500:]}")
+    user, system, rss = Path(stats).read_text().split()[-3:]
+    return run.stdout, float(user) + float(system), int(rss)
+
+
+def clients(url: str, n: int, c: int, threads: int, tmp: str) -> dict[str, list[str]]:
+    """The command line of each installed client for n requests over c connections."""
+    out = {
+        "httpbench": [sys.executable, "-m", "httpbench", "-q", "-n", str(n), "-c", str(c),
+                      "--threads", str(threads), "--json", f"{tmp}/hb.json", url],
+    }
+    if shutil.which("ab"):
+        out["ab -k"] = ["ab", "-q", "-k", "-n", str(n), "-c", str(c), url]
+    if shutil.which("wrk"):
+        # wrk runs for a time: long enough for about n requests at these rates.
+        secs = max(2, n // (60_000 if c == 1 else 100_000))
+        out["wrk"] = ["wrk", f"-t{threads}", f"-c{c}", f"-d{secs}s", url]
+    if shutil.which("h2load"):
+        out["h2load --h1"] = ["h2load", "--h1", "-n", str(n), "-c", str(c), "-t", str(threads), url]
+    if shutil.which("hey"):
+        out["hey"] = ["hey", "-n", str(n), "-c", str(c), url]
+    return out
+
+
+def parse_rps(name: str, out: str, tmp: str) -> tuple[float, int]:
+    """(req/s, requests done) from a client's output."""
+    if name == "httpbench":
+        d = json.loads(Path(f"{tmp}/hb.json").read_text())
+        return d["rps"], d["complete"]
+    patterns = {
+        "ab -k": (r"Requests per second:\s+([\d.]+)", r"Complete requests:\s+(\d+)"),
+        "wrk": (r"Requests/sec:\s+([\d.]+)", r"(\d+) requests in"),
+        "h2load --h1": (r"finished in [\d.]+m?s, ([\d.]+) req/s", r"(\d+) succeeded"),
+        "hey": (r"Requests/sec:\s+([\d.]+)", r"\[200\]\s+(\d+) responses"),
+    }
+    rps_re, done_re = patterns[name]
+    rps, done = re.search(rps_re, out), re.search(done_re, out)
+    if rps is None or done is None:
+        raise RuntimeError(f"cannot read {name}'s output:\n{out[-800:]}")
+    return float(rps.group(1)), int(done.group(1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    n = args.requests
+    with tempfile.TemporaryDirectory() as tmp:
+        floor = build_floor(Path(tmp))
+        for server, start in (("nginx", lambda: nginx(1)), ("embedded", lambda: embedded(1))):
+            one: dict[str, float] = {}
+            many: dict[str, tuple[float, float]] = {}
+            rss: dict[str, int] = {}
+            with start() as handle:
+                if handle is None:
+                    continue
+                port = handle[0] if isinstance(handle, tuple) else handle
+                url = f"http://127.0.0.1:{port}{TARGET}"
+                for _ in range(args.rounds):
+                    if floor is not None:
+                        one["floor.c"] = max(one.get("floor.c", 0.0),
+                                             run_floor(floor, 1, port, TARGET, n))
+                    for name, argv in clients(url, n, 1, 1, tmp).items():
+                        out, _, _ = measure(argv, 1, tmp)
+                        one[name] = max(one.get(name, 0.0), parse_rps(name, out, tmp)[0])
+                    for name, argv in clients(url, n, 50, 1, tmp).items():
+                        out, cpu, _ = measure(argv, 0, tmp)
+                        rps, done = parse_rps(name, out, tmp)
+                        if name == "httpbench":
+                            # The loop's own CPU, not the interpreter's start-up.
+                            d = json.loads(Path(f"{tmp}/hb.json").read_text())
+                            cpu = d["cpu_user"] + d["cpu_sys"]
+                        prev = many.get(name)
+                        us = cpu / done * 1e6
+                        many[name] = (max(rps, prev[0]) if prev else rps,
+                                      min(us, prev[1]) if prev else us)
+                for name in ("httpbench", "wrk"):
+                    small = clients(url, 2000, 1, 1, tmp).get(name)
+                    big = clients(url, 20000, 1000, 1, tmp).get(name)
+                    if small and big:
+                        rss[name] = measure(big, 0, tmp)[2] - measure(small, 0, tmp)[2]
+            print(f"\n== {server}, GET {TARGET}, best of {args.rounds}")
+            base = one.get("floor.c")
+            print("one connection, client and server on CPU 1:")
+            for name, rps in one.items():
+                print(f"  {name:<14}{rps:>10,.0f} req/s{rps / base if base else 0:>8.2f} of floor")
+            ab = many.get("ab -k")
+            print("50 connections, client on CPU 0, server on CPU 1:")
+            for name, (rps, us) in many.items():
+                rel = f"{us / ab[1]:.2f} of ab's" if ab else ""
+                print(f"  {name:<14}{rps:>10,.0f} req/s{us:>8.2f} us CPU/request  {rel}")
+            print("1,000 connections, peak RSS growth over one connection:")
+            for name, kib in rss.items():
+                print(f"  {name:<14}{kib / 1024:>8.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
