@@ -317,3 +317,21 @@ def test_histogram_state_round_trip_and_range():
     assert g.state() == h.state() and g.percentile(50) == h.percentile(50)
     with pytest.raises(ValueError):
         g.restore((5, 1, 2, 3.0, 9.0, 0, [(0, 1)]))
+
+
+def test_byte_counts_are_the_wire_bytes(scripted):
+    """Total transferred is every response byte read, heads included, as ab
+    counts it; HTML transferred the bodies; bytes sent every request byte."""
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nServer: s/1\r\n\r\n"
+               b"4\r\nabcd\r\n6;x=y\r\nefghij\r\n0\r\nT: 1\r\n\r\n")
+    length = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nServer: s/1\r\n\r\n0123456789"
+    script = [step for raw in (chunked, length, chunked) for step in (("recv",), ("send", raw))]
+    srv = scripted(script)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/x", requests=3, concurrency=1,
+                      progress=False)
+    exact(r)
+    assert r.complete == 3
+    assert r.bytes_received == 2 * len(chunked) + len(length)
+    assert r.body_bytes == 30 and r.document_length == 10
+    assert r.bytes_sent == sum(len(q) for q in srv.requests)
+    assert r.server_software == "s/1"
