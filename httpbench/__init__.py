@@ -14,6 +14,8 @@ from .exceptions import (
     Timeout,
 )
 from ._core import Connection, Histogram, Response
+from .agents import available_agents
+from .compare import Comparison, compare
 from .result import Latency, Result
 from .runner import run
 from .server import Server
@@ -27,6 +29,9 @@ __all__ = [
     "Result",
     "Latency",
     "Histogram",
+    "available_agents",
+    "compare",
+    "Comparison",
     "HttpbenchError",
     "ConnectError",
     "Timeout",

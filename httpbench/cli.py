@@ -1,24 +1,29 @@
 """The httpbench command line.
 
+    httpbench                                   the comparison on the embedded server
+    httpbench compare [--agents a,b] [-n N] [-c C] [URL]
     httpbench [-n N] [-c C] [-t SECONDS] [-k] [-p POSTFILE] [-u PUTFILE] [-T TYPE]
               [-H 'Name: value']... [-m METHOD] [-s TIMEOUT] [-q] [-l] [-e CSVFILE]
               [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL]
     httpbench serve [--host H] [--port P] [--mode epoll|threads] [--threads T] [--static DIR]
 
 As ab: the same letters, the same report. Keep-alive is on unless
---no-keepalive (-k is accepted from habit). With no URL, the seed's scenario
-runs on the embedded server: 200,000 keep-alive GETs of /rnd?c=2048 and
-200,000 POSTs of 2048 bytes to /echo. Exit status 0 only when every request
-completed without failure; 2 for bad usage.
+--no-keepalive (-k is accepted from habit). With no URL, the seed's client
+comparison runs on the embedded server (`httpbench compare`). Exit status 0
+only when every request completed without failure; 2 for bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 from ._version import __version__
+from .agents import AGENTS, available_agents
+from .compare import compare
 from .result import Result
 from .runner import parse_url, run
 from .server import Server
@@ -72,8 +77,7 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("url", nargs="?", metavar="URL", help="http://host[:port]/path")
     p.add_argument("-n", dest="requests", type=int, help="requests to perform")
     p.add_argument("-c", dest="concurrency", type=int,
-                   help="requests at a time: connections (default 1 as in ab; 50 for the "
-                        "seed's scenario)")
+                   help="requests at a time: connections (default 1, as in ab)")
     p.add_argument("-t", dest="timelimit", type=float, help="seconds to run for")
     p.add_argument("-k", dest="keepalive", action="store_true", default=True,
                    help="keep-alive (the default; accepted from habit)")
@@ -140,7 +144,7 @@ def bench(argv: Sequence[str]) -> int:
         if args.requests is not None and args.requests < 1:
             raise UsageError("-n must be a positive number of requests")
         if args.concurrency is None:
-            args.concurrency = 1 if args.url is not None else 50
+            args.concurrency = 1
         if args.concurrency < 1:
             raise UsageError("-c must be a positive number of connections")
         if args.timelimit is not None and args.timelimit <= 0:
@@ -167,13 +171,16 @@ def bench(argv: Sequence[str]) -> int:
     common = dict(concurrency=args.concurrency, threads=args.threads, keepalive=args.keepalive,
                   rate=args.rate, timeout=args.timeout, warmup=warmup,
                   progress=not args.quiet and "auto", lengths_vary=args.lengths_vary)
+    if args.url is None:
+        # The main job: the comparison on the embedded server.
+        rest = ["-n", str(args.requests)] if args.requests else []
+        rest += ["-c", str(args.concurrency)] + (["-q"] if args.quiet else [])
+        rest += ["-t", str(args.timelimit)] if args.timelimit else []
+        return compare_main(rest)
     results: list[Result] = []
     try:
-        if args.url is None:
-            runs: Iterable[Result] = seed_scenario(args.requests, args.timelimit, common)
-        else:
-            runs = [run(args.url, method or "GET", body, headers, args.requests, args.timelimit,
-                        stream=sys.stderr, **common)]
+        runs = [run(args.url, method or "GET", body, headers, args.requests, args.timelimit,
+                    stream=sys.stderr, **common)]
         for r in runs:
             results.append(r)
             sys.stdout.write(r.report())
@@ -193,28 +200,85 @@ def bench(argv: Sequence[str]) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def seed_scenario(requests: int | None, duration: float | None,
-                  common: dict[str, object]) -> Iterator[Result]:
-    """The seed's scenario on the embedded server: keep-alive GETs of
-    /rnd?c=2048, then POSTs of 2048 bytes to /echo (200,000 each unless
-    told otherwise). Yields each result as its run ends."""
-    n = requests if requests is not None or duration is not None else 200_000
-    with Server() as srv:
-        print(f"The seed's scenario on the embedded server at {srv.url()}", flush=True)
-        for label, method, path, body in (
-            ("GET /rnd?c=2048", "GET", "/rnd?c=2048", None),
-            ("POST 2048 bytes to /echo", "POST", "/echo", bytes(33 + i % 94 for i in range(2048))),
-        ):
-            print(f"\n== {label}\n", flush=True)
-            r = run(srv.url(path), method, body, None, n, duration, stream=sys.stderr,
-                    **common)  # type: ignore[arg-type]
-            yield r
-            if r.interrupted:
-                return
+def compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="httpbench compare",
+        description="The same scenario through httpbench's C loop and Python's HTTP clients, "
+                    "each reported as ab reports, then side by side. With no URL: the "
+                    "embedded server, GET /rnd?c=2048 and POST 2 KiB to /echo.",
+    )
+    p.add_argument("url", nargs="?", metavar="URL", help="another server (the scenario's "
+                   "method is sent to this URL)")
+    p.add_argument("--agents", help=f"comma-separated, of: {', '.join(AGENTS)} "
+                   "(default: every one installed)")
+    p.add_argument("-n", dest="requests", type=int, help="requests per agent and scenario "
+                   "(default 20,000, 200,000 with --full)")
+    p.add_argument("-c", dest="concurrency", type=int, default=1,
+                   help="connections per agent (default 1)")
+    p.add_argument("-t", dest="duration", type=float,
+                   help="seconds each run may take at most (default 3; none with --full)")
+    p.add_argument("--full", action="store_true",
+                   help="the seed's full 200,000 requests per agent and scenario, no time cap")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin this process to one CPU (it is pinned for -c 1, so "
+                        "client and embedded server share a CPU as in the seed's runs)")
+    p.add_argument("-q", dest="quiet", action="store_true", help="no progress lines")
+    p.add_argument("--json", help="write every result as JSON to this file")
+    p.add_argument("--markdown", help="write the side-by-side table as Markdown to this file")
+    return p
+
+
+def compare_main(argv: Sequence[str]) -> int:
+    args = compare_parser().parse_args(argv)
+    agents = None
+    try:
+        if args.agents:
+            agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+            unknown = [a for a in agents if a not in AGENTS]
+            if unknown:
+                raise UsageError(f"unknown agent(s) {', '.join(unknown)}; available here: "
+                                 f"{', '.join(available_agents())}")
+        if args.requests is not None and args.requests < 1:
+            raise UsageError("-n must be a positive number of requests")
+        if args.concurrency < 1:
+            raise UsageError("-c must be a positive number of connections")
+        if args.duration is not None and args.duration <= 0:
+            raise UsageError("-t must be a positive number of seconds")
+        if args.url is not None:
+            parse_url(args.url)
+    except (UsageError, ValueError) as e:
+        print(f"httpbench compare: {e}", file=sys.stderr)
+        return 2
+    requests = args.requests or (200_000 if args.full else 20_000)
+    duration = args.duration if args.duration is not None else (None if args.full else 3.0)
+    if args.pin and args.concurrency == 1 and hasattr(os, "sched_setaffinity"):
+        # One connection: client and server on the same CPU, as the shared
+        # bench README pins; across CPUs every request pays a wake-up and all
+        # clients look alike.
+        cpu = max(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpu})
+        if not args.quiet:
+            print(f"(pinned to CPU {cpu}; --no-pin to leave the scheduler alone)", file=sys.stderr)
+    if not args.quiet:
+        cap = f", at most {duration:g} s each" if duration else ""
+        print(f"Comparing {', '.join(agents or available_agents())}: {requests} requests per "
+              f"agent and scenario{cap}, {args.concurrency} connection(s)", file=sys.stderr)
+    cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
+                  duration=duration, progress=not args.quiet)
+    sys.stdout.write(cmp.report())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"{a} {s}": r.to_dict() for (a, s), r in cmp.results.items()}, f, indent=2)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(cmp.to_markdown())
+    return 0 if all(r.ok for r in cmp.results.values()) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "serve":
         return serve(args[1:])
+    if args and args[0] == "compare":
+        return compare_main(args[1:])
     return bench(args)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import platform
 from collections.abc import Iterable
 from typing import Any
 
 from ._core import Histogram
+from ._version import __version__
 
 __all__ = ["Latency", "Result", "FAILURE_CLASSES", "PERCENTILES"]
 
@@ -101,6 +103,8 @@ _PLAIN = (
     "first_error",
 )
 _LATENCIES = ("latency", "latency_uncorrected", "connect_time", "processing", "waiting")
+# Who measured: the agent, its version and the Python it ran on.
+_ABOUT = ("agent", "agent_version", "python_version")
 
 
 class Result:
@@ -140,9 +144,16 @@ class Result:
     processing: Latency           # total less connect
     waiting: Latency              # to the first response byte
 
+    agent: str
+    agent_version: str
+    python_version: str
+
     def __init__(self, **fields: Any) -> None:
         for name in _PLAIN + _LATENCIES:
             setattr(self, name, fields[name])
+        self.agent = fields.get("agent", "httpbench")
+        self.agent_version = fields.get("agent_version", __version__)
+        self.python_version = fields.get("python_version", platform.python_version())
 
     @property
     def rps(self) -> float:
@@ -159,7 +170,7 @@ class Result:
         return self.failed == 0 and self.complete == self.issued and not self.interrupted
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {name: getattr(self, name) for name in _PLAIN}
+        d: dict[str, Any] = {name: getattr(self, name) for name in _PLAIN + _ABOUT}
         d["status_counts"] = {str(k): v for k, v in self.status_counts.items()}
         d["rps"] = self.rps
         for name in _LATENCIES:
@@ -172,6 +183,7 @@ class Result:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Result:
         fields = {name: d[name] for name in _PLAIN}
+        fields.update({name: d[name] for name in _ABOUT if name in d})
         fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
         for name in _LATENCIES:
             fields[name] = Latency.from_dict(d[name])

@@ -129,15 +129,6 @@ def test_bad_usage_exits_2_and_starts_nothing(tmp_path, args, error):
     assert error in r.stderr and r.stdout == ""
 
 
-def test_main_job_runs_the_seed_scenario(tmp_path):
-    r = hb("-q", "-n", "2000", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.count("Complete requests:      2000") == 2
-    assert "Document Path:          /rnd?c=2048" in r.stdout
-    assert "Document Path:          /echo" in r.stdout
-    assert "Concurrency Level:      50" in r.stdout
-
-
 def test_ctrl_c_reports_what_completed(tmp_path):
     with httpbench.Server() as srv:
         proc = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-t", "30", "-c", "4",

@@ -64,6 +64,7 @@ def test_stub_matches_the_extension():
 def test_mypy_strict_on_the_package_and_examples(tmp_path):
     api = pytest.importorskip("mypy.api")
     root = Path(__file__).resolve().parent.parent
-    out, err, status = api.run(["--strict", "--no-incremental", "--cache-dir", str(tmp_path),
+    out, err, status = api.run(["--config-file", str(root / "pyproject.toml"), "--strict",
+                                "--no-incremental", "--cache-dir", str(tmp_path),
                                 str(root / "httpbench"), str(root / "examples")])
     assert status == 0, out + err

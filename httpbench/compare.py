@@ -1,0 +1,190 @@
+"""httpbench.compare: the seed's client comparison, over httpbench's C core
+and Python's HTTP clients, each reported in ab's layout, then side by side."""
+
+from __future__ import annotations
+
+import html
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from .agents import AGENTS, available_agents, run_agent
+from .result import Result
+from .server import Server
+
+__all__ = ["compare", "Comparison", "SCENARIOS"]
+
+POST_BODY = bytes(33 + i % 94 for i in range(2048))
+# name -> (method, path, body): the seed's two scenarios.
+SCENARIOS: dict[str, tuple[str, str, bytes | None]] = {
+    "get": ("GET", "/rnd?c=2048", None),
+    "post": ("POST", "/echo", POST_BODY),
+}
+
+
+class Comparison:
+    """The results of several agents through the same scenarios."""
+
+    def __init__(self, results: dict[tuple[str, str], Result], notes: list[str],
+                 agents: list[str], scenarios: list[str]) -> None:
+        self.results = results
+        self.notes = notes
+        self.agents = agents
+        self.scenarios = scenarios
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per agent and scenario, with the ratio to the fastest agent
+        in that scenario."""
+        best = {s: max((r.rps for (a, sc), r in self.results.items() if sc == s), default=0.0)
+                for s in self.scenarios}
+        out = []
+        for (agent, scenario), r in self.results.items():
+            out.append({
+                "agent": agent, "version": r.agent_version, "scenario": scenario,
+                "requests": r.issued, "rps": r.rps, "mean_ms": r.latency.mean * 1e3,
+                "p99_ms": r.latency.p99 * 1e3, "failed": r.failed,
+                "reconnects": r.reconnects, "of_fastest": r.rps / best[scenario] if best[scenario] else 0.0,
+            })
+        return out
+
+    def table(self) -> str:
+        head = (f"{'agent':<14}{'version':<10}{'scenario':<9}{'requests':>9}{'req/s':>10}"
+                f"{'mean ms':>9}{'p99 ms':>9}{'failed':>7}{'reconn':>7}{'x fastest':>10}")
+        lines = [head, "-" * len(head)]
+        for row in self.rows():
+            lines.append(f"{row['agent']:<14}{row['version'][:9]:<10}{row['scenario']:<9}"
+                         f"{row['requests']:>9}{row['rps']:>10,.0f}{row['mean_ms']:>9.3f}"
+                         f"{row['p99_ms']:>9.3f}{row['failed']:>7}{row['reconnects']:>7}"
+                         f"{row['of_fastest']:>10.2f}")
+        return "\n".join(lines)
+
+    def report(self) -> str:
+        parts = []
+        for (agent, scenario), r in self.results.items():
+            parts.append(f"== {agent} {r.agent_version}, {scenario} "
+                         f"(Python {r.python_version})\n")
+            parts.append(r.report())
+        parts.append("== Side by side\n")
+        parts.append(self.table() + "\n")
+        parts.extend(f"note: {n}\n" for n in self.notes)
+        return "\n".join(parts)
+
+    __str__ = report
+
+    def to_markdown(self) -> str:
+        lines = ["| agent | version | scenario | requests | req/s | mean ms | p99 ms | failed "
+                 "| reconnects | x fastest |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for row in self.rows():
+            lines.append(f"| {row['agent']} | {row['version']} | {row['scenario']} | "
+                         f"{row['requests']} | {row['rps']:,.0f} | {row['mean_ms']:.3f} | "
+                         f"{row['p99_ms']:.3f} | {row['failed']} | {row['reconnects']} | "
+                         f"{row['of_fastest']:.2f} |")
+        return "\n".join(lines) + "\n"
+
+    def to_pandas(self) -> Any:
+        """The rows as a DataFrame (pandas is imported only here)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("to_pandas() needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.rows())
+
+    def plot(self, ax: Any = None) -> Any:
+        """Bars of req/s per agent and scenario, p99 as points on a second
+        axis; returns the Axes (matplotlib is imported only here)."""
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("plot() needs matplotlib: pip install 'httpbench[plot]'") from None
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 4))
+        agents = list(dict.fromkeys(a for a, _ in self.results))
+        width = 0.8 / max(1, len(self.scenarios))
+        p99 = ax.twinx()
+        for i, scenario in enumerate(self.scenarios):
+            xs = [j + i * width for j in range(len(agents))]
+            rps = [self.results[a, scenario].rps if (a, scenario) in self.results else 0.0
+                   for a in agents]
+            lat = [self.results[a, scenario].latency.p99 * 1e3 if (a, scenario) in self.results
+                   else float("nan") for a in agents]
+            ax.bar(xs, rps, width, label=f"{scenario} req/s")
+            p99.plot(xs, lat, "o", color="black" if i == 0 else "grey", label=f"{scenario} p99")
+        ax.set_xticks([j + width * (len(self.scenarios) - 1) / 2 for j in range(len(agents))])
+        ax.set_xticklabels(agents, rotation=20)
+        ax.set_ylabel("requests per second")
+        p99.set_ylabel("p99 latency (ms)")
+        ax.legend(loc="upper right")
+        p99.legend(loc="upper center")
+        ax.set_title("httpbench: the same scenario through each HTTP client")
+        return ax
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
+                row["agent"], row["version"], row["scenario"], row["requests"],
+                f"{row['rps']:,.0f}", f"{row['mean_ms']:.3f}", f"{row['p99_ms']:.3f}",
+                row["failed"], row["reconnects"], f"{row['of_fastest']:.2f}")) + "</tr>"
+            for row in self.rows())
+        head = "".join(f"<th>{h}</th>" for h in ("agent", "version", "scenario", "requests",
+                                                  "req/s", "mean ms", "p99 ms", "failed",
+                                                  "reconnects", "x fastest"))
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>{notes}"
+
+
+def compare(url: str | None = None, agents: Sequence[str] | None = None,
+            scenarios: Iterable[str] = ("get", "post"), requests: int = 20_000,
+            concurrency: int = 1, duration: float | None = None,
+            timeout: float = 30.0, progress: bool = False) -> Comparison:
+    """Runs each agent through each scenario against url (None: the embedded
+    server). An agent that is not installed is left out with a note; one that
+    fails counts its failures in its own result and the others still run.
+    duration caps each run's time (the slow clients then make fewer
+    requests)."""
+    known = list(AGENTS)
+    names = list(agents) if agents is not None else known
+    unknown = [a for a in names if a not in AGENTS]
+    if unknown:
+        raise ValueError(f"unknown agent(s) {', '.join(map(repr, unknown))}; available here: "
+                         f"{', '.join(available_agents())}")
+    scenario_list = list(scenarios)
+    bad = [s for s in scenario_list if s not in SCENARIOS]
+    if bad:
+        raise ValueError(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    notes = []
+    runnable = []
+    for name in names:
+        if AGENTS[name].available():
+            runnable.append(name)
+        else:
+            notes.append(f"{name} is not installed here (pip install 'httpbench[agents]'); "
+                         "left out")
+    results: dict[tuple[str, str], Result] = {}
+    server = Server() if url is None else None
+    try:
+        for name in runnable:
+            for scenario in scenario_list:
+                method, path, body = SCENARIOS[scenario]
+                # Against another server the scenario's method goes to the URL
+                # given; the echo is checked where the URL is an /echo.
+                target = server.url(path) if server is not None else str(url)
+                echo = server is not None or urlsplit(target).path == "/echo"
+                if progress:
+                    print(f"  {name} {scenario} ...", file=sys.stderr, flush=True)
+                try:
+                    r = run_agent(name, target, method, body, requests, duration, concurrency,
+                                  timeout, check_echo=echo)
+                except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
+                    notes.append(f"{name} {scenario} failed to run: {e}")
+                    continue
+                results[name, scenario] = r
+                if echo and body is not None and r.document_length not in (None, len(body)):
+                    notes.append(f"{name} {scenario}: the echo was {r.document_length} bytes, "
+                                 f"not {len(body)}")
+                if r.interrupted:
+                    return Comparison(results, notes, runnable, scenario_list)
+    finally:
+        if server is not None:
+            server.close()
+    return Comparison(results, notes, runnable, scenario_list)

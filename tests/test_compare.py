@@ -1,0 +1,182 @@
+"""httpbench.compare and the agents: every installed client through the
+seed's scenarios on the embedded server, measured into the same Histogram."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+import httpbench
+from httpbench import agents as agents_mod
+from httpbench.agents import AGENTS, run_agent
+
+INSTALLED = httpbench.available_agents()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server() as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("agent", INSTALLED)
+@pytest.mark.parametrize("scenario", ["get", "post"])
+def test_every_installed_agent_exact_counts(server, agent, scenario):
+    from httpbench.compare import SCENARIOS
+
+    method, path, body = SCENARIOS[scenario]
+    r = run_agent(agent, server.url(path), method, body, requests=300, concurrency=3,
+                  check_echo=True)
+    assert (r.issued, r.complete, r.failed) == (300, 300, 0), r.first_error
+    assert r.document_length == 2048 and r.body_bytes == 300 * 2048
+    assert r.latency.count == 300 and r.latency.p99 > 0
+    assert r.agent == agent and r.agent_version and r.python_version
+    assert r.connects == 3 and r.reconnects == 0 and r.keepalive_requests >= 297
+
+
+def test_all_agents_are_known_and_installed_in_ci():
+    assert list(AGENTS) == ["httpbench", "http.client", "urllib3", "requests", "httpx", "pycurl",
+                            "aiohttp"]
+    assert {"httpbench", "http.client"} <= set(INSTALLED)
+
+
+def test_echo_is_checked(scripted):
+    wrong = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnope"
+    srv = scripted([("recv",), ("send", wrong), ("recv",), ("send", wrong)])
+    r = run_agent("http.client", f"http://127.0.0.1:{srv.port}/echo", "POST", b"abcd",
+                  requests=2, check_echo=True)
+    assert r.complete == 0 and r.failures["exceptions"] == 2
+    assert "echo differs" in r.first_error
+
+
+def test_comparison_report_and_table(server):
+    cmp = httpbench.compare(server.url("/rnd?c=2048"), agents=["httpbench", "http.client"],
+                            scenarios=["get"], requests=200)
+    text = str(cmp)
+    assert text == cmp.report()
+    assert re.search(r"== httpbench \S+, get \(Python", text)
+    assert re.search(r"== http.client \S+, get \(Python", text)
+    assert text.count("Complete requests:      200") == 2
+    assert "== Side by side" in text and "x fastest" in text
+    rows = cmp.rows()
+    assert {r["agent"] for r in rows} == {"httpbench", "http.client"}
+    assert max(r["of_fastest"] for r in rows) == 1.0
+    assert cmp.results["http.client", "get"].latency.p99 > 0
+
+
+def test_against_the_embedded_server_by_default():
+    cmp = httpbench.compare(agents=["httpbench", "urllib3"], requests=100)
+    assert set(cmp.results) == {("httpbench", "get"), ("httpbench", "post"), ("urllib3", "get"),
+                                ("urllib3", "post")}
+    assert all(r.ok for r in cmp.results.values()) and not cmp.notes
+
+
+def test_missing_agent_is_left_out_with_a_note(monkeypatch):
+    monkeypatch.setattr(AGENTS["urllib3"], "module", "no_such_module_here")
+    assert "urllib3" not in httpbench.available_agents()
+    cmp = httpbench.compare(agents=["httpbench", "urllib3"], scenarios=["get"], requests=50)
+    assert list(cmp.results) == [("httpbench", "get")]
+    assert any("urllib3 is not installed" in n for n in cmp.notes)
+    assert "note: urllib3 is not installed" in cmp.report()
+
+
+def test_unknown_agent_names_the_available_ones():
+    with pytest.raises(ValueError, match=r"unknown agent.*'nope'.*available here: httpbench"):
+        httpbench.compare(agents=["nope"])
+    with pytest.raises(ValueError, match="unknown agent"):
+        run_agent("nope", "http://127.0.0.1:1/")
+
+
+def test_agent_raising_mid_run_counts_its_own_failures(monkeypatch, server):
+    real = agents_mod.HttpClientAgent.request
+    calls = [0]
+
+    def flaky(self, *args):
+        calls[0] += 1
+        if calls[0] % 3 == 0:
+            raise RuntimeError("agent blew up")
+        return real(self, *args)
+
+    monkeypatch.setattr(agents_mod.HttpClientAgent, "request", flaky)
+    cmp = httpbench.compare(agents=["http.client", "httpbench"], scenarios=["get"], requests=30)
+    hc = cmp.results["http.client", "get"]
+    assert (hc.issued, hc.complete, hc.failures["exceptions"]) == (30, 20, 10)
+    assert "agent blew up" in hc.first_error
+    assert cmp.results["httpbench", "get"].complete == 30
+
+
+def test_server_closing_connections_shows_as_reconnects():
+    # The embedded server honours Connection: close; every agent must then
+    # reconnect, and the comparison shows it.
+    with httpbench.Server() as srv:
+        r = run_agent("http.client", srv.url("/rnd?c=10"), requests=20)
+        assert r.reconnects == 0
+    ok = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
+    from conftest import ScriptedServer
+
+    scripted = ScriptedServer([[("recv",), ("send", ok), ("close",)]] * 10)
+    try:
+        for agent in ("http.client", "urllib3", "httpbench"):
+            if agent not in INSTALLED:
+                continue
+            scripted.scripts = [[("recv",), ("send", ok), ("close",)]] * 10
+            scripted.connections = 0
+            r = run_agent(agent, f"http://127.0.0.1:{scripted.port}/", requests=5)
+            assert (r.complete, r.failed) == (5, 0), (agent, r.first_error)
+            assert r.connects == 5 and r.reconnects == 4, agent
+    finally:
+        scripted.close()
+
+
+def test_to_markdown(server):
+    cmp = httpbench.compare(agents=["httpbench", "http.client"], requests=50)
+    md = cmp.to_markdown().splitlines()
+    assert md[0].startswith("| agent | version | scenario |") and md[1].startswith("|---")
+    assert len(md) == 2 + 4
+
+
+def test_to_pandas_and_plot(tmp_path):
+    pd = pytest.importorskip("pandas")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    cmp = httpbench.compare(agents=["httpbench", "http.client"], requests=50)
+    df = cmp.to_pandas()
+    assert isinstance(df, pd.DataFrame) and len(df) == 4
+    assert set(df["agent"]) == {"httpbench", "http.client"}
+    ax = cmp.plot()
+    ax.figure.savefig(tmp_path / "cmp.png")
+    assert (tmp_path / "cmp.png").stat().st_size > 5000
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["httpbench", "http.client"]
+
+
+def test_html_repr():
+    cmp = httpbench.compare(agents=["httpbench"], requests=20, scenarios=["get"])
+    html = cmp._repr_html_()
+    assert html.startswith("<table>") and "<td>httpbench</td>" in html
+
+
+def hb(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
+def test_cli_compare(tmp_path, server):
+    r = hb("compare", "--agents", "httpbench,http.client", "-n", "100", "-q",
+           "--markdown", str(tmp_path / "t.md"), server.url("/rnd?c=2048"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "== Side by side" in r.stdout and r.stdout.count("Complete requests:      100") == 4
+    assert (tmp_path / "t.md").read_text().startswith("| agent |")
+    r = hb("compare", "--agents", "httpbench,wget", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown agent(s) wget" in r.stderr
+
+
+def test_main_job_compares_every_installed_agent(tmp_path):
+    r = hb("-q", "-n", "100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for agent in INSTALLED:
+        assert re.search(rf"== {re.escape(agent)} \S+, get", r.stdout), agent
+        assert re.search(rf"== {re.escape(agent)} \S+, post", r.stdout), agent
+    assert "== Side by side" in r.stdout
