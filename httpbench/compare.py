@@ -114,9 +114,13 @@ class Comparison:
         ax.set_xticklabels(agents, rotation=20)
         ax.set_ylabel("requests per second")
         p99.set_ylabel("p99 latency (ms)")
-        ax.legend(loc="upper right")
-        p99.legend(loc="upper center")
+        # One legend, below the axes, where it hides no bar and no point.
+        bars, bar_labels = ax.get_legend_handles_labels()
+        dots, dot_labels = p99.get_legend_handles_labels()
+        ax.legend(bars + dots, bar_labels + dot_labels, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
         ax.set_title("httpbench: the same scenario through each HTTP client")
+        ax.figure.tight_layout()
         return ax
 
     def _repr_html_(self) -> str:
