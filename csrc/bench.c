@@ -67,6 +67,7 @@ typedef struct {
     hb_response r;         /* scratch for the parser */
     char *scratch;
     hb_bench_result *res;
+    int tl_cap;            /* seconds allocated in res->timeline */
     uint64_t live_complete, live_failed;
 } bthread;
 
@@ -87,6 +88,48 @@ struct hb_bench {
     int server_set;
     char error[160];
 };
+
+/* ------------------------------------------------------------ timeline */
+
+int hb_tl_index(uint64_t ns)
+{
+    if (ns < 1024)
+        return 0;
+    int e = 63 - __builtin_clzll(ns);
+    int i = (e - 10) * 8 + (int)((ns >> (e - 3)) & 7) + 1;
+    return i < HB_TL_BUCKETS ? i : HB_TL_BUCKETS - 1;
+}
+
+uint64_t hb_tl_upper(int bucket)
+{
+    if (bucket == 0)
+        return 1024;
+    int e = (bucket - 1) / 8 + 10, sub = (bucket - 1) % 8;
+    return ((uint64_t)(8 + sub + 1)) << (e - 3);
+}
+
+/* The second `now` falls in, grown into when need be; NULL when memory ran
+ * out (the timeline then stops, nothing else does). */
+static hb_second *second_of(bthread *t, int64_t now)
+{
+    int64_t s = (now - t->b->start) / 1000000000;
+    if (s < 0)
+        s = 0;
+    if (s >= t->tl_cap) {
+        int cap = t->tl_cap ? t->tl_cap : 16;
+        while (cap <= s)
+            cap *= 2;
+        hb_second *p = realloc(t->res->timeline, (size_t)cap * sizeof *p);
+        if (p == NULL)
+            return NULL;
+        memset(p + t->tl_cap, 0, (size_t)(cap - t->tl_cap) * sizeof *p);
+        t->res->timeline = p;
+        t->tl_cap = cap;
+    }
+    if (s >= t->res->nseconds)
+        t->res->nseconds = (int)s + 1;
+    return &t->res->timeline[s];
+}
 
 /* ------------------------------------------------------------ tickets */
 
@@ -137,6 +180,9 @@ static void fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *w
     hb_bench_result *res = t->res;
     res->failed++;
     (*cls)++;
+    hb_second *sec = second_of(t, now);
+    if (sec != NULL)
+        sec->failed++;
     __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
@@ -283,6 +329,9 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
                 close_socket(c);
             res->failed++;
             res->fail_length++;
+            hb_second *sec = second_of(t, now);
+            if (sec != NULL)
+                sec->failed++;
             __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
             end_request(t, c, now);
             return;
@@ -291,6 +340,11 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     res->complete++;
     __atomic_store_n(&t->live_complete, res->complete, __ATOMIC_RELAXED);
     hb_hist_record(&res->total, (uint64_t)(now - c->t_intended));
+    hb_second *sec = second_of(t, now);
+    if (sec != NULL) {
+        sec->complete++;
+        sec->buckets[hb_tl_index((uint64_t)(now - c->t_intended))]++;
+    }
     hb_hist_record(&res->uncorrected, (uint64_t)(now - c->t_start));
     hb_hist_record(&res->connect, (uint64_t)c->connect_ns);
     hb_hist_record(&res->waiting, (uint64_t)((c->t_first ? c->t_first : now) - c->t_start));
@@ -577,10 +631,19 @@ static void *thread_main(void *arg)
 
 /* ------------------------------------------------------------ the run */
 
+void hb_bench_result_free(hb_bench_result *r)
+{
+    free(r->timeline);
+    r->timeline = NULL;
+    r->nseconds = 0;
+}
+
 static void result_init(hb_bench_result *r)
 {
     memset(r, 0, offsetof(hb_bench_result, total));
     r->error[0] = 0;
+    r->timeline = NULL;
+    r->nseconds = 0;
     hb_hist_init(&r->total);
     hb_hist_init(&r->uncorrected);
     hb_hist_init(&r->connect);
@@ -721,6 +784,20 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
         hb_hist_merge(&out->processing, &r->processing);
         if (out->error[0] == 0 && r->error[0] != 0)
             memcpy(out->error, r->error, sizeof out->error);
+        if (r->nseconds > out->nseconds) {
+            hb_second *p = realloc(out->timeline, (size_t)r->nseconds * sizeof *p);
+            if (p == NULL)
+                continue;
+            memset(p + out->nseconds, 0, (size_t)(r->nseconds - out->nseconds) * sizeof *p);
+            out->timeline = p;
+            out->nseconds = r->nseconds;
+        }
+        for (int s = 0; s < r->nseconds; s++) {
+            out->timeline[s].complete += r->timeline[s].complete;
+            out->timeline[s].failed += r->timeline[s].failed;
+            for (int k = 0; k < HB_TL_BUCKETS; k++)
+                out->timeline[s].buckets[k] += r->timeline[s].buckets[k];
+        }
     }
     out->document_length = b->doc_len;
     memcpy(out->server, b->server, sizeof out->server);
@@ -745,6 +822,8 @@ void hb_bench_free(hb_bench *b)
         free(t->conns);
         free(t->ready);
         free(t->scratch);
+        if (t->res != NULL)
+            hb_bench_result_free(t->res);
         free(t->res);
     }
     free(b->threads);

@@ -37,6 +37,19 @@ typedef struct {
     int lengths_vary;        /* no "length" failures */
 } hb_bench_config;
 
+/* Per second of the run: outcomes and a coarse latency histogram (8 buckets
+ * an octave from 1 us, so within 12.5%), enough for a timeline of req/s and
+ * p99; the fine histograms above hold the run's real percentiles. */
+#define HB_TL_BUCKETS 224
+typedef struct {
+    uint32_t complete, failed;
+    uint32_t buckets[HB_TL_BUCKETS];
+} hb_second;
+
+/* The upper bound (ns) of a timeline bucket, and the bucket of a value. */
+uint64_t hb_tl_upper(int bucket);
+int hb_tl_index(uint64_t ns);
+
 typedef struct {
     uint64_t issued, complete, failed;
     uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
@@ -54,7 +67,12 @@ typedef struct {
     hb_hist waiting;         /* send to first response byte */
     hb_hist processing;      /* total less connect, as ab's Processing row */
     char error[160];         /* the first exception's text, for the report */
+    hb_second *timeline;     /* seconds[0..nseconds), malloc'ed; NULL if none */
+    int nseconds;
 } hb_bench_result;
+
+/* Frees what hb_bench_collect allocated in r (the timeline). */
+void hb_bench_result_free(hb_bench_result *r);
 
 typedef struct hb_bench hb_bench;
 

@@ -1246,7 +1246,26 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     if (r == NULL)
         return PyErr_NoMemory();
     hb_bench_collect(self->b, r);
-    PyObject *status = PyDict_New(), *out = NULL;
+    PyObject *status = PyDict_New(), *out = NULL, *timeline = PyList_New(0);
+    /* (second, complete, failed, p99 ns) per second of the run */
+    for (int s = 0; timeline != NULL && s < r->nseconds; s++) {
+        const hb_second *sec = &r->timeline[s];
+        uint64_t rank = sec->complete - sec->complete / 100, seen = 0, p99 = 0;
+        for (int k = 0; sec->complete > 0 && k < HB_TL_BUCKETS; k++) {
+            seen += sec->buckets[k];
+            if (seen >= rank) {
+                p99 = hb_tl_upper(k);
+                break;
+            }
+        }
+        PyObject *t = Py_BuildValue("(iIIK)", s, sec->complete, sec->failed,
+                                    (unsigned long long)p99);
+        if (t == NULL || PyList_Append(timeline, t) != 0)
+            Py_CLEAR(timeline);
+        Py_XDECREF(t);
+    }
+    if (timeline == NULL)
+        Py_CLEAR(status);
     for (int i = 0; status != NULL && i < 600; i++) {
         if (r->status[i] == 0)
             continue;
@@ -1259,7 +1278,7 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     }
     if (status != NULL)
         out = Py_BuildValue(
-            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsN}",
+            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsNsN}",
             "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
             "failed", (unsigned long long)r->failed, "connect", (unsigned long long)r->fail_connect,
             "receive", (unsigned long long)r->fail_receive, "length",
@@ -1277,7 +1296,11 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
             "uncorrected", new_histogram(st, &r->uncorrected), "connect_time",
             new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting),
             "processing", new_histogram(st, &r->processing), "error",
-            PyUnicode_DecodeLatin1(r->error, (Py_ssize_t)strlen(r->error), NULL));
+            PyUnicode_DecodeLatin1(r->error, (Py_ssize_t)strlen(r->error), NULL), "timeline",
+            timeline);
+    else
+        Py_XDECREF(timeline);
+    hb_bench_result_free(r);
     PyMem_Free(r);
     return out;
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import platform
@@ -71,6 +72,11 @@ class Latency:
 
     def merge(self, other: Latency) -> None:
         self.histogram.merge(other.histogram)
+
+    def to_pandas(self) -> Any:
+        """The histogram as a DataFrame: lower, upper (seconds) and count per
+        bucket in use (pandas imported here)."""
+        return _pandas().DataFrame(self.buckets(), columns=["lower", "upper", "count"])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +157,9 @@ class Result:
     def __init__(self, **fields: Any) -> None:
         for name in _PLAIN + _LATENCIES:
             setattr(self, name, fields[name])
+        # (second, complete, failed, p99 seconds) per second of a C-loop run.
+        self.timeline: list[tuple[int, int, int, float]] = [
+            (int(t), int(c), int(f), float(p)) for t, c, f, p in fields.get("timeline", [])]
         self.agent = fields.get("agent", "httpbench")
         self.agent_version = fields.get("agent_version", __version__)
         self.python_version = fields.get("python_version", platform.python_version())
@@ -171,6 +180,7 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {name: getattr(self, name) for name in _PLAIN + _ABOUT}
+        d["timeline"] = [list(x) for x in self.timeline]
         d["status_counts"] = {str(k): v for k, v in self.status_counts.items()}
         d["rps"] = self.rps
         for name in _LATENCIES:
@@ -184,6 +194,7 @@ class Result:
     def from_dict(cls, d: dict[str, Any]) -> Result:
         fields = {name: d[name] for name in _PLAIN}
         fields.update({name: d[name] for name in _ABOUT if name in d})
+        fields["timeline"] = d.get("timeline", [])
         fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
         for name in _LATENCIES:
             fields[name] = Latency.from_dict(d[name])
@@ -199,6 +210,45 @@ class Result:
         return "\n".join(_report_lines(self)) + "\n"
 
     __str__ = report
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """IPython's text display: the report."""
+        p.text(repr(self) if cycle else self.report())
+
+    def _repr_html_(self) -> str:
+        """A self-contained summary for notebooks: key figures, failure
+        classes, the percentile table. No JavaScript."""
+        return _html(self)
+
+    def to_pandas(self) -> Any:
+        """The run's figures as a one-row DataFrame (pandas imported here)."""
+        pd = _pandas()
+        row = {k: v for k, v in self.to_dict().items() if not isinstance(v, (dict, list))}
+        row.update({f"fail_{k}": v for k, v in self.failures.items()})
+        for p in (50, 90, 99, 99.9):
+            row[f"p{_pct(p)}"] = self.latency.percentile(p)
+        row["latency_mean"] = self.latency.mean
+        return pd.DataFrame([row])
+
+    def plot(self, kind: str = "percentiles", ax: Any = None) -> Any:
+        """A matplotlib picture of the run, returning the Axes:
+        "percentiles", latency by percentile on a log scale (HdrHistogram's
+        plot); "histogram", how many requests took how long; "timeline",
+        req/s and p99 for each second of the run."""
+        plt = _pyplot()
+        if kind not in ("percentiles", "histogram", "timeline"):
+            raise ValueError(f"kind must be 'percentiles', 'histogram' or 'timeline', not {kind!r}")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 4))
+        title = f"{self.method} {self.path} ({self.agent}, -c {self.concurrency})"
+        if kind == "percentiles":
+            _plot_percentiles(self, ax)
+        elif kind == "histogram":
+            _plot_histogram(self, ax)
+        else:
+            _plot_timeline(self, ax)
+        ax.set_title(title)
+        return ax
 
     def __repr__(self) -> str:
         return (f"<Result {self.method} {self.url}: {self.complete} complete, {self.failed} failed, "
@@ -276,3 +326,114 @@ def _report_lines(r: Result) -> Iterable[str]:
 
 def _pct(p: float) -> str:
     return f"{p:g}" if not math.isclose(p, round(p)) else str(int(p))
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("to_pandas() needs pandas: pip install pandas") from None
+    return pandas
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plot() needs matplotlib: pip install 'httpbench[plot]'") from None
+    return plt
+
+
+def _plot_percentiles(r: Result, ax: Any) -> None:
+    # HdrHistogram's picture: x is 1/(1-p) on a log scale, so the tail
+    # (99%, 99.9%, 99.99%) gets as much room as the body.
+    ps = [p for p in (0, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999)
+          if r.latency.count * (1 - p / 100) >= 0.5 or p <= 99]
+    for lat, label in ((r.latency, "latency"),) + (
+            ((r.latency_uncorrected, "uncorrected"),) if r.rate else ()):
+        xs = [1 / (1 - p / 100) for p in ps]
+        ax.plot(xs, [lat.percentile(p) * 1e3 for p in ps], marker="o", label=label)
+    ax.set_xscale("log")
+    ticks = [p for p in (0, 90, 99, 99.9, 99.99, 99.999) if p in ps]
+    ax.set_xticks([1 / (1 - p / 100) for p in ticks])
+    ax.set_xticklabels([f"{_pct(p)}%" for p in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    if r.rate:
+        ax.legend()
+
+
+def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
+    buckets = r.latency.buckets()
+    if not buckets:
+        raise ValueError("no latencies were recorded")
+    # The histogram's own buckets are finer than a picture needs: gather
+    # them into `bins` equal steps on a log scale.
+    lo, hi = buckets[0][0] * 1e3, buckets[-1][1] * 1e3
+    step = (math.log(hi) - math.log(lo)) / bins if hi > lo else 1.0
+    counts = [0] * bins
+    for b_lo, _, n in buckets:
+        counts[min(bins - 1, int((math.log(b_lo * 1e3) - math.log(lo)) / step))] += n
+    edges = [math.exp(math.log(lo) + i * step) for i in range(bins + 1)]
+    ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges, edges[1:])], align="edge")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("requests")
+
+
+def _plot_timeline(r: Result, ax: Any) -> None:
+    if not r.timeline:
+        raise ValueError("this result has no timeline: only httpbench's own loop records one")
+    # A last second only partly inside the run counts per the part that was;
+    # one of less than a tenth (stragglers after a duration) is no rate.
+    seconds = [x for x in r.timeline if r.time_taken - x[0] >= 0.1] or r.timeline
+    secs = [t for t, _, _, _ in seconds]
+    spans = [min(1.0, max(r.time_taken - t, 0.1)) for t in secs]
+    ax.plot(secs, [c / s for (_, c, _, _), s in zip(seconds, spans)], marker="o",
+            label="req/s")
+    ax.set_xlabel("second of the run")
+    ax.set_ylabel("requests per second")
+    p99 = ax.twinx()
+    p99.plot(secs, [p * 1e3 for _, _, _, p in seconds], color="black", marker=".",
+             label="p99 (within 12.5%)")
+    p99.set_ylabel("p99 latency (ms)")
+    lines = ax.get_legend_handles_labels()
+    more = p99.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower right")
+
+
+def _html(r: Result) -> str:
+    e = html.escape
+    state = "interrupted" if r.interrupted else ("every request completed" if r.ok else
+                                                 f"{r.failed} failed")
+    key = [
+        ("Requests per second", f"{r.rps:,.2f}"),
+        ("Complete / issued", f"{r.complete} / {r.issued}"),
+        ("Failed", str(r.failed)),
+        ("Non-2xx responses", str(r.non_2xx)),
+        ("Time taken", f"{r.time_taken:.3f} s"),
+        ("Latency mean", f"{r.latency.mean * 1e3:.3f} ms"),
+        ("Latency p99", f"{r.latency.p99 * 1e3:.3f} ms"),
+        ("Concurrency", str(r.concurrency)),
+        ("Keep-alive requests", str(r.keepalive_requests)),
+        ("Reconnects", str(r.reconnects)),
+        ("Transferred", f"{r.bytes_received:,} bytes ({r.body_bytes:,} in bodies)"),
+        ("Client CPU per request",
+         f"{r.cpu_time / r.complete * 1e6:.2f} us" if r.complete else "-"),
+        ("Server", r.server_software or "-"),
+        ("Agent", f"{r.agent} {r.agent_version}, Python {r.python_version}"),
+    ]
+    rows = "".join(f"<tr><th style='text-align:left'>{e(k)}</th><td>{e(v)}</td></tr>"
+                   for k, v in key)
+    fails = "".join(f"<td>{r.failures[c]}</td>" for c in FAILURE_CLASSES)
+    fail_head = "".join(f"<th>{c}</th>" for c in FAILURE_CLASSES)
+    pct_head = "".join(f"<th>{_pct(p)}%</th>" for p in PERCENTILES)
+    pct_row = "".join(f"<td>{r.latency.percentile(p) * 1e3:.3f}</td>" for p in PERCENTILES)
+    return (
+        f"<div class='httpbench-result'><p><b>{e(r.method)} {e(r.url)}</b>: {e(state)}</p>"
+        f"<table>{rows}</table>"
+        f"<p>Failures by class</p><table><tr>{fail_head}</tr><tr>{fails}</tr></table>"
+        f"<p>Latency percentiles (ms)</p><table><tr>{pct_head}</tr><tr>{pct_row}</tr></table>"
+        "</div>"
+    )

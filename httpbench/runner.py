@@ -7,7 +7,7 @@ import resource
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from typing import IO, Literal
+from typing import IO, Any, Literal
 from urllib.parse import urlsplit
 
 from . import _core
@@ -47,13 +47,30 @@ def _fd_limit() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    ip = getattr(shell, "get_ipython", lambda: None)() if shell else None
+    return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
+
+
 class _Reporter:
-    """Progress outside the timed path: a live line on a terminal, ab's
+    """Progress outside the timed path, read from Python a few times a
+    second while the C loop runs: a tqdm bar in a notebook or on a terminal
+    when tqdm is installed, else a live line on a terminal, and ab's
     "Completed N requests" lines elsewhere."""
 
     def __init__(self, mode: Progress, total: int | None, stream: IO[str]) -> None:
         tty = stream.isatty()
-        self.live = mode is True or (mode == "auto" and tty)
+        self.bar: Any = None
+        if mode == "auto" and (tty or _in_notebook()):
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                pass
+            else:
+                self.bar = tqdm(total=total, unit="req", file=stream, dynamic_ncols=True)
+        self.done = 0
+        self.live = self.bar is None and (mode is True or (mode == "auto" and tty))
         self.lines = mode == "auto" and not tty and total is not None and total >= 10
         self.total, self.stream = total, stream
         self.step = max(1, (total or 0) // 10)
@@ -63,7 +80,15 @@ class _Reporter:
 
     def update(self, complete: int, failed: int) -> None:
         done = complete + failed
-        if self.live:
+        if self.bar is not None:
+            now = time.monotonic()
+            t, n = self.last
+            self.last = (now, complete)
+            self.bar.update(done - self.done)
+            self.done = done
+            self.bar.set_postfix(rps=f"{(complete - n) / (now - t):,.0f}" if now > t else "-",
+                                 failed=failed, refresh=False)
+        elif self.live:
             now = time.monotonic()
             t, n = self.last
             rps = (complete - n) / (now - t) if now > t else 0.0
@@ -77,6 +102,10 @@ class _Reporter:
                 self.next_line += self.step
 
     def close(self, complete: int, failed: int) -> None:
+        if self.bar is not None:
+            self.update(complete, failed)
+            self.bar.close()
+            return
         if self.live:
             self.stream.write("\r" + " " * 60 + "\r")
         elif self.lines:
@@ -185,5 +214,6 @@ def run(
         latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),  # type: ignore[arg-type]
         connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),  # type: ignore[arg-type]
         waiting=Latency(raw["waiting"]),  # type: ignore[arg-type]
+        timeline=[(t, c, f, p / 1e9) for t, c, f, p in raw["timeline"]],  # type: ignore[attr-defined]
     )
 
