@@ -1,0 +1,125 @@
+"""What a notebook shows: HTML and text reprs, plots, DataFrames, progress."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import re
+import subprocess
+import sys
+
+import pytest
+
+import httpbench
+
+
+@pytest.fixture(scope="module")
+def result():
+    with httpbench.Server() as srv:
+        yield httpbench.run(srv.url("/rnd?c=2048"), duration=2.2, concurrency=4, progress=False)
+
+
+@pytest.fixture(scope="module")
+def failing():
+    with httpbench.Server() as srv:
+        port = srv.port
+    return httpbench.run(f"http://127.0.0.1:{port}/", requests=5, progress=False)
+
+
+def test_html_repr(result, failing):
+    page = result._repr_html_()
+    assert "<script" not in page.lower()
+    assert f"{result.rps:,.2f}" in page and "every request completed" in page
+    for cls in ("connect", "receive", "length", "exceptions", "timeout"):
+        assert f"<th>{cls}</th>" in page
+    for p in ("50%", "99%", "99.99%", "100%"):
+        assert f"<th>{p}</th>" in page
+    bad = failing._repr_html_()
+    assert "5 failed" in bad and "<td>5</td>" in bad
+    cmp = httpbench.compare(agents=["httpbench"], scenarios=["get"], requests=20)
+    assert "<table>" in cmp._repr_html_()
+
+
+def test_pretty_repr(result):
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    assert pretty.pretty(result) == result.report()
+
+
+def test_timeline_is_recorded_per_second(result):
+    seconds = [t for t, _, _, _ in result.timeline]
+    assert seconds[:3] == [0, 1, 2]
+    assert sum(c for _, c, _, _ in result.timeline) == result.complete
+    assert all(p > 0 for _, c, _, p in result.timeline if c)
+    back = httpbench.Result.from_json(result.to_json())
+    assert back.timeline == result.timeline
+
+
+@pytest.mark.parametrize("kind", ["percentiles", "histogram", "timeline"])
+def test_plots_render(result, kind, tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = result.plot(kind)
+    ax.figure.savefig(tmp_path / f"{kind}.png")
+    assert (tmp_path / f"{kind}.png").stat().st_size > 5000
+    assert ax.get_title().startswith("GET /rnd?c=2048")
+    if kind == "percentiles":
+        assert ax.get_xscale() == "log" and ax.get_ylabel() == "latency (ms)"
+        assert "99.99%" in [t.get_text() for t in ax.get_xticklabels()]
+    matplotlib.pyplot.close("all")
+
+
+def test_plot_errors(result, monkeypatch):
+    with pytest.raises(ValueError, match="kind must be"):
+        result.plot("pie")
+    agent = httpbench.agents.run_agent  # a Python agent records no timeline
+    with httpbench.Server() as srv:
+        r = agent("http.client", srv.url("/rnd?c=5"), requests=10)
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match="no timeline"):
+        r.plot("timeline")
+
+
+def test_plot_without_matplotlib_says_what_to_install(result, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(ImportError, match=re.escape("pip install 'httpbench[plot]'")):
+        result.plot()
+
+
+def test_to_pandas(result):
+    pd = pytest.importorskip("pandas")
+    df = result.to_pandas()
+    assert isinstance(df, pd.DataFrame) and len(df) == 1
+    assert df["complete"][0] == result.complete and df["p99"][0] == result.latency.p99
+    hist = result.latency.to_pandas()
+    assert list(hist.columns) == ["lower", "upper", "count"]
+    assert hist["count"].sum() == result.latency.count
+
+
+def test_tqdm_progress_on_a_terminal(monkeypatch):
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    with httpbench.Server() as srv:
+        httpbench.run(srv.url("/delay?ms=5"), requests=150, concurrency=2, stream=stream)
+    text = stream.getvalue()
+    assert "150/150" in text and "req" in text
+
+
+def test_import_of_httpbench_does_not_import_the_optional_libraries():
+    code = ("import sys, httpbench; bad = [m for m in ('pandas', 'matplotlib', 'tqdm', "
+            "'IPython', 'aiohttp', 'httpx', 'requests', 'pycurl') if m in sys.modules]; "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd="/").stdout.strip()
+    assert out == "[]"

@@ -1,0 +1,53 @@
+"""The examples a user starts from: the notebook executed (never committed
+with outputs) and the script run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_notebook_is_committed_without_outputs():
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.read(EXAMPLES / "tour.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+def test_notebook_executes(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    nb = nbformat.read(EXAMPLES / "tour.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert any("httpbench-result" in h for h in html)       # the run's summary
+    assert any("x fastest" in h for h in html)              # the comparison
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= 3                                  # percentiles, timeline, clients
+
+
+def test_tour_script(tmp_path):
+    pytest.importorskip("matplotlib")
+    run = subprocess.run([sys.executable, str(EXAMPLES / "tour.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "Requests per second:" in run.stdout and "x fastest" in run.stdout
+    for name in ("run-percentiles", "run-histogram", "run-timeline", "clients"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 5000
+
+
+def test_fetch_script(tmp_path):
+    run = subprocess.run([sys.executable, str(EXAMPLES / "fetch.py")], capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "HTTP/1.1 200 OK" in run.stdout and "50000 more requests" in run.stdout
