@@ -220,8 +220,8 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true",
                    help="the seed's full 200,000 requests per agent and scenario, no time cap")
     p.add_argument("--no-pin", dest="pin", action="store_false",
-                   help="do not pin this process to one CPU (it is pinned for -c 1, so "
-                        "client and embedded server share a CPU as in the seed's runs)")
+                   help="do not run on one CPU (with the embedded server and -c 1, server and "
+                        "clients share one CPU, as in the seed's runs)")
     p.add_argument("-q", dest="quiet", action="store_true", help="no progress lines")
     p.add_argument("--json", help="write every result as JSON to this file")
     p.add_argument("--markdown", help="write the side-by-side table as Markdown to this file")
@@ -251,20 +251,16 @@ def compare_main(argv: Sequence[str]) -> int:
         return 2
     requests = args.requests or (200_000 if args.full else 20_000)
     duration = args.duration if args.duration is not None else (None if args.full else 3.0)
-    if args.pin and args.concurrency == 1 and hasattr(os, "sched_setaffinity"):
-        # One connection: client and server on the same CPU, as the shared
-        # bench README pins; across CPUs every request pays a wake-up and all
-        # clients look alike.
-        cpu = max(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {cpu})
-        if not args.quiet:
-            print(f"(pinned to CPU {cpu}; --no-pin to leave the scheduler alone)", file=sys.stderr)
+    pin = None if args.pin else False
+    if args.pin and args.url is None and args.concurrency == 1 and not args.quiet:
+        print(f"(on CPU {max(os.sched_getaffinity(0))}, server and clients together; --no-pin "
+              "to leave the scheduler alone)", file=sys.stderr)
     if not args.quiet:
         cap = f", at most {duration:g} s each" if duration else ""
         print(f"Comparing {', '.join(agents or available_agents())}: {requests} requests per "
               f"agent and scenario{cap}, {args.concurrency} connection(s)", file=sys.stderr)
     cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
-                  duration=duration, progress=not args.quiet)
+                  duration=duration, progress=not args.quiet, pin=pin)
     sys.stdout.write(cmp.report())
     if args.json:
         with open(args.json, "w") as f:

@@ -4,6 +4,7 @@ and Python's HTTP clients, each reported in ab's layout, then side by side."""
 from __future__ import annotations
 
 import html
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -140,12 +141,20 @@ class Comparison:
 def compare(url: str | None = None, agents: Sequence[str] | None = None,
             scenarios: Iterable[str] = ("get", "post"), requests: int = 20_000,
             concurrency: int = 1, duration: float | None = None,
-            timeout: float = 30.0, progress: bool = False) -> Comparison:
+            timeout: float = 30.0, progress: bool = False,
+            pin: bool | None = None) -> Comparison:
     """Runs each agent through each scenario against url (None: the embedded
     server). An agent that is not installed is left out with a note; one that
     fails counts its failures in its own result and the others still run.
     duration caps each run's time (the slow clients then make fewer
-    requests)."""
+    requests).
+
+    pin (default: with the embedded server and one connection) runs the
+    comparison on one CPU, server and clients together, as the seed's
+    single-connection runs did: across CPUs every request pays a wake-up that
+    dwarfs the clients' differences. Only the calling thread's affinity is
+    changed, and it is restored on return; the threads started meanwhile
+    inherit it and end with the comparison."""
     known = list(AGENTS)
     names = list(agents) if agents is not None else known
     unknown = [a for a in names if a not in AGENTS]
@@ -165,6 +174,12 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
             notes.append(f"{name} is not installed here (pip install 'httpbench[agents]'); "
                          "left out")
     results: dict[tuple[str, str], Result] = {}
+    if pin is None:
+        pin = url is None and concurrency == 1
+    restore = None
+    if pin and hasattr(os, "sched_setaffinity"):
+        restore = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {max(restore)})
     server = Server() if url is None else None
     try:
         for name in runnable:
@@ -191,4 +206,6 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     finally:
         if server is not None:
             server.close()
+        if restore is not None:
+            os.sched_setaffinity(0, restore)
     return Comparison(results, notes, runnable, scenario_list)

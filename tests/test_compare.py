@@ -180,3 +180,13 @@ def test_main_job_compares_every_installed_agent(tmp_path):
         assert re.search(rf"== {re.escape(agent)} \S+, get", r.stdout), agent
         assert re.search(rf"== {re.escape(agent)} \S+, post", r.stdout), agent
     assert "== Side by side" in r.stdout
+
+
+def test_pinning_is_restored():
+    import os
+
+    before = os.sched_getaffinity(0)
+    httpbench.compare(agents=["httpbench"], scenarios=["get"], requests=50)
+    assert os.sched_getaffinity(0) == before
+    httpbench.compare(agents=["httpbench"], scenarios=["get"], requests=50, pin=False)
+    assert os.sched_getaffinity(0) == before
