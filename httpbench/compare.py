@@ -73,6 +73,11 @@ class Comparison:
 
     __str__ = report
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """IPython's text display: the side-by-side table and the notes."""
+        p.text("<Comparison>" if cycle else self.table() +
+               "".join(f"\nnote: {n}" for n in self.notes))
+
     def to_markdown(self) -> str:
         lines = ["| agent | version | scenario | requests | req/s | mean ms | p99 ms | failed "
                  "| reconnects | x fastest |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]

@@ -43,6 +43,8 @@ def test_html_repr(result, failing):
 def test_pretty_repr(result):
     pretty = pytest.importorskip("IPython.lib.pretty")
     assert pretty.pretty(result) == result.report()
+    cmp = httpbench.compare(agents=["httpbench"], scenarios=["get"], requests=20)
+    assert pretty.pretty(cmp).startswith(cmp.table())
 
 
 def test_timeline_is_recorded_per_second(result):
