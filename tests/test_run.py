@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import shutil
+import subprocess
 import threading
 import time
 
+import _support
 import pytest
 
 import httpbench
@@ -335,3 +339,22 @@ def test_byte_counts_are_the_wire_bytes(scripted):
     assert r.body_bytes == 30 and r.document_length == 10
     assert r.bytes_sent == sum(len(q) for q in srv.requests)
     assert r.server_software == "s/1"
+
+
+def test_byte_counts_equal_abs_against_nginx():
+    """The same server, the same URL: Total and HTML transferred as ab counts
+    them (nginx answers ab's HTTP/1.0 keep-alive and our HTTP/1.1 alike)."""
+    if shutil.which("ab") is None:
+        pytest.skip("ab is not installed (apt-get install apache2-utils)")
+    with _support.nginx() as server:
+        if server is None:
+            pytest.skip("nginx is not installed (apt-get install nginx-light)")
+        url = f"http://127.0.0.1:{server[0]}/rnd?c=2048"
+        out = subprocess.run(["ab", "-q", "-k", "-n", "1000", "-c", "4", url], capture_output=True,
+                             text=True, check=True, env=_support.tool_env()).stdout
+        r = httpbench.run(url, requests=1000, concurrency=4, progress=False)
+    total = int(re.search(r"Total transferred:\s+(\d+) bytes", out).group(1))
+    html = int(re.search(r"HTML transferred:\s+(\d+) bytes", out).group(1))
+    doc = int(re.search(r"Document Length:\s+(\d+) bytes", out).group(1))
+    assert (r.bytes_received, r.body_bytes, r.document_length) == (total, html, doc)
+    assert r.complete == 1000 and r.keepalive_requests == 1000
