@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import resource
 import shutil
 import subprocess
 import threading
@@ -358,3 +359,16 @@ def test_byte_counts_equal_abs_against_nginx():
     doc = int(re.search(r"Document Length:\s+(\d+) bytes", out).group(1))
     assert (r.bytes_received, r.body_bytes, r.document_length) == (total, html, doc)
     assert r.complete == 1000 and r.keepalive_requests == 1000
+
+
+def test_many_connections(server):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 2 * 400 + 64  # both ends live in this process
+    if soft < need:
+        if hard != resource.RLIM_INFINITY and hard < need:
+            pytest.skip(f"the open-file limit ({hard}) is below {need}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    r = httpbench.run(server.url("/rnd?c=512"), requests=4000, concurrency=400, threads=2,
+                      progress=False)
+    exact(r)
+    assert (r.complete, r.failed, r.connects) == (4000, 0, 400)
