@@ -31,11 +31,18 @@ def test_parser_cases_whole_and_split(tmp_path):
     assert int(passed) >= 110 and failed == "0"
 
 
-@pytest.mark.parametrize("driver,corpus", [("fuzz_response", "corpus"),
-                                           ("fuzz_request", "corpus_request")])
-def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver, corpus):
-    exe = build(tmp_path, driver, f"tests/c/{driver}.c", "csrc/parser.c",
-                defines=("-DHB_FUZZ_MAIN",))
+DRIVERS = {
+    "fuzz_response": ("corpus", ["csrc/parser.c"]),
+    "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
+    "fuzz_session": ("corpus_session", ["csrc/session.c", "csrc/route.c", "csrc/parser.c",
+                                        "csrc/buf.c"]),
+}
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver):
+    corpus, sources = DRIVERS[driver]
+    exe = build(tmp_path, driver, f"tests/c/{driver}.c", *sources, defines=("-DHB_FUZZ_MAIN",))
     seeds = sorted((ROOT / "tests/c" / corpus).iterdir())
     assert len(seeds) >= 5
     run = subprocess.run([exe, *map(str, seeds)], capture_output=True, text=True, timeout=60,
