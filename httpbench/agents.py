@@ -16,6 +16,7 @@ import platform
 import resource
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,8 +35,9 @@ def _head_bytes(status: int, reason: str, headers: Sequence[tuple[str, str]]) ->
 
 
 class Agent:
-    """One HTTP client. Sync agents implement open/request/close; a worker
-    thread owns one session (one kept-alive connection)."""
+    """One HTTP client: its name, the module it needs, its version. How it
+    runs depends on its kind: SyncAgent (a worker thread per connection),
+    AiohttpAgent (one event loop) or HttpbenchAgent (the C loop)."""
 
     name = ""
     module = ""
@@ -51,23 +53,30 @@ class Agent:
             return False
         return True
 
-    def open(self, host: str, port: int, timeout: float) -> Any:
-        raise NotImplementedError
 
+class SyncAgent(Agent, ABC):
+    """A blocking client: a worker thread owns one session (one kept-alive
+    connection) and sends its requests one after another."""
+
+    @abstractmethod
+    def open(self, host: str, port: int, timeout: float) -> Any:
+        """A new session to host:port."""
+
+    @abstractmethod
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
         """(status, body, head bytes) of one exchange."""
-        raise NotImplementedError
 
+    @abstractmethod
     def connections(self, session: Any) -> int:
         """Sockets the session has opened so far."""
-        raise NotImplementedError
 
+    @abstractmethod
     def close(self, session: Any) -> None:
-        pass
+        """Releases the session."""
 
 
-class HttpClientAgent(Agent):
+class HttpClientAgent(SyncAgent):
     name, module = "http.client", "http.client"
 
     def version(self) -> str:
@@ -113,7 +122,7 @@ def _counting_pool(counter: list[int]) -> Any:
                 {"ConnectionCls": CountingConnection})
 
 
-class Urllib3Agent(Agent):
+class Urllib3Agent(SyncAgent):
     name, module = "urllib3", "urllib3"
 
     def open(self, host: str, port: int, timeout: float) -> Any:
@@ -134,7 +143,7 @@ class Urllib3Agent(Agent):
         session.close()
 
 
-class RequestsAgent(Agent):
+class RequestsAgent(SyncAgent):
     name, module = "requests", "requests"
 
     def open(self, host: str, port: int, timeout: float) -> Any:
@@ -161,7 +170,7 @@ class RequestsAgent(Agent):
         session.close()
 
 
-class HttpxAgent(Agent):
+class HttpxAgent(SyncAgent):
     name, module = "httpx", "httpx"
 
     def open(self, host: str, port: int, timeout: float) -> Any:
@@ -188,7 +197,7 @@ class HttpxAgent(Agent):
         session.close()
 
 
-class PycurlAgent(Agent):
+class PycurlAgent(SyncAgent):
     name, module = "pycurl", "pycurl"
 
     def version(self) -> str:
@@ -353,7 +362,7 @@ class _ThreadCPU:
         tally.cpu_sys = end.ru_stime - self.start.ru_stime
 
 
-def _sync_worker(agent: Agent, plan: _Plan, tally: _Tally, host: str, port: int, url: str,
+def _sync_worker(agent: SyncAgent, plan: _Plan, tally: _Tally, host: str, port: int, url: str,
                  path: str, method: str, headers: dict[str, str], timeout: float) -> None:
     cpu = _ThreadCPU()
     try:
@@ -424,7 +433,7 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
         raise ValueError(f"unknown agent {agent_name!r}; available here: "
                          f"{', '.join(available_agents())}")
     agent = AGENTS[agent_name]
-    if agent_name == "httpbench":
+    if isinstance(agent, HttpbenchAgent):
         r = run(url, method, body, None, requests, duration, concurrency, timeout=timeout,
                 progress=False, lengths_vary=lengths_vary)
         r.agent, r.agent_version = agent_name, agent.version()
@@ -436,10 +445,11 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
     t0 = time.perf_counter()
     interrupted = False
     try:
-        if agent_name == "aiohttp":
+        if isinstance(agent, AiohttpAgent):
             _in_thread(lambda: asyncio.run(_aiohttp_run(plan, tallies, url, method, headers,
                                                         timeout)), tallies[0])
         else:
+            assert isinstance(agent, SyncAgent)
             threads = [threading.Thread(target=_sync_worker, args=(agent, plan, t, host, port, url,
                                                                   path, method, headers, timeout),
                                         daemon=True) for t in tallies]
@@ -501,7 +511,7 @@ def _result(agent: Agent, url: str, method: str, host: str, port: int, path: str
         bytes_sent=0, document_length=plan.doc_len, server_software="",
         keepalive_requests=max(0, complete - connects), connects=connects,
         reconnects=max(0, connects - concurrency), concurrency=concurrency,
-        threads=concurrency if agent.name != "aiohttp" else 1,
+        threads=1 if isinstance(agent, AiohttpAgent) else concurrency,
         cpu_user=sum(t.cpu_user for t in tallies), cpu_sys=sum(t.cpu_sys for t in tallies),
         rate=None, interrupted=interrupted,
         first_error=next((t.first_error for t in tallies if t.first_error), ""),
