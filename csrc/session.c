@@ -400,8 +400,13 @@ static int take_body(hb_sess *s)
 static void respond(hb_sess *s, int64_t now)
 {
     if (s->plan.delay_ns > 0) {
+        /* From the clock, not from `now`: within one advance the session may
+         * have sent a response and read the next request since `now` was
+         * taken, and a delay counted from then would end early. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         s->state = S_DELAY;
-        s->wake_at = now + s->plan.delay_ns;
+        s->wake_at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + s->plan.delay_ns;
         return;
     }
     /* Out of memory for a head of a few hundred bytes: give up. */
