@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -559,11 +560,40 @@ static void tick(bthread *t, int64_t now)
             } else if (now - c->t_start >= timeout) {
                 fail(t, c, &t->res->fail_timeout, now, "timed out");
             }
-        } else if (c->state == C_RATE && (now >= c->next_at || b->stopping ||
-                                          (b->end && now >= b->end))) {
-            start_request(t, c, now);
         }
     }
+}
+
+/* Under a rate: starts the connections whose intended start has come (or
+ * that a stop or the duration's end releases), and returns the earliest
+ * intended start still to come, INT64_MAX if none. The loop waits until
+ * then: waiting for the next tick instead would start requests up to a
+ * tick late, and that lateness would count in the corrected latency. */
+static int64_t start_due(bthread *t, int64_t now)
+{
+    hb_bench *b = t->b;
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < t->nconns && t->rate_waiting > 0; i++) {
+        bconn *c = &t->conns[i];
+        if (c->state != C_RATE)
+            continue;
+        if (now >= c->next_at || b->stopping || (b->end && now >= b->end))
+            start_request(t, c, now);
+        else if (c->next_at < next)
+            next = c->next_at;
+    }
+    return next;
+}
+
+/* epoll_wait for at most `ns` nanoseconds: epoll_pwait2 keeps the
+ * nanoseconds (Linux 5.11), else whole milliseconds, rounded up. */
+static int wait_ns(int ep, struct epoll_event *events, int64_t ns)
+{
+    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+    int n = epoll_pwait2(ep, events, EVENTS, &ts, NULL);
+    if (n < 0 && errno == ENOSYS)
+        n = epoll_wait(ep, events, EVENTS, (int)((ns + 999999) / 1000000));
+    return n;
 }
 
 static double cpu_seconds(const struct timeval *tv)
@@ -601,15 +631,27 @@ static void *thread_main(void *arg)
             next_tick = now + TICK_NS;
         }
     }
+    /* Under a rate the loop wakes for each intended start: with the kernel's
+     * default slack (50 us) a timer may fire that much late. */
+    if (!t->blocking && b->cfg.rate > 0)
+        prctl(PR_SET_TIMERSLACK, 1UL);
     while (!t->blocking) {
         /* Start the next requests; a bounded number, so a run of instant
          * failures (a server that is down) still lets events through. */
         for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
+        int64_t due = t->rate_waiting > 0 ? start_due(t, now) : INT64_MAX;
         if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0)
             break;
-        /* No timeout: the tick is an event (data.ptr NULL) of its own. */
-        int n = epoll_wait(t->ep, events, EVENTS, t->nready > 0 ? 0 : -1);
+        /* No timeout in closed loop: the tick is an event (data.ptr NULL)
+         * of its own. */
+        int n;
+        if (t->nready > 0)
+            n = epoll_wait(t->ep, events, EVENTS, 0);
+        else if (due == INT64_MAX)
+            n = epoll_wait(t->ep, events, EVENTS, -1);
+        else
+            n = wait_ns(t->ep, events, due > hb_now_ns() ? due - hb_now_ns() : 0);
         now = hb_now_ns();
         int ticked = 0;
         for (int i = 0; i < n; i++) {

@@ -73,6 +73,20 @@ def test_rate_is_open_loop_and_corrected(server):
     assert "corrected" in r.report() and "uncorrected" in r.report()
 
 
+def test_rate_starts_on_time(server):
+    """Each connection starts every 7/600 s = 11.67 ms, out of step with the
+    loop's 5 ms tick: a request started at the next tick instead of at its
+    intended start would carry up to 5 ms of the client's own lateness into
+    the corrected figure (2.5 ms at the median). The server answers in tens
+    of microseconds, so the corrected median must stay well under that."""
+    r = httpbench.run(server.url("/rnd?c=10"), rate=600, duration=1.0, concurrency=7,
+                      progress=False)
+    exact(r)
+    assert r.failed == 0 and 540 <= r.issued <= 610
+    assert r.latency.p50 < 0.001, r.latency
+    assert r.latency.p50 - r.latency_uncorrected.p50 < 0.0008, (r.latency, r.latency_uncorrected)
+
+
 def test_coordinated_omission_is_corrected(server):
     """At 100/s on one connection against 50 ms responses, requests queue:
     measured from their intended start, latency grows far past 50 ms, while
