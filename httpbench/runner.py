@@ -168,14 +168,17 @@ def run(
         raise ValueError(f"duration must be positive, not {duration!r}")
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
-    limit = _fd_limit()
-    if concurrency > limit - 16:
-        raise ValueError(f"concurrency {concurrency} is above the open-file limit ({limit}); "
-                         "raise it with ulimit -n")
     if threads is None:
         threads = min(os.cpu_count() or 1, concurrency)
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive int, not {threads!r}")
+    # A socket per connection, an epoll and a timerfd per thread, and room
+    # for what the process has open already.
+    limit, files = _fd_limit(), concurrency + 2 * min(threads, concurrency) + 16
+    if files > limit:
+        raise ValueError(f"concurrency {concurrency} over {min(threads, concurrency)} threads "
+                         f"needs {files} files, above the open-file limit ({limit}); "
+                         "raise it with ulimit -n")
     if rate is not None and not rate > 0:
         raise ValueError(f"rate must be positive, not {rate!r}")
     if not timeout > 0:

@@ -287,6 +287,16 @@ def test_bad_arguments(kwargs, error):
         httpbench.run(**kwargs, progress=False)
 
 
+def test_threads_count_against_the_open_file_limit():
+    """Each thread holds an epoll and a timerfd beside its share of the
+    sockets: a concurrency that fits on its own does not with many threads."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft > 1 << 20:
+        pytest.skip("no finite open-file limit")
+    with pytest.raises(ValueError, match="over 64 threads needs .* open-file limit"):
+        httpbench.run("http://127.0.0.1:1/", concurrency=soft - 20, threads=64, progress=False)
+
+
 def test_progress_lines_off_a_terminal(server, tmp_path):
     with open(tmp_path / "err", "w+") as stream:
         httpbench.run(server.url("/rnd?c=1"), requests=1000, concurrency=2, stream=stream)
