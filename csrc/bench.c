@@ -585,10 +585,12 @@ static int64_t start_due(bthread *t, int64_t now)
     return next;
 }
 
-/* epoll_wait for at most `ns` nanoseconds: epoll_pwait2 keeps the
- * nanoseconds (Linux 5.11), else whole milliseconds, rounded up. */
+/* epoll_wait for at most `ns` nanoseconds (none if negative): epoll_pwait2
+ * keeps the nanoseconds (Linux 5.11), else whole milliseconds, rounded up. */
 static int wait_ns(int ep, struct epoll_event *events, int64_t ns)
 {
+    if (ns < 0)
+        ns = 0;
     struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
     int n = epoll_pwait2(ep, events, EVENTS, &ts, NULL);
     if (n < 0 && errno == ENOSYS)
@@ -651,7 +653,7 @@ static void *thread_main(void *arg)
         else if (due == INT64_MAX)
             n = epoll_wait(t->ep, events, EVENTS, -1);
         else
-            n = wait_ns(t->ep, events, due > hb_now_ns() ? due - hb_now_ns() : 0);
+            n = wait_ns(t->ep, events, due - hb_now_ns());
         now = hb_now_ns();
         int ticked = 0;
         for (int i = 0; i < n; i++) {
@@ -722,7 +724,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     b->nthreads = nt;
     b->threads = calloc((size_t)nt, sizeof *b->threads);
     if (b->threads == NULL)
-        goto nomem;
+        goto error;
     b->start = hb_now_ns();
     b->last_outcome = b->start;
     b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
@@ -735,11 +737,11 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
         t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
         t->scratch = malloc(SCRATCH);
-        t->res = malloc(sizeof *t->res);
+        t->res = calloc(1, sizeof *t->res); /* zeroed: freed on the error path unset */
         t->ep = epoll_create1(EPOLL_CLOEXEC);
         if (t->conns == NULL || t->ready == NULL || t->scratch == NULL || t->res == NULL ||
             t->ep < 0)
-            goto nomem;
+            goto error;
         result_init(t->res);
         for (int j = 0; j < t->nconns; j++)
             t->conns[j].fd = -1;
@@ -750,7 +752,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
             t->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
             if (t->tick_fd < 0 || timerfd_settime(t->tick_fd, 0, &every, NULL) != 0 ||
                 epoll_ctl(t->ep, EPOLL_CTL_ADD, t->tick_fd, &ev) != 0)
-                goto nomem;
+                goto error;
         }
         /* Under a rate each connection starts every conc/rate seconds. */
         if (cfg->rate > 0)
@@ -772,9 +774,14 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return b;
-nomem:
-    hb_bench_free(b);
-    errno = ENOMEM;
+error:
+    /* Every way here set errno: ENOMEM from an allocation, EMFILE or the
+     * like from epoll or timerfd. Freeing must not lose it. */
+    {
+        int err = errno;
+        hb_bench_free(b);
+        errno = err;
+    }
     return NULL;
 }
 
