@@ -47,7 +47,11 @@ class _State:
         self.fail = [_parse_fail(e) for e in config.getoption("httpbench_compare_fail") or []]
         self.dir = Path(config.getoption("httpbench_dir") or (config.rootpath / ".httpbench"))
         self.baseline: dict[str, dict[str, Any]] = {}
-        self.worker = os.environ.get("PYTEST_XDIST_WORKER")
+        # xdist gives its workers' configs a workerinput; the environment
+        # variable would also be inherited by a pytest started from a
+        # worker's test, which is a controller of its own.
+        workerinput = getattr(config, "workerinput", None)
+        self.worker: str | None = workerinput["workerid"] if workerinput else None
         self.parallel = self.worker is not None or bool(
             getattr(config.option, "numprocesses", None))
         if self.fail and not self.compare:
