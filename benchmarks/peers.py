@@ -6,7 +6,7 @@ As ../shared/bench/README.md says:
 - one connection, client and server on the same CPU: req/s as a fraction of
   ../shared/bench/floor.c;
 - 50 connections, client on CPU 0, server on CPU 1: req/s, and the client's
-  CPU time per request (user + system, from wait4) as a ratio to ab's;
+  CPU time per request (user + system, from wait4), each as a ratio to ab's;
 - 1,000 connections: the client's peak RSS growth over one connection.
 Servers: nginx (one worker, access_log off) where installed, and the embedded
 server. Peers that are not installed are skipped with a note.
@@ -127,7 +127,7 @@ def main() -> int:
             ab = many.get("ab -k")
             print("50 connections, client on CPU 0, server on CPU 1:")
             for name, (rps, us) in many.items():
-                rel = f"{us / ab[1]:.2f} of ab's" if ab else ""
+                rel = f"{rps / ab[0]:>5.2f} of ab's req/s, {us / ab[1]:.2f} of its CPU" if ab else ""
                 print(f"  {name:<14}{rps:>10,.0f} req/s{us:>8.2f} us CPU/request  {rel}")
             print("1,000 connections, peak RSS growth over one connection:")
             for name, kib in rss.items():
