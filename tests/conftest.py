@@ -18,10 +18,23 @@ from typing import Any
 
 import pytest
 
+import httpbench
+
 # The benchmarks' helpers (nginx as a peer) serve the tests too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 Step = tuple[Any, ...]
+
+
+def answers_at_speed(port: int, path: str, count: int, within: float = 0.5) -> None:
+    """Asserts that `count` keep-alive GETs of `path` complete within
+    `within` seconds: what a stalled or slow connection beside them must not
+    hold up."""
+    t0 = time.monotonic()
+    with httpbench.Connection("127.0.0.1", port) as conn:
+        for _ in range(count):
+            assert conn.request("GET", path).status == 200
+    assert time.monotonic() - t0 < within
 
 
 def read_message(sock: socket.socket) -> bytes:
