@@ -14,16 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How far a socket timeout may lag behind the deadline before it is moved:
+/* How far a socket timeout may end after the deadline before it is moved:
  * a request that has waited less than this never pays a setsockopt. */
 #define SLACK_NS 2000000
-
-int64_t hb_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 int hb_net_resolve(const char *host, const char *port, hb_addr *out, int max, char *err,
                    size_t errlen)
@@ -97,24 +90,27 @@ int hb_sock_wait(hb_sock *s, short events, int64_t deadline)
     }
 }
 
-/* Brings the kernel's timeout `opt` within SLACK_NS of the time left.
- * Returns 0, or -1 with errno (ETIMEDOUT when no time is left). */
-static int track_deadline(hb_sock *s, int opt, int64_t *cur, int64_t deadline)
+int hb_net_bound_wait(int fd, int opt, int64_t *cur, int64_t left)
 {
-    int64_t left = deadline - hb_now_ns();
     if (left <= 0) {
         errno = ETIMEDOUT;
         return -1;
     }
-    if (*cur - left <= SLACK_NS && left - *cur <= SLACK_NS)
+    if (*cur != 0 && *cur <= left + SLACK_NS && *cur >= left / 2)
         return 0;
     /* A zero timeval would mean no timeout at all. */
     int64_t us = left / 1000 > 0 ? left / 1000 : 1;
     struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (suseconds_t)(us % 1000000)};
-    if (setsockopt(s->fd, SOL_SOCKET, opt, &tv, sizeof tv) != 0)
+    if (setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv) != 0)
         return -1;
     *cur = left;
     return 0;
+}
+
+/* Bounds the next wait of kind `opt` on s by the deadline. */
+static int track_deadline(hb_sock *s, int opt, int64_t *cur, int64_t deadline)
+{
+    return hb_net_bound_wait(s->fd, opt, cur, deadline - hb_now_ns());
 }
 
 int hb_sock_open(hb_sock *s, const hb_addr *addrs, int n, int64_t deadline)

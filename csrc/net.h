@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 /* Outcomes of the network and connection layers. Only the glue turns them
  * into exceptions. */
@@ -69,8 +70,23 @@ struct hb_sock {
 /* Plain TCP: TCP_NODELAY, close-on-exec, no SIGPIPE. */
 extern const hb_transport hb_net_tcp;
 
-/* CLOCK_MONOTONIC now, in nanoseconds. */
-int64_t hb_now_ns(void);
+/* CLOCK_MONOTONIC now, in nanoseconds. Inline, so that code without the
+ * rest of net.c (the session and its fuzz driver) reads the same clock. */
+static inline int64_t hb_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Bounds the next blocking call on fd by `left` nanoseconds through its
+ * timeout `opt` (SO_RCVTIMEO or SO_SNDTIMEO), whose setting the caller keeps
+ * in *cur (ns; 0 when never set). The timeout is moved only when it would
+ * end more than a slack (2 ms) after `left`, or before half of it: a run of
+ * fast waits never pays a setsockopt, and a wait never ends more than the
+ * slack late (an early end costs the caller one more call). Returns 0, or -1
+ * with errno (ETIMEDOUT when left <= 0). */
+int hb_net_bound_wait(int fd, int opt, int64_t *cur, int64_t left);
 
 /* Resolves host and port (a name or a number) into at most `max` stream
  * addresses. Returns how many, or -1 with a message in err. Blocks in

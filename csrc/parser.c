@@ -254,23 +254,76 @@ static const char *parse_content_length(const char *v, size_t n, int *seen, uint
     return any ? NULL : "invalid Content-Length value";
 }
 
+/* One transfer-coding (RFC 9110 section 10.1.4, RFC 9112 section 6.1):
+ *   token *( OWS ";" OWS token BWS "=" BWS ( token / quoted-string ) )
+ * Returns the length of its name, or 0 when e[0..n) is not one; sets
+ * *params when parameters follow the name. */
+static size_t coding_name(const char *e, size_t n, int *params)
+{
+    size_t i = 0, k;
+    while (i < n && is_tchar[(unsigned char)e[i]])
+        i++;
+    size_t name = i;
+    *params = 0;
+    while (name > 0 && i < n) {
+        while (i < n && is_ows(e[i]))
+            i++;
+        if (i == n || e[i] != ';')
+            return 0;
+        *params = 1;
+        for (i++; i < n && is_ows(e[i]); i++)
+            ;
+        for (k = i; i < n && is_tchar[(unsigned char)e[i]]; i++)
+            ;
+        if (i == k)
+            return 0;
+        while (i < n && is_ows(e[i]))
+            i++;
+        if (i == n || e[i] != '=')
+            return 0;
+        for (i++; i < n && is_ows(e[i]); i++)
+            ;
+        if (i < n && e[i] == '"') {
+            for (i++; i < n && e[i] != '"'; i++)
+                i += e[i] == '\\'; /* quoted-pair */
+            if (i >= n)
+                return 0;
+            i++;
+        } else {
+            for (k = i; i < n && is_tchar[(unsigned char)e[i]]; i++)
+                ;
+            if (i == k)
+                return 0;
+        }
+    }
+    return name;
+}
+
 /* Transfer-Encoding codings (RFC 9112 section 6.1): counts chunked and the
- * other codings, notes whether chunked is the final one. */
-static void parse_transfer_encoding(const char *v, size_t n, unsigned *chunked, int *last_chunked,
-                                    unsigned *others)
+ * other codings, notes whether chunked is the final one. Anything that is
+ * not a list of codings is refused, and so is chunked with parameters
+ * (RFC 9112 section 7 defines none): reading "chunked foo" or
+ * "chunked;q=1" as chunked where a proxy in front reads it otherwise is a
+ * request smuggling seam. Returns NULL, or the defect. */
+static const char *parse_transfer_encoding(const char *v, size_t n, unsigned *chunked,
+                                           int *last_chunked, unsigned *others)
 {
     list_iter it = {v, v + n};
     const char *e;
     size_t elen;
     while (list_next(&it, &e, &elen)) {
-        size_t name = 0;
-        while (name < elen && e[name] != ';' && !is_ows(e[name]))
-            name++;
+        int params;
+        size_t name = coding_name(e, elen, &params);
+        if (name == 0)
+            return "invalid Transfer-Encoding";
         int is_chunked = NAME_IS(e, name, "chunked");
+        if (is_chunked && params)
+            return "chunked transfer coding with parameters";
         *chunked += (unsigned)is_chunked;
         *others += (unsigned)!is_chunked;
         *last_chunked = is_chunked;
     }
+    return NULL;
 }
 
 /* Connection options (RFC 9112 section 9.6): close and keep-alive. */
@@ -347,7 +400,9 @@ static const char *parse_framing(hb_response *r, const char *buf, int flags)
         case 17:
             if (NAME_IS(name, 17, "transfer-encoding")) {
                 has_te = 1;
-                parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked, &others);
+                if ((bad = parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked,
+                                                   &others)) != NULL)
+                    return bad;
             }
             break;
         }
@@ -621,7 +676,9 @@ static const char *request_framing(hb_request *r, const char *buf)
                 return bad;
         } else if (NAME_IS(name, h->name_len, "transfer-encoding")) {
             has_te = 1;
-            parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked, &others);
+            if ((bad = parse_transfer_encoding(value, h->value_len, &chunked, &last_chunked,
+                                               &others)) != NULL)
+                return bad;
         } else if (NAME_IS(name, h->name_len, "expect")) {
             r->expect_continue = NAME_IS(value, h->value_len, "100-continue");
         }

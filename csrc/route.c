@@ -145,6 +145,11 @@ static int hex(char c)
     return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
+/* How a static file is opened: O_NONBLOCK, so that a FIFO or a device
+ * under the directory cannot block the thread in open(2) (a FIFO's open
+ * waits for a writer); only regular files are then served. */
+#define STATIC_OPEN (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
 /* Opens rel (already decoded, relative) beneath the static directory and
  * never outside it: with openat2's RESOLVE_BENEATH, which also refuses
  * symlinks that leave, or else by checking the resolved path. */
@@ -153,7 +158,7 @@ static int open_beneath(int dir_fd, const char *rel)
 #ifdef SYS_openat2
     struct open_how how;
     memset(&how, 0, sizeof how);
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+    how.flags = STATIC_OPEN;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     long fd = syscall(SYS_openat2, dir_fd, rel, &how, sizeof how);
     if (fd >= 0 || errno != ENOSYS)
@@ -173,7 +178,7 @@ static int open_beneath(int dir_fd, const char *rel)
         errno = EXDEV;
         return -1;
     }
-    return open(real, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+    return open(real, STATIC_OPEN | O_NOFOLLOW);
 }
 
 static void route_static(const hb_route_static *st, const char *path, size_t n, hb_plan *plan)

@@ -25,9 +25,10 @@
 
 #define EVENTS 256
 #define ACCEPT_BATCH 64
-/* How often an event loop looks for connections past their deadlines, and
- * how long a blocked thread waits before it looks at the stop flag. */
-#define TICK_NS 100000000LL
+/* How often an event loop looks for connections past their deadlines. */
+#define SWEEP_NS 100000000LL
+/* How long the acceptor waits when out of descriptors before trying again. */
+#define ACCEPT_PAUSE_NS 100000000LL
 #define THREAD_STACK (256 * 1024)
 
 typedef struct hb_loop hb_loop;
@@ -228,7 +229,7 @@ static void accept_some(hb_loop *l, int64_t now)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        hb_sess_init(s, fd, &srv->sh, now);
+        hb_sess_init(s, fd, &srv->sh, now, 0);
         s->events = EPOLLIN;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -267,10 +268,10 @@ static void *loop_main(void *arg)
 {
     hb_loop *l = arg;
     struct epoll_event events[EVENTS];
-    int64_t next_sweep = hb_now_ns() + TICK_NS;
+    int64_t next_sweep = hb_now_ns() + SWEEP_NS;
 
     for (;;) {
-        int n = epoll_wait(l->ep, events, EVENTS, (int)(TICK_NS / 1000000));
+        int n = epoll_wait(l->ep, events, EVENTS, (int)(SWEEP_NS / 1000000));
         int64_t now = hb_now_ns();
         for (int i = 0; i < n; i++) {
             void *tag = events[i].data.ptr;
@@ -301,7 +302,7 @@ static void *loop_main(void *arg)
         arm_timer(l);
         if (now >= next_sweep) {
             sweep(l, now);
-            next_sweep = now + TICK_NS;
+            next_sweep = now + SWEEP_NS;
         }
     }
 }
@@ -358,8 +359,10 @@ static void *conn_main(void *arg)
                 ppoll(&p, 1, &ts, NULL);
             }
         }
-        /* HB_WANT_READ / WRITE: the blocking call timed out (a tick); look
-         * at the deadline and the stop flag, then block again. */
+        /* HB_WANT_READ / WRITE: the blocking call ended at the session's
+         * deadline (the session bounds every wait by it), or early, cut
+         * short by a shutdown from hb_srv_stop: look at both, then block
+         * again. No periodic wake-up: an idle connection costs nothing. */
     }
     pthread_mutex_lock(&srv->mu);
     list_remove(&srv->live, s);
@@ -380,38 +383,36 @@ static void *acceptor_main(void *arg)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, THREAD_STACK);
-    struct timeval tick = {.tv_sec = 0, .tv_usec = TICK_NS / 1000};
     int one = 1;
 
     while (!srv->stopping) {
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                struct timespec pause = {0, TICK_NS};
+                struct timespec pause = {0, ACCEPT_PAUSE_NS};
                 nanosleep(&pause, NULL);
             }
             continue;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        /* Blocking calls return after a tick so the thread can look at its
-         * deadline and the stop flag. */
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tick, sizeof tick);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tick, sizeof tick);
         hb_sess *s = malloc(sizeof *s);
         if (s == NULL) {
             close(fd);
             continue;
         }
-        hb_sess_init(s, fd, &srv->sh, hb_now_ns());
+        hb_sess_init(s, fd, &srv->sh, hb_now_ns(), 1);
         s->driver = srv;
         pthread_mutex_lock(&srv->mu);
         list_add(&srv->live, s);
         srv->nlive++;
+        /* Counted before the thread can answer anything on it. */
+        __atomic_add_fetch(&srv->connections, 1, __ATOMIC_RELAXED);
         pthread_t t;
         int rc = srv->stopping ? -1 : pthread_create(&t, &attr, conn_main, s);
         if (rc != 0) {
             list_remove(&srv->live, s);
             srv->nlive--;
+            __atomic_sub_fetch(&srv->connections, 1, __ATOMIC_RELAXED);
         }
         pthread_mutex_unlock(&srv->mu);
         if (rc != 0) {
@@ -420,7 +421,6 @@ static void *acceptor_main(void *arg)
             free(s);
             continue;
         }
-        __atomic_add_fetch(&srv->connections, 1, __ATOMIC_RELAXED);
     }
     pthread_attr_destroy(&attr);
     return NULL;
@@ -471,10 +471,15 @@ static char *dup_or_null(const char *s)
 
 hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
 {
-    hb_srv *srv = calloc(1, sizeof *srv);
     sigset_t all, old;
     int masked = 0;
 
+    if (cfg->mode == HB_SRV_EPOLL && (cfg->threads < 1 || cfg->threads > HB_SRV_MAX_THREADS)) {
+        snprintf(err, errlen, "threads must be from 1 to %d, not %d", HB_SRV_MAX_THREADS,
+                 cfg->threads);
+        return NULL;
+    }
+    hb_srv *srv = calloc(1, sizeof *srv);
     if (srv == NULL)
         goto nomem;
     srv->cfg = *cfg;
@@ -497,6 +502,7 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
     sh->rnd = srv->rnd;
     sh->zero_copy = cfg->zero_copy;
     sh->max_body = cfg->max_body;
+    sh->max_buffered = cfg->max_buffered;
     sh->header_timeout = (int64_t)(cfg->header_timeout * 1e9);
     sh->send_timeout = (int64_t)(cfg->send_timeout * 1e9);
     sh->idle_timeout = (int64_t)(cfg->idle_timeout * 1e9);
@@ -516,12 +522,15 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     masked = 1;
     if (cfg->mode == HB_SRV_EPOLL) {
-        srv->nloops = cfg->threads > 0 ? cfg->threads : 1;
-        srv->loops = calloc((size_t)srv->nloops, sizeof *srv->loops);
+        int n = cfg->threads;
+        srv->loops = calloc((size_t)n, sizeof *srv->loops);
         if (srv->loops == NULL)
             goto nomem;
-        for (int i = 0; i < srv->nloops; i++)
+        /* Counted only once they exist, each with its descriptors at -1, so
+         * that hb_srv_stop can undo any part of this. */
+        for (int i = 0; i < n; i++)
             srv->loops[i].ep = srv->loops[i].timer_fd = -1;
+        srv->nloops = n;
         for (int i = 0; i < srv->nloops; i++) {
             hb_loop *l = &srv->loops[i];
             if (loop_open(l, srv) != 0 || pthread_create(&l->thread, NULL, loop_main, l) != 0) {

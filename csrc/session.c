@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "session.h"
 
+#include "net.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,8 @@ enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_FAILED };
  * client reads the response before it sees a reset (lingering close). */
 #define LINGER_NS 2000000000LL
 #define LINGER_MAX (1u << 20)
+/* The answer when the bodies held server-wide reach max_buffered. */
+#define BUSY_TEXT "the server holds as many request bodies as it may; try again later\n"
 
 #define COUNT(field) __atomic_add_fetch(&s->sh->field, 1, __ATOMIC_RELAXED)
 
@@ -37,15 +41,71 @@ void hb_sess_fill_random(char *buf, size_t n, uint64_t seed)
     }
 }
 
-void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now)
+void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking)
 {
     memset(s, 0, sizeof *s);
     s->fd = fd;
     s->sh = sh;
+    s->blocking = blocking;
     s->plan.file_fd = -1;
     s->since = now;
     s->deadline = now + sh->idle_timeout;
     s->heap_index = -1;
+}
+
+/* The time for a wait's start or progress: the driver's `now`, except on a
+ * blocking socket, where the call just made may itself have waited. */
+static int64_t fresh(const hb_sess *s, int64_t now)
+{
+    return s->blocking ? hb_now_ns() : now;
+}
+
+/* Starts a wait (or restarts it after progress) at `since`, to end after
+ * `timeout` ns. */
+static void wait_from(hb_sess *s, int64_t since, int64_t timeout)
+{
+    s->since = since;
+    s->deadline = since + timeout;
+}
+
+/* On a blocking socket, bounds the next call of kind opt (SO_RCVTIMEO or
+ * SO_SNDTIMEO) by the deadline, so a thread waits for its own deadline and
+ * nothing else. Returns 0, -1 when the deadline has passed (the caller acts
+ * as if the call would block; the driver then finds the session expired),
+ * or -2 on error. */
+static int bound_wait(hb_sess *s, int opt)
+{
+    if (!s->blocking || s->deadline == 0)
+        return 0;
+    int64_t *cur = opt == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo;
+    if (hb_net_bound_wait(s->fd, opt, cur, s->deadline - hb_now_ns()) == 0)
+        return 0;
+    return errno == ETIMEDOUT ? -1 : -2;
+}
+
+/* Takes n bytes of the server-wide budget for request bodies held at once
+ * (sh->max_buffered). Returns 0, or -1, taking nothing, when they do not
+ * fit: the request is then refused, so no number of clients sending large
+ * bodies and never reading the answers can grow the server past it. */
+static int reserve(hb_sess *s, uint64_t n)
+{
+    uint64_t cur = __atomic_load_n(&s->sh->buffered, __ATOMIC_RELAXED);
+    do {
+        if (n > s->sh->max_buffered - cur)
+            return -1;
+    } while (!__atomic_compare_exchange_n(&s->sh->buffered, &cur, cur + n, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    s->reserved += n;
+    return 0;
+}
+
+/* Gives back the body budget and the body. */
+static void drop_body(hb_sess *s)
+{
+    if (s->reserved > 0)
+        __atomic_sub_fetch(&s->sh->buffered, s->reserved, __ATOMIC_RELAXED);
+    s->reserved = 0;
+    hb_buf_clear(&s->body);
 }
 
 static void end_plan(hb_sess *s)
@@ -58,6 +118,7 @@ static void end_plan(hb_sess *s)
 void hb_sess_free(hb_sess *s)
 {
     end_plan(s);
+    drop_body(s);
     hb_buf_free(&s->rx);
     hb_buf_free(&s->tx);
     hb_buf_free(&s->body);
@@ -68,7 +129,7 @@ int hb_sess_expired(hb_sess *s, int64_t now)
     if (s->deadline == 0 || now < s->deadline)
         return 0;
     /* An idle keep-alive connection closing is no timeout of note. */
-    if (!(s->state == S_HEAD && hb_buf_size(&s->rx) == 0))
+    if (!(s->state == S_HEAD && !s->head_begun))
         COUNT(timeouts);
     /* Close with a reset: a graceful close would have the kernel go on
      * trickling the unsent response to a client that does not read. */
@@ -85,6 +146,9 @@ static ssize_t fill(hb_sess *s)
         return -1;
     if (hb_buf_reserve(&s->rx, 4096) != 0)
         return -2;
+    int bound = bound_wait(s, SO_RCVTIMEO);
+    if (bound != 0)
+        return bound;
     size_t room = hb_buf_room(&s->rx);
     ssize_t n;
     do
@@ -247,14 +311,18 @@ static int stage(hb_sess *s)
     return 0;
 }
 
-/* Sends what is queued. Returns 1 when the response is out, 0 when the
- * socket would block, -1 on error. */
-static int send_some(hb_sess *s)
+/* Sends what is queued; progress restarts the send deadline. Returns 1
+ * when the response is out, 0 when the socket would block (or, blocking,
+ * its wait ended), -1 on error. */
+static int send_some(hb_sess *s, int64_t now)
 {
     hb_plan *p = &s->plan;
     for (;;) {
         if (stage(s) != 0)
             return -1;
+        int bound = bound_wait(s, SO_SNDTIMEO);
+        if (bound != 0)
+            return bound == -1 ? 0 : -1;
         struct iovec iov[6];
         int n = 0, more = 0;
         size_t txn = hb_buf_size(&s->tx);
@@ -284,7 +352,7 @@ static int send_some(hb_sess *s)
                 if (r == 0)
                     return -1; /* the file shrank under us */
                 s->sent += (uint64_t)r;
-                s->progressed = 1;
+                wait_from(s, fresh(s, now), s->sh->send_timeout);
                 continue;
             }
             /* The head first, corked to the file's first bytes. */
@@ -311,7 +379,7 @@ static int send_some(hb_sess *s)
         hb_buf_consume(&s->tx, from_tx);
         if (p->src == HB_SRC_RND || p->src == HB_SRC_ECHO)
             s->sent += done - from_tx;
-        s->progressed = 1;
+        wait_from(s, fresh(s, now), s->sh->send_timeout);
         if (done < offered)
             return 0; /* a short write: the socket buffer is full */
     }
@@ -343,7 +411,7 @@ static void plan_request(hb_sess *s)
     s->body_seen = 0;
     s->body_left = r->body == HB_BODY_LENGTH ? r->content_length : 0;
     memset(&s->ck, 0, sizeof s->ck);
-    hb_buf_clear(&s->body);
+    drop_body(s);
 }
 
 /* Answers with an error and closes after it (the stream may be out of
@@ -385,9 +453,16 @@ static int take_body(hb_sess *s)
             reject(s, 413, "request body larger than the server accepts\n");
             return -1;
         }
-        if (s->plan.keep_body && n > 0 && hb_buf_append(&s->body, p + off, n) != 0) {
-            reject(s, 413, "request body larger than the server can hold\n");
-            return -1;
+        if (s->plan.keep_body && n > 0) {
+            /* A Content-Length body took its budget from the head. */
+            if (r->body == HB_BODY_CHUNKED && reserve(s, n) != 0) {
+                reject(s, 503, BUSY_TEXT);
+                return -1;
+            }
+            if (hb_buf_append(&s->body, p + off, n) != 0) {
+                reject(s, 413, "request body larger than the server can hold\n");
+                return -1;
+            }
         }
         hb_buf_consume(&s->rx, used);
         if (done)
@@ -403,15 +478,22 @@ static void respond(hb_sess *s, int64_t now)
         /* From the clock, not from `now`: within one advance the session may
          * have sent a response and read the next request since `now` was
          * taken, and a delay counted from then would end early. */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
         s->state = S_DELAY;
-        s->wake_at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + s->plan.delay_ns;
+        s->wake_at = hb_now_ns() + s->plan.delay_ns;
+        s->deadline = 0;
         return;
     }
     /* Out of memory for a head of a few hundred bytes: give up. */
-    s->state = queue_head(s) == 0 ? S_SEND : S_FAILED;
-    s->since = now;
+    if (queue_head(s) != 0) {
+        s->state = S_FAILED;
+        return;
+    }
+    /* Counted before the first byte goes out, so that a client holding its
+     * response always finds it counted (counted after the send, a client
+     * could read the figure first). */
+    COUNT(requests);
+    s->state = S_SEND;
+    wait_from(s, fresh(s, now), s->sh->send_timeout);
 }
 
 hb_want hb_sess_advance(hb_sess *s, int64_t now)
@@ -420,7 +502,10 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
     for (;;) {
         switch (s->state) {
         case S_HEAD: {
-            /* RFC 9112 section 2.2: empty lines before a request line. */
+            /* RFC 9112 section 2.2: empty lines before a request line are
+             * ignored, but they are bytes of the head: they start its
+             * deadline like any other, or a client sending one a second
+             * would hold the connection for ever. */
             while (hb_buf_size(&s->rx) >= 2 && hb_buf_rdptr(&s->rx)[0] == '\r' &&
                    hb_buf_rdptr(&s->rx)[1] == '\n')
                 hb_buf_consume(&s->rx, 2);
@@ -428,21 +513,22 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
                          ? HB_PARSE_MORE
                          : hb_parse_request(&s->req, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx));
             if (rc == HB_PARSE_MORE) {
-                size_t had = hb_buf_size(&s->rx);
+                /* Idle between requests, or part way through a head (the
+                 * slowloris deadline runs from its first byte). */
+                s->deadline = s->since + (s->head_begun ? s->sh->header_timeout
+                                                        : s->sh->idle_timeout);
                 ssize_t n = fill(s);
                 if (n == 0 || n == -2)
                     return HB_WANT_CLOSE;
-                if (n == -1) {
-                    /* Idle between requests, or part way through a head
-                     * (the slowloris deadline runs from its first byte). */
-                    s->deadline = s->since + (had == 0 ? s->sh->idle_timeout
-                                                       : s->sh->header_timeout);
+                if (n == -1)
                     return HB_WANT_READ;
+                if (!s->head_begun) {
+                    s->head_begun = 1;
+                    s->since = fresh(s, now);
                 }
-                if (had == 0)
-                    s->since = now;
                 continue;
             }
+            s->head_begun = 0;
             if (rc == HB_PARSE_ERROR) {
                 reject(s, s->req.status, s->req.error);
                 s->req.minor_version = 1;
@@ -457,6 +543,12 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
                 respond(s, now);
                 continue;
             }
+            if (s->plan.keep_body && s->req.body == HB_BODY_LENGTH &&
+                reserve(s, s->req.content_length) != 0) {
+                reject(s, 503, BUSY_TEXT);
+                respond(s, now);
+                continue;
+            }
             if (s->req.body != HB_BODY_NONE && s->req.expect_continue) {
                 static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
                 /* Best effort: a client that misses it sends anyway. */
@@ -465,7 +557,7 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
                     return HB_WANT_CLOSE;
             }
             s->state = S_BODY;
-            s->since = now;
+            wait_from(s, fresh(s, now), s->sh->header_timeout);
             continue;
         }
         case S_BODY: {
@@ -477,39 +569,30 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
             ssize_t n = fill(s);
             if (n == 0 || n == -2)
                 return HB_WANT_CLOSE;
-            if (n == -1) {
-                s->deadline = s->since + s->sh->header_timeout;
+            if (n == -1)
                 return HB_WANT_READ;
-            }
-            s->since = now; /* progress restarts the clock */
+            /* Progress restarts the clock. */
+            wait_from(s, fresh(s, now), s->sh->header_timeout);
             continue;
         }
         case S_DELAY:
-            if (now < s->wake_at) {
-                s->deadline = 0;
+            if (fresh(s, now) < s->wake_at)
                 return HB_WANT_TIMER;
-            }
             s->plan.delay_ns = 0;
             respond(s, now);
             continue;
         case S_SEND: {
-            s->progressed = 0;
-            int rc = send_some(s);
+            int rc = send_some(s, now);
             if (rc < 0)
                 return HB_WANT_CLOSE;
-            if (rc == 0) {
-                if (s->progressed)
-                    s->since = now; /* the deadline runs from the last progress */
-                s->deadline = s->since + s->sh->send_timeout;
+            if (rc == 0)
                 return HB_WANT_WRITE;
-            }
-            COUNT(requests);
             end_plan(s);
             if (s->close_after) {
                 if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400)
                     return HB_WANT_CLOSE;
                 s->state = S_LINGER;
-                s->since = now;
+                wait_from(s, fresh(s, now), LINGER_NS);
                 s->body_seen = 0;
                 shutdown(s->fd, SHUT_WR);
                 continue;
@@ -517,9 +600,11 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
             s->state = S_HEAD;
             hb_request_reset(&s->req);
             hb_buf_shrink(&s->tx, 1u << 20);
-            hb_buf_clear(&s->body);
+            drop_body(s);
             hb_buf_shrink(&s->body, 1u << 20);
-            s->since = now;
+            /* Pipelined bytes already in are the next head's beginning. */
+            s->head_begun = hb_buf_size(&s->rx) > 0;
+            s->since = fresh(s, now);
             continue;
         }
         case S_LINGER: {
@@ -528,10 +613,8 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
             ssize_t n = fill(s);
             if (n == 0 || n == -2 || s->body_seen > LINGER_MAX)
                 return HB_WANT_CLOSE;
-            if (n == -1) {
-                s->deadline = s->since + LINGER_NS;
+            if (n == -1)
                 return HB_WANT_READ;
-            }
             s->body_seen += (uint64_t)n;
             s->drained = 0;
             continue;

@@ -23,14 +23,16 @@ typedef struct {
     const char *rnd;                /* HB_RND_BLOCK bytes */
     int zero_copy;                  /* static files by sendfile(2) */
     uint64_t max_body;              /* larger request bodies get 413 */
+    uint64_t max_buffered;          /* request bodies held at once, all sessions: past it 503 */
     int64_t header_timeout;         /* ns for a request head, and between body reads */
     int64_t send_timeout;           /* ns without send progress */
     int64_t idle_timeout;           /* ns a kept-alive connection may sit idle */
     char server_field[64];          /* "Server: httpbench/VERSION\r\n" */
     size_t server_field_len;
-    uint64_t requests;              /* responses sent */
+    uint64_t requests;              /* responses begun (counted before their first byte) */
     uint64_t rejected;              /* of which 4xx/5xx for bad requests */
     uint64_t timeouts;              /* sessions cut off by a deadline */
+    uint64_t buffered;              /* request body bytes held now (reserved) */
 } hb_sess_shared;
 
 /* What a session waits for. */
@@ -46,6 +48,11 @@ typedef struct hb_sess {
     hb_sess_shared *sh;
     int state;
     int drained;          /* the last read found the socket empty */
+    int blocking;         /* fd is a blocking socket: each wait is bounded by
+                           * SO_RCVTIMEO / SO_SNDTIMEO, set from the deadline */
+    int64_t rcvtimeo, sndtimeo; /* what the kernel has been told, ns; 0: unset */
+    int head_begun;       /* a byte of the next request (an empty line too) came */
+    uint64_t reserved;    /* bytes of sh->buffered this session holds */
     hb_buf rx, tx, body;
     hb_request req;
     hb_chunked ck;
@@ -54,11 +61,11 @@ typedef struct hb_sess {
     hb_plan plan;
     uint64_t sent;        /* body bytes sent (or, chunked, framed) so far */
     int final_chunk;      /* chunked: the last chunk is queued */
-    int progressed;       /* the last send wrote something */
     int close_after;
     char content_type[256]; /* echoed by /echo */
-    int64_t since;        /* when the current wait began */
-    int64_t deadline;     /* when it gives up; 0: never */
+    int64_t since;        /* when the current wait began, or its last progress */
+    int64_t deadline;     /* when it gives up; 0: never. Kept current in every
+                           * state, so a blocking wait can be bounded by it */
     int64_t wake_at;      /* for HB_WANT_TIMER */
     /* The driver's own fields. */
     void *driver;
@@ -67,9 +74,11 @@ typedef struct hb_sess {
     unsigned events;
 } hb_sess;
 
-/* Sets s up for an accepted socket fd (non-blocking for an event loop,
- * blocking with SO_RCVTIMEO / SO_SNDTIMEO for a thread). */
-void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now);
+/* Sets s up for an accepted socket fd: non-blocking for an event loop, or
+ * blocking (`blocking` nonzero) for a thread of its own, whose every wait
+ * then ends at the session's deadline (the session sets the socket's
+ * timeouts from it) or when the socket is shut down. */
+void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking);
 
 /* Does all it can without blocking (or, on a blocking socket, until a
  * socket timeout) and says what it waits for. After HB_WANT_CLOSE the
@@ -81,7 +90,7 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now);
  * dropped). Counts the timeout. */
 int hb_sess_expired(hb_sess *s, int64_t now);
 
-/* Frees what s holds, the socket excepted. */
+/* Frees what s holds (its share of sh->buffered too), the socket excepted. */
 void hb_sess_free(hb_sess *s);
 
 /* Fills buf with n printable pseudo-random bytes. */

@@ -35,7 +35,7 @@ DRIVERS = {
     "fuzz_response": ("corpus", ["csrc/parser.c"]),
     "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
     "fuzz_session": ("corpus_session", ["csrc/session.c", "csrc/route.c", "csrc/parser.c",
-                                        "csrc/buf.c"]),
+                                        "csrc/buf.c", "csrc/net.c"]),
 }
 
 

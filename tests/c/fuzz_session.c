@@ -4,7 +4,7 @@
  * Every answer must start with a status line.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -o fuzz_session \
- *       tests/c/fuzz_session.c csrc/session.c csrc/route.c csrc/parser.c csrc/buf.c
+ *       tests/c/fuzz_session.c csrc/session.c csrc/route.c csrc/parser.c csrc/buf.c csrc/net.c
  *   ./fuzz_session -max_total_time=60 tests/c/corpus_session
  *
  * Built with -DHB_FUZZ_MAIN instead, it replays the files it is given.
@@ -34,6 +34,7 @@ static hb_sess_shared *shared(void)
         sh.st.dir_fd = -1;
         sh.rnd = rnd;
         sh.max_body = 1 << 16;
+        sh.max_buffered = 1 << 17; /* two bodies at most: the 503 path is reached too */
         sh.header_timeout = sh.send_timeout = sh.idle_timeout = 1000000000;
         sh.server_field_len = (size_t)snprintf(sh.server_field, sizeof sh.server_field,
                                                "Server: httpbench/fuzz\r\n");
@@ -56,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t now = 1;
     static char out[65536];
     size_t got = 0, first = 0;
-    hb_sess_init(&s, sv[0], shared(), now);
+    hb_sess_init(&s, sv[0], shared(), now, 0);
     for (int round = 0; round < 100000; round++) {
         hb_want w = hb_sess_advance(&s, now);
         if (w == HB_WANT_CLOSE)
@@ -82,5 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     close(sv[0]);
     close(sv[1]);
     hb_sess_free(&s);
+    /* Every byte of body budget a session took is given back. */
+    if (shared()->buffered != 0)
+        abort();
     return 0;
 }
