@@ -32,7 +32,8 @@
  * connections here (under virtualisation each timer reprogramming is an
  * exit to the hypervisor, which a profiler inside does not see). */
 #define TICK_NS 5000000LL
-/* After a stop, how long requests in flight may take to finish. */
+/* After a stop or the end of a duration, how long requests in flight may
+ * take to finish; those still in flight then are cancelled. */
 #define GRACE_NS 1000000000LL
 
 enum { C_IDLE = 0, C_RATE, C_CONNECTING, C_WRITING, C_READING };
@@ -47,6 +48,8 @@ typedef struct {
     int status;
     uint64_t served;       /* responses on this socket */
     uint64_t opened;       /* sockets this slot has opened */
+    int addr;              /* the address being connected to */
+    int addr_tries;        /* addresses tried for this connect */
     size_t sent;           /* request bytes written */
     hb_buf head;           /* a response head split across reads */
     hb_head_scan scan;
@@ -85,6 +88,8 @@ struct hb_bench {
     bthread *threads;
     uint64_t tickets;
     int64_t start, end;            /* end: the duration's end, or 0 */
+    int64_t timeout_ns;            /* per request */
+    int addr_good;                 /* the address that last connected */
     volatile int stopping;
     int64_t stop_at;               /* the grace's end */
     int64_t doc_len;               /* -1 until the first 2xx response */
@@ -213,32 +218,66 @@ static void connected(bthread *t, bconn *c, int64_t now)
     write_request(t, c, now);
 }
 
-static void begin_connect(bthread *t, bconn *c, int64_t now)
+static void connect_addr(bthread *t, bconn *c, int64_t now);
+
+/* Connecting to c->addr failed with err: the next address, while one is
+ * left untried, else a connect failure. */
+static void connect_failed(bthread *t, bconn *c, int err, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
+    close_socket(c);
+    if (++c->addr_tries < cfg->naddrs) {
+        c->addr = (c->addr + 1) % cfg->naddrs;
+        connect_addr(t, c, now);
+        return;
+    }
+    fail(t, c, &t->res->fail_connect, now, strerror(err));
+}
+
+/* The connect to c->addr completed: that address serves the rest of the
+ * run, on every connection. */
+static void connect_done(bthread *t, bconn *c, int64_t now)
+{
+    __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
+    connected(t, c, now);
+}
+
+static void connect_addr(bthread *t, bconn *c, int64_t now)
+{
+    const hb_addr *a = &t->b->cfg.addrs[c->addr];
     int one = 1;
-    c->fd = socket(cfg->addr.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    c->fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         fail(t, c, &t->res->fail_connect, now, strerror(errno));
         return;
     }
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    t->res->connects++;
-    if (c->opened++ > 0)
-        t->res->reconnects++;
-    c->t_connect = now;
-    if (connect(c->fd, (const struct sockaddr *)&cfg->addr.sa, cfg->addr.len) == 0) {
+    if (connect(c->fd, (const struct sockaddr *)&a->sa, a->len) == 0) {
         c->connect_ns = 0;
-        connected(t, c, now);
+        connect_done(t, c, now);
         return;
     }
     if (errno != EINPROGRESS) {
-        fail(t, c, &t->res->fail_connect, now, strerror(errno));
+        connect_failed(t, c, errno, now);
         return;
     }
     c->state = C_CONNECTING;
     if (!t->blocking)
         set_events(t, c, EPOLLOUT);
+}
+
+/* A new socket for c: the resolved addresses in turn, from the one that
+ * worked last (as getaddrinfo's order and Connection have it: a name with
+ * ::1 first and a server on 127.0.0.1 alone still connects). */
+static void begin_connect(bthread *t, bconn *c, int64_t now)
+{
+    t->res->connects++;
+    if (c->opened++ > 0)
+        t->res->reconnects++;
+    c->t_connect = now;
+    c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
+    c->addr_tries = 0;
+    connect_addr(t, c, now);
 }
 
 /* A reused socket that the server had closed before answering: send the
@@ -528,36 +567,41 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
         socklen_t len = sizeof err;
         getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err != 0) {
-            fail(t, c, &t->res->fail_connect, now, strerror(err));
+            connect_failed(t, c, err, now);
             return;
         }
         c->connect_ns = now - c->t_connect;
-        connected(t, c, now);
+        connect_done(t, c, now);
     } else if (c->state == C_WRITING) {
         write_request(t, c, now);
     } else if (c->state == C_READING) {
         on_readable(t, c, now);
-    } else if (events & (EPOLLHUP | EPOLLERR)) {
-        close_socket(c); /* idle, and the server went away */
+    } else if (events != 0) {
+        /* Between requests (or waiting for its start under a rate): the
+         * server closed the socket, or sent what nobody asked for. Either
+         * way it is done, and counts nothing; the next request opens
+         * another. Left in the set, a closed socket stays readable and
+         * the loop would spin on it. */
+        close_socket(c);
     }
 }
 
-/* Deadlines, rate timers and the end of a stop's grace. */
+/* Deadlines, and the end of the grace after a stop or a duration. */
 static void tick(bthread *t, int64_t now)
 {
     hb_bench *b = t->b;
-    int64_t timeout = (int64_t)(b->cfg.timeout * 1e9);
-    int abandon = b->stopping && now >= b->stop_at;
+    int abandon = (b->stopping && now >= b->stop_at) || (b->end && now - b->end >= GRACE_NS);
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
         if (c->state >= C_CONNECTING) {
             if (abandon) {
-                /* Not finished within the grace: dropped, not counted. */
-                t->res->issued--;
+                /* Not finished within the grace: cancelled, which is no
+                 * failure (issued == complete + failed + cancelled). */
+                t->res->cancelled++;
                 t->inflight--;
                 close_socket(c);
                 c->state = C_IDLE;
-            } else if (now - c->t_start >= timeout) {
+            } else if (now - c->t_start >= b->timeout_ns) {
                 fail(t, c, &t->res->fail_timeout, now, "timed out");
             }
         }
@@ -721,30 +765,38 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     int nt = cfg->threads > 0 ? cfg->threads : 1;
     if (nt > conc)
         nt = conc;
-    b->nthreads = nt;
     b->threads = calloc((size_t)nt, sizeof *b->threads);
     if (b->threads == NULL)
         goto error;
+    b->nthreads = nt;
+    /* Every descriptor is -1 before anything can fail, so the one cleanup
+     * path (hb_bench_free) closes only what was opened: calloc's zeros
+     * would close the process's standard input. */
+    for (int i = 0; i < nt; i++) {
+        b->threads[i].b = b;
+        b->threads[i].ep = b->threads[i].tick_fd = -1;
+    }
     b->start = hb_now_ns();
     b->last_outcome = b->start;
+    b->timeout_ns = (int64_t)(cfg->timeout * 1e9);
     b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
     for (int i = 0; i < nt; i++) {
         bthread *t = &b->threads[i];
-        t->b = b;
-        t->ep = -1;
-        t->tick_fd = -1;
         t->nconns = conc / nt + (i < conc % nt);
         t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
+        if (t->conns == NULL)
+            goto error;
+        for (int j = 0; j < t->nconns; j++)
+            t->conns[j].fd = -1;
         t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
         t->scratch = malloc(SCRATCH);
         t->res = calloc(1, sizeof *t->res); /* zeroed: freed on the error path unset */
-        t->ep = epoll_create1(EPOLL_CLOEXEC);
-        if (t->conns == NULL || t->ready == NULL || t->scratch == NULL || t->res == NULL ||
-            t->ep < 0)
+        if (t->ready == NULL || t->scratch == NULL || t->res == NULL)
             goto error;
         result_init(t->res);
-        for (int j = 0; j < t->nconns; j++)
-            t->conns[j].fd = -1;
+        t->ep = epoll_create1(EPOLL_CLOEXEC);
+        if (t->ep < 0)
+            goto error;
         t->blocking = t->nconns == 1 && cfg->rate <= 0;
         if (!t->blocking) {
             struct itimerspec every = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
@@ -831,6 +883,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
         out->issued += r->issued;
         out->complete += r->complete;
         out->failed += r->failed;
+        out->cancelled += r->cancelled;
         out->fail_connect += r->fail_connect;
         out->fail_receive += r->fail_receive;
         out->fail_length += r->fail_length;

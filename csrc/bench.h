@@ -9,11 +9,16 @@
  * parser and their bodies counted, never kept. Nothing is allocated per
  * request.
  *
- * Accounting is exact: a request is issued when it takes a ticket, and ends
- * complete or failed (connect, receive, length, exceptions, timeout), so
- * complete + failed == issued. With a count, exactly that many tickets exist.
- * On stop (Ctrl-C) requests in flight get a second to finish; those that do
- * not are dropped from `issued`, not counted as anything.
+ * Accounting is exact, by one rule for every way a run ends (DESIGN.md):
+ *
+ *     issued == complete + failed + cancelled
+ *
+ * A request is issued when it takes a ticket (with a count, exactly that
+ * many tickets exist) and ends complete, failed (in one class: connect,
+ * receive, length, exceptions, timeout) or cancelled. When the run is
+ * stopped (hb_bench_stop, on Ctrl-C) or its duration ends, requests in
+ * flight get a second's grace to finish; those still in flight after it
+ * are cancelled: counted apart, not as failures.
  */
 #ifndef HB_BENCH_H
 #define HB_BENCH_H
@@ -23,17 +28,29 @@
 
 #include <stdint.h>
 
+/* Addresses a run may try, in getaddrinfo's order. */
+#define HB_BENCH_MAX_ADDRS 8
+
+/* Limits on the configuration; the caller checks, the loop relies on them. */
+#define HB_BENCH_MAX_THREADS 1024
+#define HB_BENCH_MAX_CONCURRENCY 1000000
+#define HB_BENCH_MAX_SECONDS (365.0 * 86400) /* durations and timeouts: a year */
+
 typedef struct {
-    hb_addr addr;            /* where to connect */
+    hb_addr addrs[HB_BENCH_MAX_ADDRS]; /* where to connect: each in turn until one does,
+                                        * which then serves the rest of the run */
+    int naddrs;              /* 1..HB_BENCH_MAX_ADDRS */
     const char *request;     /* the whole request, body included */
     size_t request_len;
     int head;                /* the request is HEAD: responses have no body */
     uint64_t requests;       /* tickets; 0: as many as the duration allows */
-    double duration;         /* seconds; 0: none */
-    int concurrency, threads;
+    double duration;         /* seconds, at most HB_BENCH_MAX_SECONDS; 0: none */
+    int concurrency, threads;/* 1..HB_BENCH_MAX_CONCURRENCY, 1..HB_BENCH_MAX_THREADS */
     int keepalive;           /* reuse connections */
-    double rate;             /* requests per second overall; 0: closed loop */
-    double timeout;          /* seconds per request, connect included */
+    double rate;             /* requests per second overall; 0: closed loop; else
+                              * concurrency / rate is at most HB_BENCH_MAX_SECONDS */
+    double timeout;          /* seconds per request, connect included; positive, at
+                              * most HB_BENCH_MAX_SECONDS */
     int lengths_vary;        /* no "length" failures */
 } hb_bench_config;
 
@@ -52,6 +69,7 @@ int hb_tl_index(uint64_t ns);
 
 typedef struct {
     uint64_t issued, complete, failed;
+    uint64_t cancelled;      /* in flight when the grace after a stop or the duration ended */
     uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
     uint64_t non_2xx;
     uint64_t status[600];    /* responses by status code */
@@ -76,14 +94,16 @@ void hb_bench_result_free(hb_bench_result *r);
 
 typedef struct hb_bench hb_bench;
 
-/* Starts the threads. Returns NULL with errno on failure. cfg and the
- * request bytes must outlive the run. */
+/* Starts the threads. Returns NULL with errno on failure, having freed
+ * whatever it had set up. cfg is copied; the request bytes must outlive
+ * the run. */
 hb_bench *hb_bench_start(const hb_bench_config *cfg);
 
 /* Live figures for a progress line (relaxed reads). */
 void hb_bench_progress(hb_bench *b, uint64_t *complete, uint64_t *failed);
 
-/* Asks the run to end early: no new tickets, a second's grace. */
+/* Asks the run to end early: no new tickets, a second's grace, then what
+ * is still in flight is cancelled. */
 void hb_bench_stop(hb_bench *b);
 
 /* Waits up to timeout_ns for the run to end. Returns 1 when it has. */

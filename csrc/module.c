@@ -16,6 +16,7 @@
 #include "server.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 
 #ifndef HB_VERSION
@@ -26,8 +27,13 @@
  * request leaves in one buffer; larger ones go as a second iovec. */
 #define COPY_BODY_MAX 16384
 #define DEFAULT_MAX_BODY (1ULL << 30)
-/* timeout=None: a year stands for no deadline. */
-#define NO_TIMEOUT (365.0 * 86400)
+/* Durations and timeouts are at most a year, the longest the clock's
+ * nanoseconds hold with room to spare; timeout=None stands for a year. */
+#define NO_TIMEOUT HB_BENCH_MAX_SECONDS
+/* Byte limits (max_body, max_buffered) are at most this. */
+#define MAX_BYTES (1LL << 62)
+/* Requests in a run (and in a warmup): a trillion. */
+#define MAX_REQUESTS 1000000000000LL
 
 typedef struct {
     PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
@@ -37,6 +43,49 @@ typedef struct {
 static core_state *state_of(PyObject *module)
 {
     return (core_state *)PyModule_GetState(module);
+}
+
+/* ------------------------------------------------------- argument ranges */
+
+/* Every number a user can pass is checked here before it reaches C: a
+ * ValueError naming the argument when it is out of range (negative, NaN,
+ * infinite or absurdly large), a TypeError when it is no number. */
+
+/* An int from lo to hi (hi at most LLONG_MAX). Returns 0, or -1 with an
+ * exception. */
+static int arg_int(PyObject *o, const char *name, long long lo, long long hi, long long *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow != 0 || v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "%s must be from %lld to %lld, not %R", name, lo, hi, o);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A real number of seconds (or a rate), finite, above zero (or zero too,
+ * with zero_ok) and at most max (a whole number). Returns 0, or -1 with an
+ * exception. */
+static int arg_real(PyObject *o, const char *name, int zero_ok, double max, double *out)
+{
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(zero_ok ? v >= 0 : v > 0) || !(v <= max)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a finite number %s and at most %lld, not %R",
+                     name, zero_ok ? "from 0" : "above 0", (long long)max, o);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- Response */
@@ -290,32 +339,26 @@ static void Connection_dealloc(ConnectionObject *self)
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host", "port", "timeout", "max_body", NULL};
-    PyObject *host, *timeout_obj = NULL;
-    int port;
-    unsigned long long max_body = DEFAULT_MAX_BODY;
+    PyObject *host, *port_obj, *timeout_obj = NULL, *max_body_obj = NULL;
+    long long port, max_body = DEFAULT_MAX_BODY;
+    double timeout = 30.0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Ui|O$K:Connection", kwlist, &host, &port,
-                                     &timeout_obj, &max_body))
+    /* Every conversion (which may run Python code, and so let another
+     * thread in) comes before the object is looked at or changed. */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$O:Connection", kwlist, &host, &port_obj,
+                                     &timeout_obj, &max_body_obj))
+        return -1;
+    if (arg_int(port_obj, "port", 1, 65535, &port) != 0)
+        return -1;
+    if (timeout_obj == Py_None)
+        timeout = NO_TIMEOUT;
+    else if (timeout_obj != NULL && arg_real(timeout_obj, "timeout", 0, NO_TIMEOUT, &timeout) != 0)
+        return -1;
+    if (max_body_obj != NULL && arg_int(max_body_obj, "max_body", 0, MAX_BYTES, &max_body) != 0)
         return -1;
     if (self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "Connection is already initialised");
         return -1;
-    }
-    if (port < 1 || port > 65535) {
-        PyErr_Format(PyExc_ValueError, "port must be 1..65535, not %d", port);
-        return -1;
-    }
-    double timeout = 30.0;
-    if (timeout_obj == Py_None) {
-        timeout = NO_TIMEOUT;
-    } else if (timeout_obj != NULL) {
-        timeout = PyFloat_AsDouble(timeout_obj);
-        if (timeout == -1.0 && PyErr_Occurred())
-            return -1;
-        if (!(timeout > 0) || timeout > NO_TIMEOUT) {
-            PyErr_SetString(PyExc_ValueError, "timeout must be a positive number of seconds or None");
-            return -1;
-        }
     }
     Py_ssize_t hlen;
     const char *h = PyUnicode_AsUTF8AndSize(host, &hlen);
@@ -326,19 +369,21 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
         return -1;
     }
     char portbuf[8];
-    snprintf(portbuf, sizeof portbuf, "%d", port);
+    snprintf(portbuf, sizeof portbuf, "%d", (int)port);
     /* An IPv6 literal goes in brackets in Host (RFC 9110 section 7.2). */
     int v6 = strchr(h, ':') != NULL;
-    self->host_header = port == 80 ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
-                                   : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, port);
-    if (self->host_header == NULL)
+    PyObject *host_header = port == 80 ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
+                                       : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, (int)port);
+    if (host_header == NULL)
         return -1;
-    if (hb_conn_init(&self->conn, &hb_net_tcp, h, portbuf, timeout, max_body) != HB_OK) {
+    if (hb_conn_init(&self->conn, &hb_net_tcp, h, portbuf, timeout, (uint64_t)max_body) != HB_OK) {
+        Py_DECREF(host_header);
         PyErr_NoMemory();
         return -1;
     }
+    self->host_header = host_header;
     self->host = Py_NewRef(host);
-    self->port = port;
+    self->port = (int)port;
     self->timeout = timeout;
     self->ready = 1;
     return 0;
@@ -442,7 +487,9 @@ static int has_token(const text *v, const char *tok)
 
 /* What the caller's headers said about the ones added by default. */
 typedef struct {
-    int host, length, chunked, close;
+    int host, length, close;
+    int length_bad;          /* a Content-Length that is no single number */
+    uint64_t length_value;   /* the Content-Length given */
 } given;
 
 static int append_field(hb_buf *b, const text *name, const text *value)
@@ -473,9 +520,26 @@ static int add_header(hb_buf *b, PyObject *name_obj, PyObject *value_obj, given 
     if (check_text(&name, 1, "header name") != 0 || check_text(&value, 0, "header value") != 0)
         goto done;
     g->host |= NAME_IS(&name, "host");
-    g->length |= NAME_IS(&name, "content-length");
-    if (NAME_IS(&name, "transfer-encoding"))
-        g->chunked = 1;
+    if (NAME_IS(&name, "transfer-encoding")) {
+        /* The client frames a body by Content-Length alone; a given
+         * Transfer-Encoding would have the server read the body (and what
+         * follows it) as something other than what is sent. */
+        PyErr_SetString(PyExc_ValueError,
+                        "Transfer-Encoding cannot be given: the body is sent with Content-Length");
+        goto done;
+    }
+    if (NAME_IS(&name, "content-length")) {
+        uint64_t v = 0;
+        int digits = value.n > 0 && value.n <= 18;
+        for (Py_ssize_t i = 0; digits && i < value.n; i++) {
+            digits = value.p[i] >= '0' && value.p[i] <= '9';
+            v = v * 10 + (uint64_t)(value.p[i] - '0');
+        }
+        if (!digits || (g->length && v != g->length_value))
+            g->length_bad = 1;
+        g->length = 1;
+        g->length_value = v;
+    }
     if (NAME_IS(&name, "connection") && has_token(&value, "close"))
         g->close = 1;
     if (append_field(b, &name, &value) != 0) {
@@ -606,6 +670,16 @@ static int build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyOb
         return -1;
     int wants_body = is_method(&method, "POST") || is_method(&method, "PUT") ||
                      is_method(&method, "PATCH");
+    /* A Content-Length given must be the body's: a larger one would have
+     * the server wait for bytes never sent, a smaller one read the rest of
+     * the body as a second request (RFC 9112 section 6.3). */
+    uint64_t body_len = body->obj != NULL ? (uint64_t)body->len : 0;
+    if (g.length && (g.length_bad || g.length_value != body_len)) {
+        PyErr_Format(PyExc_ValueError,
+                     "the Content-Length given does not match the body's %llu bytes",
+                     (unsigned long long)body_len);
+        return -1;
+    }
     char clen[48];
     int ok = 1;
     if (!g.host) {
@@ -613,7 +687,7 @@ static int build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyOb
         text v = {PyBytes_AS_STRING(host_header), PyBytes_GET_SIZE(host_header), NULL};
         ok = append_field(b, &n, &v) == 0;
     }
-    if (ok && !g.length && !g.chunked && (body->obj != NULL || wants_body)) {
+    if (ok && !g.length && (body->obj != NULL || wants_body)) {
         int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body->obj ? body->len : 0);
         ok = hb_buf_append(b, clen, (size_t)n) == 0;
     }
@@ -678,8 +752,13 @@ static PyObject *Connection_request(ConnectionObject *self, PyObject *const *arg
         PyErr_SetString(PyExc_RuntimeError, "Connection is in use by another thread");
         return NULL;
     }
+    /* Taken before anything that can run Python code or release the GIL
+     * (the body's buffer, a generator or mapping of headers, the request
+     * itself, the Response's allocation) and held until the end, so a second
+     * thread never shares the buffer or the socket. */
+    self->busy = 1;
     if (argv[3] != Py_None && get_body(argv[3], &body) != 0)
-        return NULL;
+        goto done;
     hb_buf *b = &self->tx;
     int flags;
     if (build_request(b, argv[0], argv[1], argv[2], &body, self->host_header, COPY_BODY_MAX,
@@ -694,19 +773,18 @@ static PyObject *Connection_request(ConnectionObject *self, PyObject *const *arg
 
     gil_hold hold;
     hb_status s;
-    self->busy = 1;
     self->conn.sock.interrupted = check_signals;
     self->conn.sock.interrupt_arg = &hold;
     hold.ts = PyEval_SaveThread();
     s = hb_conn_request(&self->conn, iov, iovcnt, flags);
     PyEval_RestoreThread(hold.ts);
-    self->busy = 0;
     result = s == HB_OK ? make_response(st, &self->conn) : raise_status(st, &self->conn, s);
 done:
     if (body.obj != NULL)
         PyBuffer_Release(&body);
-    if (b->cap > (1u << 20))
-        hb_buf_free(b);
+    if (self->tx.cap > (1u << 20))
+        hb_buf_free(&self->tx);
+    self->busy = 0;
     return result;
 }
 
@@ -823,6 +901,7 @@ static PyType_Spec Connection_spec = {
 typedef struct {
     PyObject_HEAD
     hb_srv *srv;
+    int starting;      /* __init__ is under way with the GIL released */
 } ServerCoreObject;
 
 static void ServerCore_stop_now(ServerCoreObject *self)
@@ -848,27 +927,47 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
 {
     static char *kwlist[] = {"host", "port", "threaded", "threads", "static_dir", "zero_copy",
                              "max_body", "header_timeout", "send_timeout", "idle_timeout",
-                             "version", NULL};
+                             "version", "max_buffered", NULL};
     hb_srv_config cfg;
     int threaded;
-    unsigned long long max_body;
+    PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3];
+    long long v;
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sipizpKddds:_ServerCore", kwlist, &cfg.host,
-                                     &cfg.port, &threaded, &cfg.threads, &cfg.static_dir,
-                                     &cfg.zero_copy, &max_body, &cfg.header_timeout,
-                                     &cfg.send_timeout, &cfg.idle_timeout, &cfg.version))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOpOzpOOOOsO:_ServerCore", kwlist, &cfg.host,
+                                     &port, &threaded, &threads, &cfg.static_dir, &cfg.zero_copy,
+                                     &max_body, &timeouts[0], &timeouts[1], &timeouts[2],
+                                     &cfg.version, &max_buffered))
         return -1;
-    if (self->srv != NULL) {
+    if (arg_int(port, "port", 0, 65535, &v) != 0)
+        return -1;
+    cfg.port = (int)v;
+    if (arg_int(threads, "threads", 1, HB_SRV_MAX_THREADS, &v) != 0)
+        return -1;
+    cfg.threads = (int)v;
+    if (arg_int(max_body, "max_body", 0, MAX_BYTES, &v) != 0)
+        return -1;
+    cfg.max_body = (uint64_t)v;
+    if (arg_int(max_buffered, "max_buffered", 1, MAX_BYTES, &v) != 0)
+        return -1;
+    cfg.max_buffered = (uint64_t)v;
+    if (arg_real(timeouts[0], "header_timeout", 0, NO_TIMEOUT, &cfg.header_timeout) != 0 ||
+        arg_real(timeouts[1], "send_timeout", 0, NO_TIMEOUT, &cfg.send_timeout) != 0 ||
+        arg_real(timeouts[2], "idle_timeout", 0, NO_TIMEOUT, &cfg.idle_timeout) != 0)
+        return -1;
+    /* Checked after every conversion, and held while the GIL is released,
+     * so that two threads never start two servers for one object. */
+    if (self->srv != NULL || self->starting) {
         PyErr_SetString(PyExc_RuntimeError, "the server is already running");
         return -1;
     }
     cfg.mode = threaded ? HB_SRV_THREADS : HB_SRV_EPOLL;
-    cfg.max_body = max_body;
     char err[256] = "";
     hb_srv *srv;
+    self->starting = 1;
     Py_BEGIN_ALLOW_THREADS
     srv = hb_srv_start(&cfg, err, sizeof err);
     Py_END_ALLOW_THREADS
+    self->starting = 0;
     if (srv == NULL) {
         PyErr_SetString(PyExc_OSError, err);
         return -1;
@@ -956,10 +1055,29 @@ static int Histogram_init(HistogramObject *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
+/* A count or a nanosecond value: an int from 0 to 2**64-1, a ValueError
+ * naming `name` otherwise (a TypeError for no int). */
+static int arg_u64(PyObject *o, const char *name, unsigned long long *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Format(PyExc_ValueError, "%s must be from 0 to 2**64-1, not %R", name, o);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static PyObject *Histogram_record(HistogramObject *self, PyObject *arg)
 {
-    unsigned long long v = PyLong_AsUnsignedLongLong(arg);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
+    unsigned long long v;
+    if (arg_u64(arg, "value", &v) != 0)
         return NULL;
     hb_hist_record(&self->h, v);
     Py_RETURN_NONE;
@@ -981,7 +1099,7 @@ static PyObject *Histogram_percentile(HistogramObject *self, PyObject *arg)
     if (p == -1.0 && PyErr_Occurred())
         return NULL;
     if (!(p >= 0 && p <= 100)) {
-        PyErr_SetString(PyExc_ValueError, "percentile takes p from 0 to 100");
+        PyErr_Format(PyExc_ValueError, "p must be from 0 to 100, not %R", arg);
         return NULL;
     }
     return PyLong_FromUnsignedLongLong(hb_hist_percentile(&self->h, p / 100.0));
@@ -1034,27 +1152,50 @@ static PyObject *Histogram_state(HistogramObject *self, PyObject *unused)
 
 static PyObject *Histogram_restore(HistogramObject *self, PyObject *state)
 {
+    PyObject *o[6], *buckets;
     unsigned long long count, min, max, clamped;
     double sum, sumsq;
-    PyObject *buckets;
-    if (!PyArg_ParseTuple(state, "KKKddKO!:restore", &count, &min, &max, &sum, &sumsq, &clamped,
+    if (!PyArg_ParseTuple(state, "OOOOOOO!:restore", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
                           &PyList_Type, &buckets))
         return NULL;
+    if (arg_u64(o[0], "count", &count) != 0 || arg_u64(o[1], "min", &min) != 0 ||
+        arg_u64(o[2], "max", &max) != 0 || arg_u64(o[5], "clamped", &clamped) != 0)
+        return NULL;
+    sum = PyFloat_AsDouble(o[3]);
+    sumsq = PyFloat_AsDouble(o[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!(sum >= 0 && sumsq >= 0 && isfinite(sum) && isfinite(sumsq)) ||
+        (count && min > max)) {
+        PyErr_SetString(PyExc_ValueError, "not a histogram's state: sums or bounds out of range");
+        return NULL;
+    }
     hb_hist h;
     hb_hist_init(&h);
     uint64_t total = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(buckets); i++) {
-        int index;
+    /* Read from a copy: converting an item may run Python code that
+     * changes the list. */
+    PyObject *items = PySequence_Tuple(buckets);
+    if (items == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *index_o, *n_o;
+        long long index;
         unsigned long long n;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(buckets, i), "iK", &index, &n))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(items, i), "OO", &index_o, &n_o) ||
+            arg_int(index_o, "bucket index", 0, HB_HIST_BUCKETS - 1, &index) != 0 ||
+            arg_u64(n_o, "bucket count", &n) != 0) {
+            Py_DECREF(items);
             return NULL;
-        if (index < 0 || index >= HB_HIST_BUCKETS) {
-            PyErr_SetString(PyExc_ValueError, "bucket index out of range");
-            return NULL;
+        }
+        if (n > UINT64_MAX - total) {
+            total = UINT64_MAX; /* cannot add up to count either */
+            break;
         }
         h.counts[index] += n;
         total += n;
     }
+    Py_DECREF(items);
     if (total != count) {
         PyErr_SetString(PyExc_ValueError, "bucket counts do not add up to count");
         return NULL;
@@ -1136,8 +1277,8 @@ static PyObject *new_histogram(core_state *st, const hb_hist *h)
 typedef struct {
     PyObject_HEAD
     hb_bench *b;
-    hb_bench_config cfg;
     PyObject *request; /* bytes, kept alive while the threads use them */
+    int starting;      /* __init__ is under way with the GIL released */
 } BenchObject;
 
 static void Bench_dealloc(BenchObject *self)
@@ -1161,39 +1302,60 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
                              "concurrency", "threads", "keepalive", "rate", "timeout",
                              "lengths_vary", NULL};
     const char *host;
-    int port;
-    PyObject *request;
-    unsigned long long requests;
-    hb_bench_config *cfg = &self->cfg;
+    PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o,
+        *timeout_o;
+    long long port, requests, conc, threads;
+    hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
-    if (self->b != NULL) {
+    memset(&cfg, 0, sizeof cfg);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp:_Bench", kwlist, &host, &port_o,
+                                     &request, &cfg.head, &requests_o, &duration_o, &conc_o,
+                                     &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
+                                     &cfg.lengths_vary))
+        return -1;
+    if (arg_int(port_o, "port", 1, 65535, &port) != 0 ||
+        arg_int(requests_o, "requests", 0, MAX_REQUESTS, &requests) != 0 ||
+        arg_real(duration_o, "duration", 1, HB_BENCH_MAX_SECONDS, &cfg.duration) != 0 ||
+        arg_int(conc_o, "concurrency", 1, HB_BENCH_MAX_CONCURRENCY, &conc) != 0 ||
+        arg_int(threads_o, "threads", 1, HB_BENCH_MAX_THREADS, &threads) != 0 ||
+        arg_real(rate_o, "rate", 1, 1e9, &cfg.rate) != 0 ||
+        arg_real(timeout_o, "timeout", 0, HB_BENCH_MAX_SECONDS, &cfg.timeout) != 0)
+        return -1;
+    /* Under a rate a connection starts every concurrency/rate seconds. */
+    if (cfg.rate > 0 && (double)conc / cfg.rate > HB_BENCH_MAX_SECONDS) {
+        PyErr_Format(PyExc_ValueError, "rate %R is too low for %lld connections", rate_o, conc);
+        return -1;
+    }
+    cfg.requests = (uint64_t)requests;
+    cfg.concurrency = (int)conc;
+    cfg.threads = (int)threads;
+    /* Checked after every conversion, and held while the GIL is released,
+     * so that two threads never start two runs for one object. */
+    if (self->b != NULL || self->starting) {
         PyErr_SetString(PyExc_RuntimeError, "already started");
         return -1;
     }
-    memset(cfg, 0, sizeof *cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "siSpKdiipddp:_Bench", kwlist, &host, &port,
-                                     &request, &cfg->head, &requests, &cfg->duration,
-                                     &cfg->concurrency, &cfg->threads, &cfg->keepalive,
-                                     &cfg->rate, &cfg->timeout, &cfg->lengths_vary))
-        return -1;
-    cfg->requests = requests;
+    self->starting = 1;
     char portbuf[16], err[256];
-    snprintf(portbuf, sizeof portbuf, "%d", port);
+    snprintf(portbuf, sizeof portbuf, "%lld", port);
     int n;
     Py_BEGIN_ALLOW_THREADS
-    n = hb_net_resolve(host, portbuf, &cfg->addr, 1, err, sizeof err);
+    n = hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
     Py_END_ALLOW_THREADS
     if (n < 1) {
+        self->starting = 0;
         PyErr_SetString(st->ConnectError, err);
         return -1;
     }
+    cfg.naddrs = n;
     Py_XSETREF(self->request, Py_NewRef(request));
-    cfg->request = PyBytes_AS_STRING(request);
-    cfg->request_len = (size_t)PyBytes_GET_SIZE(request);
+    cfg.request = PyBytes_AS_STRING(request);
+    cfg.request_len = (size_t)PyBytes_GET_SIZE(request);
     hb_bench *b;
     Py_BEGIN_ALLOW_THREADS
-    b = hb_bench_start(cfg);
+    b = hb_bench_start(&cfg);
     Py_END_ALLOW_THREADS
+    self->starting = 0;
     if (b == NULL) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
@@ -1204,8 +1366,8 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 
 static PyObject *Bench_wait(BenchObject *self, PyObject *arg)
 {
-    double seconds = PyFloat_AsDouble(arg);
-    if (seconds == -1.0 && PyErr_Occurred())
+    double seconds;
+    if (arg_real(arg, "seconds", 1, HB_BENCH_MAX_SECONDS, &seconds) != 0)
         return NULL;
     if (self->b == NULL)
         Py_RETURN_TRUE;
@@ -1278,9 +1440,9 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     }
     if (status != NULL)
         out = Py_BuildValue(
-            "{sKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsNsN}",
+            "{sKsKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsNsN}",
             "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
-            "failed", (unsigned long long)r->failed, "connect", (unsigned long long)r->fail_connect,
+            "failed", (unsigned long long)r->failed, "cancelled", (unsigned long long)r->cancelled, "connect", (unsigned long long)r->fail_connect,
             "receive", (unsigned long long)r->fail_receive, "length",
             (unsigned long long)r->fail_length, "exceptions", (unsigned long long)r->fail_exceptions,
             "timeout", (unsigned long long)r->fail_timeout, "non_2xx",

@@ -96,6 +96,7 @@ class _ServerCore:
         send_timeout: float,
         idle_timeout: float,
         version: str,
+        max_buffered: int,
     ) -> None: ...
     @property
     def port(self) -> int | None: ...
