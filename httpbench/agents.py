@@ -11,7 +11,9 @@ exact for all.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
+import math
 import platform
 import resource
 import threading
@@ -20,12 +22,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import _check
 from ._core import Histogram
 from ._version import __version__
 from .result import FAILURE_CLASSES, Latency, Result
 from .runner import parse_url, run
 
-__all__ = ["AGENTS", "available_agents", "run_agent"]
+__all__ = ["AGENTS", "available_agents", "run_agent", "MAX_WORKERS"]
+
+# After Ctrl-C or the end of a duration, how long requests in flight may take
+# to finish before they are cancelled: the C loop's rule (bench.h).
+GRACE_S = 1.0
+# Concurrent workers for a Python agent: each is a thread (or a task).
+MAX_WORKERS = 1000
 
 
 def _head_bytes(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> int:
@@ -274,7 +283,8 @@ class _Tally:
 
     def __init__(self) -> None:
         self.hist = Histogram()
-        self.issued = self.complete = self.non_2xx = 0
+        self.issued = self.complete = self.non_2xx = self.cancelled = 0
+        self.inflight = False
         self.failures = dict.fromkeys(FAILURE_CLASSES, 0)
         self.status: dict[int, int] = {}
         self.body_bytes = self.head_bytes = 0
@@ -301,7 +311,11 @@ def _classify(e: BaseException) -> str:
 
 
 class _Plan:
-    """The shared ticket counter and the checks every agent is held to."""
+    """The shared ticket counter, the checks every agent is held to, and
+    the accounting rule: every request a worker takes ends complete, failed
+    or, if still in flight when the run's accounting closes (finish()),
+    cancelled. All of it under one lock, so an outcome that arrives after
+    the close is not counted twice."""
 
     def __init__(self, requests: int | None, duration: float | None, body: bytes | None,
                  echo: bytes | None, lengths_vary: bool) -> None:
@@ -313,41 +327,108 @@ class _Plan:
         self.lock = threading.Lock()
         self.doc_len: int | None = None
         self.stop = False
+        self.closed = False
+        self.running = 0
+        self.all_done = threading.Event()
 
-    def take(self) -> bool:
+    def take(self, tally: _Tally) -> bool:
+        """A ticket for one request, which is then in flight in tally."""
         with self.lock:
-            if self.stop or (self.end is not None and time.monotonic() >= self.end):
+            if self.stop or self.closed or (self.end is not None and
+                                            time.monotonic() >= self.end):
                 return False
-            if self.left is None:
-                return True
-            if self.left <= 0:
-                return False
-            self.left -= 1
+            if self.left is not None:
+                if self.left <= 0:
+                    return False
+                self.left -= 1
+            tally.issued += 1
+            tally.inflight = True
             return True
 
+    def fail(self, tally: _Tally, cls: str, error: BaseException | str) -> None:
+        """The request in flight in tally failed, in class cls."""
+        with self.lock:
+            if not self.closed:
+                tally.inflight = False
+                tally.fail(cls, error)
+
     def check(self, tally: _Tally, status: int, data: bytes, head: int, t0: int) -> None:
-        """Counts one answered request as complete or failed, as the C loop does."""
+        """The request in flight in tally was answered: complete or failed,
+        as the C loop counts it."""
         elapsed = time.perf_counter_ns() - t0
-        tally.status[status] = tally.status.get(status, 0) + 1
-        tally.body_bytes += len(data)
-        tally.head_bytes += head
-        ok2xx = 200 <= status < 300
-        if not ok2xx:
-            tally.non_2xx += 1
-        else:
-            with self.lock:
+        with self.lock:
+            if self.closed:
+                return  # counted as cancelled already
+            tally.inflight = False
+            tally.status[status] = tally.status.get(status, 0) + 1
+            tally.body_bytes += len(data)
+            tally.head_bytes += head
+            if not 200 <= status < 300:
+                tally.non_2xx += 1
+            else:
                 if self.doc_len is None:
                     self.doc_len = len(data)
-                doc = self.doc_len
-            if self.echo is not None and data != self.echo:
-                tally.fail("length" if len(data) != len(self.echo) else "exceptions",
-                           f"the echo differs from the {len(self.echo)} bytes sent")
-                return
-            if not self.lengths_vary and len(data) != doc:
-                tally.fail("length", f"body of {len(data)} bytes, the first was {doc}")
-                return
-        tally.complete += 1
-        tally.hist.record(elapsed)
+                if self.echo is not None and data != self.echo:
+                    tally.fail("length" if len(data) != len(self.echo) else "exceptions",
+                               f"the echo differs from the {len(self.echo)} bytes sent")
+                    return
+                if not self.lengths_vary and len(data) != self.doc_len:
+                    tally.fail("length", f"body of {len(data)} bytes, the first was "
+                                         f"{self.doc_len}")
+                    return
+            tally.complete += 1
+            tally.hist.record(elapsed)
+
+    def finish(self, tallies: Sequence[_Tally]) -> None:
+        """Closes the accounting: no more tickets, and what is still in
+        flight is cancelled."""
+        with self.lock:
+            self.closed = True
+            for t in tallies:
+                if t.inflight:
+                    t.inflight = False
+                    t.cancelled += 1
+
+    def start(self, targets: Sequence[Callable[[], None]]) -> None:
+        """Runs each target on a daemon thread of its own, counted until it
+        returns."""
+
+        def counted(target: Callable[[], None]) -> None:
+            try:
+                target()
+            finally:
+                with self.lock:
+                    self.running -= 1
+                    if self.running == 0:
+                        self.all_done.set()
+
+        self.running = len(targets)
+        for target in targets:
+            threading.Thread(target=counted, args=(target,), daemon=True).start()
+
+    def wait(self) -> bool:
+        """Waits for the workers. Once the duration has ended, or Ctrl-C has
+        stopped the run (which is then reported), they get GRACE_S to
+        finish what they have in flight; the caller then calls finish().
+        Returns whether the run was interrupted. (An Event, not
+        Thread.join: a join cut short by KeyboardInterrupt can leave a
+        running thread marked as ended.)"""
+        interrupted = False
+        grace_end = None
+        while not self.all_done.is_set():
+            now = time.monotonic()
+            if grace_end is None and self.end is not None and now >= self.end:
+                grace_end = self.end + GRACE_S
+            if grace_end is not None and now >= grace_end:
+                break
+            wake = min(x for x in (grace_end, self.end, now + 0.25) if x is not None)
+            try:
+                self.all_done.wait(max(0.001, wake - now))
+            except KeyboardInterrupt:
+                interrupted = True
+                self.stop = True
+                grace_end = min(grace_end or math.inf, time.monotonic() + GRACE_S)
+        return interrupted
 
 
 class _ThreadCPU:
@@ -372,13 +453,12 @@ def _sync_worker(agent: SyncAgent, plan: _Plan, tally: _Tally, host: str, port: 
         cpu.done(tally)
         return
     try:
-        while plan.take():
-            tally.issued += 1
+        while plan.take(tally):
             t0 = time.perf_counter_ns()
             try:
                 status, data, head = agent.request(session, method, url, path, plan.body, headers)
             except Exception as e:  # noqa: BLE001 - each failure is counted in its class
-                tally.fail(_classify(e), e)
+                plan.fail(tally, _classify(e), e)
                 continue
             plan.check(tally, status, data, head, t0)
         tally.connects = agent.connections(session)
@@ -405,8 +485,7 @@ async def _aiohttp_run(plan: _Plan, tallies: list[_Tally], url: str, method: str
                                      auto_decompress=False) as session:
 
         async def worker(tally: _Tally) -> None:
-            while plan.take():
-                tally.issued += 1
+            while plan.take(tally):
                 t0 = time.perf_counter_ns()
                 try:
                     async with session.request(method, url, data=plan.body, headers=headers) as r:
@@ -414,7 +493,7 @@ async def _aiohttp_run(plan: _Plan, tallies: list[_Tally], url: str, method: str
                         head = _head_bytes(r.status, r.reason or "", list(r.headers.items()))
                         status = r.status
                 except Exception as e:  # noqa: BLE001 - counted in its class
-                    tally.fail(_classify(e), e)
+                    plan.fail(tally, _classify(e), e)
                     continue
                 plan.check(tally, status, data, head, t0)
 
@@ -426,7 +505,8 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
               requests: int | None = 20_000, duration: float | None = None,
               concurrency: int = 1, timeout: float = 30.0, lengths_vary: bool = False,
               check_echo: bool = False) -> Result:
-    """One agent through one scenario, measured as httpbench.run measures.
+    """One agent through one scenario, measured as httpbench.run measures,
+    by the same accounting rule (issued == complete + failed + cancelled).
     With check_echo the response body must be the request body (the C loop,
     which keeps no bodies, checks its length)."""
     if agent_name not in AGENTS:
@@ -439,52 +519,51 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
         r.agent, r.agent_version = agent_name, agent.version()
         return r
     host, port, path = parse_url(url)
+    if requests is not None:
+        requests = _check.count("requests", requests)
+    if duration is not None:
+        duration = _check.seconds("duration", duration)
+    concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
+    timeout = _check.seconds("timeout", timeout)
     headers = {"Content-Type": "application/octet-stream"} if body is not None else {}
     plan = _Plan(requests, duration, body, body if check_echo else None, lengths_vary)
     tallies = [_Tally() for _ in range(concurrency)]
+    errors: list[BaseException] = []
     t0 = time.perf_counter()
-    interrupted = False
-    try:
-        if isinstance(agent, AiohttpAgent):
-            _in_thread(lambda: asyncio.run(_aiohttp_run(plan, tallies, url, method, headers,
-                                                        timeout)), tallies[0])
-        else:
-            assert isinstance(agent, SyncAgent)
-            threads = [threading.Thread(target=_sync_worker, args=(agent, plan, t, host, port, url,
-                                                                  path, method, headers, timeout),
-                                        daemon=True) for t in tallies]
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.25)
-    except KeyboardInterrupt:
-        interrupted = True
-        plan.stop = True
+    if isinstance(agent, AiohttpAgent):
+        targets = [_on_a_thread(lambda: asyncio.run(_aiohttp_run(plan, tallies, url, method,
+                                                                 headers, timeout)),
+                                tallies[0], errors)]
+    else:
+        sync = agent
+        assert isinstance(sync, SyncAgent)
+        targets = [functools.partial(_sync_worker, sync, plan, t, host, port, url, path, method,
+                                     headers, timeout) for t in tallies]
+    plan.start(targets)
+    interrupted = plan.wait()
+    plan.finish(tallies)
     elapsed = time.perf_counter() - t0
+    if errors and not interrupted:
+        raise errors[0]
     return _result(agent, url, method, host, port, path, requests, concurrency, plan, tallies,
                    elapsed, interrupted)
 
 
-def _in_thread(fn: Callable[[], None], tally: _Tally) -> None:
-    """Runs fn on a thread of its own (a notebook's thread may already have
-    an event loop), counting that thread's CPU time."""
-    errors: list[BaseException] = []
+def _on_a_thread(fn: Callable[[], None], tally: _Tally,
+                 errors: list[BaseException]) -> Callable[[], None]:
+    """fn as a thread's target (it runs on a thread of its own: a
+    notebook's thread may already have an event loop), counting its CPU
+    time in tally; what it raises goes to errors."""
 
     def target() -> None:
         cpu = _ThreadCPU()
         try:
             fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised below
+        except BaseException as e:  # noqa: BLE001 - re-raised by the caller
             errors.append(e)
         cpu.done(tally)
 
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    while t.is_alive():
-        t.join(0.25)
-    if errors:
-        raise errors[0]
+    return target
 
 
 def _result(agent: Agent, url: str, method: str, host: str, port: int, path: str,
@@ -505,7 +584,7 @@ def _result(agent: Agent, url: str, method: str, host: str, port: int, path: str
     r = Result(
         url=url, method=method, host=host, port=port, path=path, requests=requests,
         issued=sum(t.issued for t in tallies), complete=complete, failed=sum(failures.values()),
-        failures=failures, non_2xx=sum(t.non_2xx for t in tallies), status_counts=status,
+        cancelled=sum(t.cancelled for t in tallies), failures=failures, non_2xx=sum(t.non_2xx for t in tallies), status_counts=status,
         time_taken=elapsed, bytes_received=sum(t.body_bytes + t.head_bytes for t in tallies),
         body_bytes=sum(t.body_bytes for t in tallies),
         bytes_sent=0, document_length=plan.doc_len, server_software="",

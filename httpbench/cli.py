@@ -18,12 +18,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from types import FrameType
+from typing import IO
 
+from . import _check
 from ._version import __version__
-from .agents import AGENTS, available_agents
+from .agents import AGENTS, MAX_WORKERS, available_agents
 from .compare import compare
+from .exceptions import HttpbenchError
 from .result import Result
 from .runner import parse_url, run
 from .server import Server
@@ -46,23 +51,43 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--static", metavar="DIR", help="serve DIR under /static/")
     p.add_argument("--no-zero-copy", dest="zero_copy", action="store_false",
                    help="send static files with read/write instead of sendfile")
+    p.add_argument("--max-buffered", metavar="SIZE", default="256M",
+                   help="request bodies held at once, over all connections; past it a body "
+                        "gets 503 (bytes, or like 256M; default 256M)")
     return p
+
+
+class _Stop(Exception):
+    """SIGTERM or SIGHUP: end as Ctrl-C does."""
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signal.Signals(signum).name)
 
 
 def serve(argv: Sequence[str]) -> int:
     args = serve_parser().parse_args(argv)
     try:
-        srv = Server(args.host, args.port, args.mode, args.threads, args.static, args.zero_copy)
+        max_buffered = _check.byte_size("--max-buffered", args.max_buffered)
+        srv = Server(args.host, args.port, args.mode, args.threads, args.static, args.zero_copy,
+                     max_buffered=max_buffered)
     except (OSError, ValueError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
     threads = f", {args.threads} thread{'s' * (args.threads > 1)}" if args.mode == "epoll" else ""
     print(f"httpbench {__version__} serving {srv.url()} ({args.mode}{threads}); Ctrl-C to stop",
           flush=True)
+    # A service manager's stop (SIGTERM) and a closed terminal (SIGHUP) end
+    # it as Ctrl-C does: the server closes and the summary is printed.
+    previous = {sig: signal.signal(sig, _on_stop_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         srv.serve_forever()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stop):
         pass
+    finally:
+        srv.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     st = srv.stats()
     print(f"served {st['requests']} requests on {st['connections']} connections", flush=True)
     return 0
@@ -114,9 +139,10 @@ def _warmup(text: str | None) -> int | float | None:
         value: int | float = float(text[:-1]) if text.endswith("s") else int(text)
     except ValueError:
         raise UsageError(f"--warmup takes a count or seconds like 2s, not {text!r}") from None
-    if value <= 0:
-        raise UsageError("--warmup must be positive")
-    return value
+    try:
+        return _check.warmup(value)
+    except ValueError as e:
+        raise UsageError(f"--{e}") from None
 
 
 def _headers(lines: list[str]) -> list[tuple[str, str]]:
@@ -129,26 +155,73 @@ def _headers(lines: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def write_csv(result: Result, path: str) -> None:
+def write_csv(result: Result, f: IO[str]) -> None:
     """ab's -e file: the time in ms within which each percentage was served."""
-    with open(path, "w") as f:
-        f.write("Percentage served,Time in ms\n")
-        for p in range(101):
-            f.write(f"{p},{result.latency.percentile(p) * 1e3:.3f}\n")
+    f.write("Percentage served,Time in ms\n")
+    for p in range(101):
+        f.write(f"{p},{result.latency.percentile(p) * 1e3:.3f}\n")
+
+
+class _Outputs:
+    """Output files, opened before the run so that a bad path is a usage
+    error at once, not a traceback after a long run. A file the run never
+    wrote to is removed again if it did not exist before."""
+
+    def __init__(self, paths: dict[str, str | None]) -> None:
+        self.files: dict[str, tuple[str, IO[str], bool]] = {}
+        for flag, path in paths.items():
+            if path is None:
+                continue
+            existed = os.path.exists(path)
+            try:
+                f = open(path, "a")
+            except OSError as e:
+                self.discard()
+                raise UsageError(f"{flag}: cannot write {path}: {e.strerror}") from None
+            self.files[flag] = (path, f, existed)
+
+    def get(self, flag: str) -> IO[str] | None:
+        """The file for flag, emptied for writing; None when not asked for."""
+        if flag not in self.files:
+            return None
+        _, f, _ = self.files[flag]
+        f.seek(0)
+        f.truncate()
+        return f
+
+    def close(self) -> None:
+        for _, f, _ in self.files.values():
+            f.close()
+
+    def discard(self) -> None:
+        for path, f, existed in self.files.values():
+            f.close()
+            if not existed:
+                os.unlink(path)
+        self.files = {}
+
+
+def _one_line(prog: str, e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return f"{prog}: {text}"
 
 
 def bench(argv: Sequence[str]) -> int:
     parser = bench_parser()
     args = parser.parse_args(argv)
     try:
-        if args.requests is not None and args.requests < 1:
-            raise UsageError("-n must be a positive number of requests")
+        if args.requests is not None:
+            args.requests = _check.count("-n", args.requests)
         if args.concurrency is None:
             args.concurrency = 1
-        if args.concurrency < 1:
-            raise UsageError("-c must be a positive number of connections")
-        if args.timelimit is not None and args.timelimit <= 0:
-            raise UsageError("-t must be a positive number of seconds")
+        args.concurrency = _check.count("-c", args.concurrency, 1, _check.MAX_CONCURRENCY)
+        if args.timelimit is not None:
+            args.timelimit = _check.seconds("-t", args.timelimit)
+        if args.threads is not None:
+            args.threads = _check.count("--threads", args.threads, 1, _check.MAX_THREADS)
+        if args.rate is not None:
+            args.rate = _check.rate(args.rate, args.concurrency)
+        timeout = _check.seconds("-s", args.timeout)
         warmup = _warmup(args.warmup)
         headers = _headers(args.headers)
         body = None
@@ -169,7 +242,7 @@ def bench(argv: Sequence[str]) -> int:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     common = dict(concurrency=args.concurrency, threads=args.threads, keepalive=args.keepalive,
-                  rate=args.rate, timeout=args.timeout, warmup=warmup,
+                  rate=args.rate, timeout=timeout, warmup=warmup,
                   progress=not args.quiet and "auto", lengths_vary=args.lengths_vary)
     if args.url is None:
         # The main job: the comparison on the embedded server.
@@ -177,27 +250,36 @@ def bench(argv: Sequence[str]) -> int:
         rest += ["-c", str(args.concurrency)] + (["-q"] if args.quiet else [])
         rest += ["-t", str(args.timelimit)] if args.timelimit else []
         return compare_main(rest)
-    results: list[Result] = []
     try:
-        runs = [run(args.url, method or "GET", body, headers, args.requests, args.timelimit,
-                    stream=sys.stderr, **common)]
-        for r in runs:
-            results.append(r)
-            sys.stdout.write(r.report())
-            if r.first_error and r.failed:
-                print(f"First failure: {r.first_error}")
-            sys.stdout.flush()
-    except ValueError as e:
+        outputs = _Outputs({"-e": args.csv, "--json": args.json})
+    except UsageError as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
-    last = results[-1]
-    if args.csv:
-        write_csv(last, args.csv)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(last.to_json() if len(results) == 1
-                    else "[" + ",\n".join(r.to_json() for r in results) + "]")
-    return 0 if all(r.ok for r in results) else 1
+    try:
+        r = run(args.url, method or "GET", body, headers, args.requests, args.timelimit,
+                stream=sys.stderr, **common)
+    except ValueError as e:
+        outputs.discard()
+        print(_one_line("httpbench", e), file=sys.stderr)
+        return 2
+    except (HttpbenchError, OSError) as e:
+        # Nothing ran: the name did not resolve, or the system refused the
+        # run its threads or descriptors.
+        outputs.discard()
+        print(_one_line("httpbench", e), file=sys.stderr)
+        return 1
+    sys.stdout.write(r.report())
+    if r.first_error and r.failed:
+        print(f"First failure: {r.first_error}")
+    sys.stdout.flush()
+    csv = outputs.get("-e")
+    if csv is not None:
+        write_csv(r, csv)
+    out = outputs.get("--json")
+    if out is not None:
+        out.write(r.to_json())
+    outputs.close()
+    return 0 if r.ok else 1
 
 
 def compare_parser() -> argparse.ArgumentParser:
@@ -238,14 +320,14 @@ def compare_main(argv: Sequence[str]) -> int:
             if unknown:
                 raise UsageError(f"unknown agent(s) {', '.join(unknown)}; available here: "
                                  f"{', '.join(available_agents())}")
-        if args.requests is not None and args.requests < 1:
-            raise UsageError("-n must be a positive number of requests")
-        if args.concurrency < 1:
-            raise UsageError("-c must be a positive number of connections")
-        if args.duration is not None and args.duration <= 0:
-            raise UsageError("-t must be a positive number of seconds")
+        if args.requests is not None:
+            args.requests = _check.count("-n", args.requests)
+        args.concurrency = _check.count("-c", args.concurrency, 1, MAX_WORKERS)
+        if args.duration is not None:
+            args.duration = _check.seconds("-t", args.duration)
         if args.url is not None:
             parse_url(args.url)
+        outputs = _Outputs({"--json": args.json, "--markdown": args.markdown})
     except (UsageError, ValueError) as e:
         print(f"httpbench compare: {e}", file=sys.stderr)
         return 2
@@ -259,22 +341,34 @@ def compare_main(argv: Sequence[str]) -> int:
         cap = f", at most {duration:g} s each" if duration else ""
         print(f"Comparing {', '.join(agents or available_agents())}: {requests} requests per "
               f"agent and scenario{cap}, {args.concurrency} connection(s)", file=sys.stderr)
-    cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
-                  duration=duration, progress=not args.quiet, pin=pin)
+    try:
+        cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
+                      duration=duration, progress=not args.quiet, pin=pin)
+    except (ValueError, HttpbenchError, OSError) as e:
+        outputs.discard()
+        print(_one_line("httpbench compare", e), file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
     sys.stdout.write(cmp.report())
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({f"{a} {s}": r.to_dict() for (a, s), r in cmp.results.items()}, f, indent=2)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(cmp.to_markdown())
+    out = outputs.get("--json")
+    if out is not None:
+        json.dump({f"{a} {s}": r.to_dict() for (a, s), r in cmp.results.items()}, out, indent=2)
+    out = outputs.get("--markdown")
+    if out is not None:
+        out.write(cmp.to_markdown())
+    outputs.close()
     return 0 if all(r.ok for r in cmp.results.values()) else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "serve":
-        return serve(args[1:])
-    if args and args[0] == "compare":
-        return compare_main(args[1:])
-    return bench(args)
+    try:
+        if args and args[0] == "serve":
+            return serve(args[1:])
+        if args and args[0] == "compare":
+            return compare_main(args[1:])
+        return bench(args)
+    except KeyboardInterrupt:
+        # Ctrl-C outside a run (a run reports what it measured): no
+        # traceback, the shell's status for SIGINT.
+        print("httpbench: interrupted", file=sys.stderr)
+        return 130

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .agents import AGENTS, available_agents, run_agent
+from . import _check
+from .agents import AGENTS, MAX_WORKERS, available_agents, run_agent
 from .result import Result
 from .server import Server
 
@@ -160,6 +161,11 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     dwarfs the clients' differences. Only the calling thread's affinity is
     changed, and it is restored on return; the threads started meanwhile
     inherit it and end with the comparison."""
+    requests = _check.count("requests", requests)
+    concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
+    if duration is not None:
+        duration = _check.seconds("duration", duration)
+    timeout = _check.seconds("timeout", timeout)
     known = list(AGENTS)
     names = list(agents) if agents is not None else known
     unknown = [a for a in names if a not in AGENTS]

@@ -103,7 +103,7 @@ class Latency:
 # Figures stored as they are; the histograms go through Latency.
 _PLAIN = (
     "url", "method", "host", "port", "path", "requests", "issued", "complete", "failed",
-    "failures", "non_2xx", "status_counts", "time_taken", "bytes_received", "body_bytes",
+    "cancelled", "failures", "non_2xx", "status_counts", "time_taken", "bytes_received", "body_bytes",
     "bytes_sent", "document_length", "server_software", "keepalive_requests", "connects",
     "reconnects", "concurrency", "threads", "cpu_user", "cpu_sys", "rate", "interrupted",
     "first_error",
@@ -111,6 +111,8 @@ _PLAIN = (
 _LATENCIES = ("latency", "latency_uncorrected", "connect_time", "processing", "waiting")
 # Who measured: the agent, its version and the Python it ran on.
 _ABOUT = ("agent", "agent_version", "python_version")
+# Figures a result saved by an earlier version may lack, and their value then.
+_ADDED = {"cancelled": 0}
 
 
 class Result:
@@ -122,9 +124,10 @@ class Result:
     port: int
     path: str
     requests: int | None       # asked for; None under a duration alone
-    issued: int
+    issued: int                # == complete + failed + cancelled
     complete: int
     failed: int
+    cancelled: int             # in flight when a stop's or the duration's grace ended
     failures: dict[str, int]   # connect, receive, length, exceptions, timeout
     non_2xx: int
     status_counts: dict[int, int]
@@ -175,8 +178,10 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        """Every request issued completed without failure."""
-        return self.failed == 0 and self.complete == self.issued and not self.interrupted
+        """No request failed and the run was not interrupted. Cancelled
+        requests (in flight when the duration's grace ended) are no
+        failure."""
+        return self.failed == 0 and not self.interrupted
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {name: getattr(self, name) for name in _PLAIN + _ABOUT}
@@ -192,7 +197,7 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Result:
-        fields = {name: d[name] for name in _PLAIN}
+        fields = {name: d[name] if name in d else _ADDED[name] for name in _PLAIN}
         fields.update({name: d[name] for name in _ABOUT if name in d})
         fields["timeline"] = d.get("timeline", [])
         fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
@@ -283,6 +288,8 @@ def _report_lines(r: Result) -> Iterable[str]:
         f = r.failures
         yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
                f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']})")
+    if r.cancelled:
+        yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
         yield f"Non-2xx responses:      {r.non_2xx}"
     yield f"Keep-Alive requests:    {r.keepalive_requests}"
@@ -405,12 +412,13 @@ def _plot_timeline(r: Result, ax: Any) -> None:
 
 def _html(r: Result) -> str:
     e = html.escape
-    state = "interrupted" if r.interrupted else ("every request completed" if r.ok else
-                                                 f"{r.failed} failed")
+    state = ("interrupted" if r.interrupted else f"{r.failed} failed" if r.failed else
+             f"{r.cancelled} cancelled at the end" if r.cancelled else "every request completed")
     key = [
         ("Requests per second", f"{r.rps:,.2f}"),
         ("Complete / issued", f"{r.complete} / {r.issued}"),
         ("Failed", str(r.failed)),
+        ("Cancelled", str(r.cancelled)),
         ("Non-2xx responses", str(r.non_2xx)),
         ("Time taken", f"{r.time_taken:.3f} s"),
         ("Latency mean", f"{r.latency.mean * 1e3:.3f} ms"),

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any, Literal
 from urllib.parse import urlsplit
 
-from . import _core
+from . import _check, _core
 from .result import FAILURE_CLASSES, Latency, Result
 
 __all__ = ["run", "parse_url"]
@@ -28,9 +28,11 @@ def parse_url(url: str) -> tuple[str, int, str]:
     if not parts.hostname:
         raise ValueError(f"the URL has no host: {url!r}")
     try:
-        port = parts.port or 80
+        port = parts.port if parts.port is not None else 80
     except ValueError as e:
         raise ValueError(f"bad port in {url!r}: {e}") from None
+    if port == 0:
+        raise ValueError(f"bad port in {url!r}: 0")
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -114,8 +116,9 @@ class _Reporter:
         self.stream.flush()
 
 
-def _drive(bench: _core._Bench, reporter: _Reporter | None) -> tuple[dict[str, object], bool]:
-    """Waits for the run, updating progress; Ctrl-C stops it early."""
+def _drive(bench: _core._Bench, reporter: _Reporter | None) -> tuple[dict[str, Any], bool]:
+    """Waits for the run, updating progress; Ctrl-C stops it early (the C
+    loop gives requests in flight a second, then cancels them)."""
     interrupted = False
     try:
         while not bench.wait(0.25):
@@ -131,6 +134,18 @@ def _drive(bench: _core._Bench, reporter: _Reporter | None) -> tuple[dict[str, o
     return bench.result(), interrupted
 
 
+def _nothing_measured() -> dict[str, Any]:
+    """The figures of a run that never began (Ctrl-C during the warmup)."""
+    raw: dict[str, Any] = dict.fromkeys(
+        ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received", "body_bytes",
+         "bytes_sent", "keepalive_requests", "connects", "reconnects", *FAILURE_CLASSES), 0)
+    raw.update(status_counts={}, document_length=-1, server_software="", elapsed=0.0,
+               cpu_user=0.0, cpu_sys=0.0, error="", timeline=[])
+    for name in ("total", "uncorrected", "connect_time", "waiting", "processing"):
+        raw[name] = _core.Histogram()
+    return raw
+
+
 def run(
     url: str,
     method: str = "GET",
@@ -142,7 +157,7 @@ def run(
     threads: int | None = None,
     keepalive: bool = True,
     rate: float | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = 30.0,
     warmup: int | float | None = None,
     progress: Progress = "auto",
     lengths_vary: bool = False,
@@ -155,23 +170,30 @@ def run(
     first). concurrency keep-alive connections share `threads` OS threads
     (the CPU count, capped by concurrency). rate=R runs open-loop at R
     requests a second, latency counted from each request's intended start.
-    warmup (an int: requests; a float: seconds) runs first and is left out.
-    Ctrl-C ends the run early and the partial result comes back with
+    timeout bounds each request (None: no limit). warmup (an int: requests;
+    a float: seconds) runs first and is left out.
+
+    Every request issued ends complete, failed or cancelled: when the
+    duration ends or Ctrl-C stops the run, requests in flight get a second
+    to finish, and those still in flight are cancelled. Ctrl-C, during the
+    warmup too, ends the whole run: the partial result comes back with
     interrupted=True.
     """
     host, port, path = parse_url(url)
     if requests is None and duration is None:
         requests = DEFAULT_REQUESTS
-    if requests is not None and (not isinstance(requests, int) or requests < 1):
-        raise ValueError(f"requests must be a positive int, not {requests!r}")
-    if duration is not None and not duration > 0:
-        raise ValueError(f"duration must be positive, not {duration!r}")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
+    if requests is not None:
+        requests = _check.count("requests", requests)
+    if duration is not None:
+        duration = _check.seconds("duration", duration)
+    concurrency = _check.count("concurrency", concurrency, 1, _check.MAX_CONCURRENCY)
     if threads is None:
         threads = min(os.cpu_count() or 1, concurrency)
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive int, not {threads!r}")
+    threads = _check.count("threads", threads, 1, _check.MAX_THREADS)
+    if rate is not None:
+        rate = _check.rate(rate, concurrency)
+    timeout_s = _check.YEAR if timeout is None else _check.seconds("timeout", timeout)
+    warmup = _check.warmup(warmup)
     # A socket per connection, an epoll and a timerfd per thread, and room
     # for what the process has open already.
     limit, files = _fd_limit(), concurrency + 2 * min(threads, concurrency) + 16
@@ -179,44 +201,41 @@ def run(
         raise ValueError(f"concurrency {concurrency} over {min(threads, concurrency)} threads "
                          f"needs {files} files, above the open-file limit ({limit}); "
                          "raise it with ulimit -n")
-    if rate is not None and not rate > 0:
-        raise ValueError(f"rate must be positive, not {rate!r}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive, not {timeout!r}")
     request, flags = _core.build_request(method, path, headers, body, _host_field(host, port))
     head = bool(flags & _core.REQ_HEAD)
 
     def start(n: int, seconds: float) -> _core._Bench:
         return _core._Bench(host, port, request, head, n, seconds, concurrency, threads,
-                            keepalive, rate or 0.0, float(timeout), lengths_vary)
+                            keepalive, rate or 0.0, timeout_s, lengths_vary)
 
-    if warmup:
-        if isinstance(warmup, int):
-            w = start(warmup, 0.0)
-        else:
-            w = start(0, float(warmup))
-        _drive(w, None)
+    interrupted = False
+    if warmup is not None:
+        w = start(warmup, 0.0) if isinstance(warmup, int) else start(0, warmup)
+        _, interrupted = _drive(w, None)
 
-    stream = stream if stream is not None else sys.stderr
-    reporter = _Reporter(progress, requests, stream) if progress else None
-    bench = start(requests or 0, duration or 0.0)
-    raw, interrupted = _drive(bench, reporter)
+    if interrupted:
+        raw = _nothing_measured()
+    else:
+        stream = stream if stream is not None else sys.stderr
+        reporter = _Reporter(progress, requests, stream) if progress else None
+        bench = start(requests or 0, duration or 0.0)
+        raw, interrupted = _drive(bench, reporter)
     failures = {name: raw[name] for name in FAILURE_CLASSES}
     doc = raw["document_length"]
     return Result(
         url=url, method=method, host=host, port=port, path=path, requests=requests,
         issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
-        failures=failures, non_2xx=raw["non_2xx"], status_counts=raw["status_counts"],
-        time_taken=raw["elapsed"], bytes_received=raw["bytes_received"],
-        body_bytes=raw["body_bytes"], bytes_sent=raw["bytes_sent"],
+        cancelled=raw["cancelled"], failures=failures, non_2xx=raw["non_2xx"],
+        status_counts=raw["status_counts"], time_taken=raw["elapsed"],
+        bytes_received=raw["bytes_received"], body_bytes=raw["body_bytes"],
+        bytes_sent=raw["bytes_sent"],
         document_length=doc if isinstance(doc, int) and doc >= 0 else None,
         server_software=raw["server_software"], keepalive_requests=raw["keepalive_requests"],
         connects=raw["connects"], reconnects=raw["reconnects"], concurrency=concurrency,
         threads=min(threads, concurrency), cpu_user=raw["cpu_user"], cpu_sys=raw["cpu_sys"],
         rate=rate, interrupted=interrupted, first_error=raw["error"],
-        latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),  # type: ignore[arg-type]
-        connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),  # type: ignore[arg-type]
-        waiting=Latency(raw["waiting"]),  # type: ignore[arg-type]
-        timeline=[(t, c, f, p / 1e9) for t, c, f, p in raw["timeline"]],  # type: ignore[attr-defined]
+        latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),
+        connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),
+        waiting=Latency(raw["waiting"]),
+        timeline=[(t, c, f, p / 1e9) for t, c, f, p in raw["timeline"]],
     )
-

@@ -16,7 +16,7 @@ import threading
 from types import TracebackType
 from typing import Literal
 
-from . import _core
+from . import _check, _core
 from ._version import __version__
 
 __all__ = ["Server", "RND_MAX", "DELAY_MAX_MS"]
@@ -34,11 +34,13 @@ class Server:
     mode="threads": a blocking thread per connection (`threads` is unused).
     Binds 127.0.0.1 unless told otherwise; port=0 picks a free port.
 
-    Limits: request bodies over `max_body` get 413 without being read; a
-    request head must arrive within `header_timeout` seconds of its first
-    byte (slowloris); a client that stops reading is cut off after
-    `send_timeout` seconds without progress; an idle kept-alive connection
-    is closed after `idle_timeout` seconds.
+    Limits: request bodies over `max_body` get 413 without being read; the
+    request bodies held at once, over all connections, are at most
+    `max_buffered` bytes (past it a body is refused with 503); a request
+    head must arrive within `header_timeout` seconds of its first byte
+    (slowloris; empty lines before it count); a client that stops reading
+    is cut off after `send_timeout` seconds without progress; an idle
+    kept-alive connection is closed after `idle_timeout` seconds.
     """
 
     def __init__(
@@ -51,22 +53,20 @@ class Server:
         zero_copy: bool = True,
         *,
         max_body: int = 64 * 1024 * 1024,
+        max_buffered: int = 256 * 1024 * 1024,
         header_timeout: float = 10.0,
         send_timeout: float = 10.0,
         idle_timeout: float = 60.0,
     ) -> None:
         if mode not in ("epoll", "threads"):
             raise ValueError(f"mode must be 'epoll' or 'threads', not {mode!r}")
-        if not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"threads must be a positive int, not {threads!r}")
-        if not 0 <= port <= 65535:
-            raise ValueError(f"port must be 0..65535, not {port}")
-        if max_body < 0:
-            raise ValueError("max_body must not be negative")
-        for name, value in (("header_timeout", header_timeout), ("send_timeout", send_timeout),
-                            ("idle_timeout", idle_timeout)):
-            if not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds")
+        threads = _check.count("threads", threads, 1, _check.MAX_THREADS)
+        port = _check.port("port", port, lo=0)
+        max_body = _check.count("max_body", max_body, 0, _check.MAX_BYTES)
+        max_buffered = _check.count("max_buffered", max_buffered, 1, _check.MAX_BYTES)
+        header_timeout = _check.seconds("header_timeout", header_timeout)
+        send_timeout = _check.seconds("send_timeout", send_timeout)
+        idle_timeout = _check.seconds("idle_timeout", idle_timeout)
         directory = None
         if static_dir is not None:
             directory = os.fspath(static_dir)
@@ -77,9 +77,10 @@ class Server:
         self.threads = threads
         self.static_dir = directory
         self.zero_copy = zero_copy
+        self.max_buffered = max_buffered
         self._core: _core._ServerCore | None = _core._ServerCore(
             host, port, mode == "threads", threads, directory, zero_copy, max_body,
-            float(header_timeout), float(send_timeout), float(idle_timeout), __version__,
+            header_timeout, send_timeout, idle_timeout, __version__, max_buffered,
         )
         port_now = self._core.port
         assert port_now is not None

@@ -1,0 +1,92 @@
+"""Range checks for every number a user can pass, made before it reaches C.
+
+Out of range (negative, NaN, infinite, absurdly large) or not a number at
+all: a ValueError naming the argument. The C types check again on their
+own (module.c), with the same limits.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = [
+    "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
+    "count", "seconds", "rate", "port", "warmup", "byte_size",
+]
+
+# Durations and timeouts: at most a year (None is "no limit" where documented).
+YEAR = 365 * 86400.0
+MAX_REQUESTS = 10**12
+MAX_CONCURRENCY = 1_000_000
+MAX_THREADS = 1024
+MAX_BYTES = 2**62
+MAX_RATE = 1e9
+
+
+def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:
+    """A whole number from lo to hi."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be a whole number from {lo:,} to {hi:,}, not {value!r}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be from {lo:,} to {hi:,}, not {value!r}")
+    return v
+
+
+def seconds(name: str, value: object) -> float:
+    """A finite number of seconds above zero, at most a year."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not 0 < v <= YEAR:
+        raise ValueError(f"{name} must be a number of seconds above 0 and at most a year "
+                         f"({YEAR:.0f}), not {value!r}")
+    return v
+
+
+def rate(value: object, concurrency: int) -> float:
+    """Requests a second: finite, above zero, at most MAX_RATE, and not so
+    low that a connection would wait more than a year between starts."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"rate must be a number of requests a second, not {value!r}")
+    v = float(value)
+    if not 0 < v <= MAX_RATE:
+        raise ValueError(f"rate must be above 0 and at most {MAX_RATE:.0e}, not {value!r}")
+    if concurrency / v > YEAR:
+        raise ValueError(f"rate {value!r} is too low for {concurrency} connections")
+    return v
+
+
+def port(name: str, value: object, lo: int = 1) -> int:
+    return count(name, value, lo, 65535)
+
+
+def warmup(value: object) -> int | float | None:
+    """None; an int: requests; a float: seconds."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return count("warmup", value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return seconds("warmup", value)
+    raise ValueError(f"warmup must be a number of requests (int) or seconds (float), "
+                     f"not {value!r}")
+
+
+_UNITS = {"": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def byte_size(name: str, text: str) -> int:
+    """A size from the command line: bytes, or with K, M or G (powers of
+    1024, as in 256M or 256MiB)."""
+    t = text.strip().lower()
+    digits = t.rstrip("kmgib")
+    unit = t[len(digits):]
+    if not digits.isdigit() or unit not in _UNITS:
+        raise ValueError(f"{name} takes bytes, or a size like 256M, not {text!r}")
+    return count(name, int(digits) * _UNITS[unit], 1, MAX_BYTES)
