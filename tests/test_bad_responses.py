@@ -200,6 +200,7 @@ def test_body_over_max_body_is_refused_without_reading_it(scripted):
             conn.request("GET", "/")
 
 
+@pytest.mark.timing
 def test_endless_header_stops_at_the_limit(scripted):
     # 1 MiB of header bytes: the client gives up at 64 KiB.
     endless = b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: %s\r\n" % (i, b"v" * 1000) for i in range(1000))

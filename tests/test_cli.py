@@ -116,7 +116,7 @@ def test_failures_exit_1(tmp_path):
         (["-n", "0", "http://127.0.0.1:1/"], "-n must be"),
         (["-n", "-5", "http://127.0.0.1:1/"], "-n must be"),
         (["-c", "0", "http://127.0.0.1:1/"], "-c must be"),
-        (["-c", "10000000", "http://127.0.0.1:1/"], "open-file limit"),
+        (["-c", "900000", "http://127.0.0.1:1/"], "open-file limit"),
         (["-t", "0", "http://127.0.0.1:1/"], "-t must be"),
         (["-H", "NoColon", "http://127.0.0.1:1/"], "-H takes"),
         (["--warmup", "x", "http://127.0.0.1:1/"], "--warmup takes"),

@@ -71,10 +71,11 @@ def test_methods_with_a_body_send_zero_length_when_none(scripted, method):
     assert b"Content-Length: 0" in fields
 
 
-def test_chunked_request_gets_no_content_length(scripted):
-    raw = one_request(scripted, "POST", "/", headers={"Transfer-Encoding": "chunked"}, body=b"0\r\n\r\n")
-    _, fields, _ = split(raw)
-    assert not any(f.lower().startswith(b"content-length") for f in fields)
+def test_given_content_length_that_matches_is_sent_once(scripted):
+    raw = one_request(scripted, "POST", "/", headers={"Content-Length": "3"}, body=b"abc")
+    _, fields, body = split(raw)
+    assert [f for f in fields if f.lower().startswith(b"content-length")] == [b"Content-Length: 3"]
+    assert body == b"abc"
 
 
 def test_large_body_is_sent_whole(scripted):

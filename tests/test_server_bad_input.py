@@ -212,6 +212,7 @@ def test_slowloris_is_cut_off_and_delays_no_one(server):
     still_answers(server)
 
 
+@pytest.mark.timing
 def test_client_that_stops_reading_is_cut_off(server):
     """A 64 MiB response the client never reads: cut off after 0.5 s with no
     progress, without the server's memory growing."""
