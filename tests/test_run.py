@@ -48,7 +48,9 @@ def test_exactly_n_requests(server, n, c, threads):
     assert served(server) - before == n  # never more, whatever the concurrency
     assert r.document_length == 2048 and r.body_bytes == 2048 * n
     assert r.status_counts == {200: n}
-    assert r.keepalive_requests == n and r.connects == min(n, c) and r.reconnects == 0
+    # A connection opens with its first request; on one CPU a thread may
+    # find the tickets gone before it runs, so fewer may open, never more.
+    assert r.keepalive_requests == n and r.connects <= min(n, c) and r.reconnects == 0
     assert r.latency.count == n and r.ok
     assert r.server_software == f"httpbench/{httpbench.__version__}"
     assert r.bytes_sent == n * len(b"GET /rnd?c=2048 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
@@ -427,4 +429,8 @@ def test_many_connections(server):
     r = httpbench.run(server.url("/rnd?c=512"), requests=4000, concurrency=400, threads=2,
                       progress=False)
     exact(r)
-    assert (r.complete, r.failed, r.connects) == (4000, 0, 400)
+    assert (r.complete, r.failed, r.reconnects) == (4000, 0, 0)
+    # A connection opens with its first request. On one CPU (taskset -c 0)
+    # the first thread may take every ticket before the second has run, so
+    # not every connection need have opened; none opened twice.
+    assert r.connects <= 400 and r.keepalive_requests == 4000
