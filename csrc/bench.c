@@ -69,6 +69,7 @@ typedef struct {
     int tick_fd;           /* the epoll loop's periodic timerfd */
     bconn *conns;
     int nconns;
+    int first_conn;        /* the index of conns[0] over all threads */
     int inflight;
     int blocking;          /* one connection, closed loop: wait in recv, not epoll */
     int64_t interval;      /* rate: ns between one connection's starts */
@@ -98,6 +99,7 @@ struct hb_bench {
     pthread_cond_t done_cv;
     int running;
     char server[128];
+    char first_head[HB_FIRST_HEAD];
     int server_set;
     char error[160];
 };
@@ -367,7 +369,8 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     int ok2xx = c->status >= 200 && c->status < 300;
     if (!ok2xx)
         res->non_2xx++;
-    if (ok2xx && !cfg->head) {
+    /* A HEAD response's document length is 0: no body, by definition. */
+    if (ok2xx) {
         int64_t expect = -1;
         __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body_got, 0,
                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -403,13 +406,17 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     end_request(t, c, now);
 }
 
-/* Takes the Server field of the first response any thread sees. */
+/* Takes the head and the Server field of the first final response any
+ * thread sees (ab's -v 2 prints that head). */
 static void note_server(hb_bench *b, const hb_response *r, const char *head)
 {
     if (__atomic_load_n(&b->server_set, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&b->mu);
     if (!b->server_set) {
+        size_t n = r->head_len < sizeof b->first_head - 1 ? r->head_len : sizeof b->first_head - 1;
+        memcpy(b->first_head, head, n);
+        b->first_head[n] = 0;
         for (unsigned i = 0; i < r->num_headers; i++) {
             const hb_header *h = &r->headers[i];
             if (hb_name_is(head + h->name_off, h->name_len, "server", 6)) {
@@ -447,6 +454,13 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
             return -1;
         }
         return (ssize_t)n;
+    }
+    if (rc == HB_PARSE_ERROR && t->r.error == hb_parse_not_http) {
+        char got[64], why[160];
+        hb_parse_excerpt(buf, len, got, sizeof got);
+        snprintf(why, sizeof why, "%s: got \"%s\"", t->r.error, got);
+        fail(t, c, &t->res->fail_exceptions, now, why);
+        return -1;
     }
     if (rc == HB_PARSE_ERROR || t->r.status == 101) {
         fail(t, c, &t->res->fail_exceptions, now,
@@ -654,8 +668,14 @@ static void *thread_main(void *arg)
     struct epoll_event events[EVENTS];
     int64_t now = hb_now_ns(), next_tick = now + TICK_NS;
 
+    /* Under a rate R the run's requests are spread evenly from the start:
+     * connection g (counted over all threads) starts its schedule g/R
+     * seconds in, then every concurrency/R seconds, so N requests take
+     * N/R seconds at any concurrency. */
     for (int i = 0; i < t->nconns; i++) {
         t->conns[i].next_at = b->start;
+        if (b->cfg.rate > 0)
+            t->conns[i].next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
         t->ready[t->nready++] = &t->conns[i];
     }
     while (t->blocking) {
@@ -780,8 +800,9 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     b->last_outcome = b->start;
     b->timeout_ns = (int64_t)(cfg->timeout * 1e9);
     b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
-    for (int i = 0; i < nt; i++) {
+    for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++) {
         bthread *t = &b->threads[i];
+        t->first_conn = first;
         t->nconns = conc / nt + (i < conc % nt);
         t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
         if (t->conns == NULL)
@@ -924,6 +945,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
     }
     out->document_length = b->doc_len;
     memcpy(out->server, b->server, sizeof out->server);
+    memcpy(out->first_head, b->first_head, sizeof out->first_head);
     out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
 }
 

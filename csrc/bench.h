@@ -28,6 +28,9 @@
 
 #include <stdint.h>
 
+/* Bytes of the first response's head a run keeps (for ab's -v 2). */
+#define HB_FIRST_HEAD 8192
+
 /* Addresses a run may try, in getaddrinfo's order. */
 #define HB_BENCH_MAX_ADDRS 8
 
@@ -77,6 +80,7 @@ typedef struct {
     uint64_t keepalive_requests, connects, reconnects;
     int64_t document_length; /* body length of the first 2xx response; -1 if none */
     char server[128];        /* its Server field */
+    char first_head[HB_FIRST_HEAD]; /* its head, cut at HB_FIRST_HEAD - 1 bytes */
     double elapsed;          /* seconds from start to the last outcome */
     double cpu_user, cpu_sys;/* the loop threads' CPU time, seconds */
     hb_hist total;           /* latency: from the intended start under a rate */

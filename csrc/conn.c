@@ -13,6 +13,8 @@
 #define BODY_READ (1u << 20)
 /* After a response larger than this the buffer is given back. */
 #define KEEP_BUF (1u << 20)
+/* Idle longer than this, a kept-alive socket is looked at before reuse. */
+#define IDLE_CHECK_NS 1000000
 
 static hb_status fail(hb_conn *c, hb_status st, const char *fmt, ...)
 {
@@ -147,6 +149,12 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
             }
             *got += (size_t)n;
         }
+        if (rc == HB_PARSE_ERROR && c->resp.error == hb_parse_not_http) {
+            char got_text[128];
+            hb_parse_excerpt(hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx), got_text,
+                             sizeof got_text);
+            return fail(c, HB_ERR_PROTOCOL, "%s: got \"%s\"", c->resp.error, got_text);
+        }
         if (rc == HB_PARSE_ERROR)
             return fail(c, HB_ERR_PROTOCOL, "%s", c->resp.error);
         if (c->resp.status == 101)
@@ -258,9 +266,19 @@ too_large:
                 (unsigned long long)c->max_body);
 }
 
+/* Whether a kept-alive socket idle since the last response is still worth
+ * a request, as curl and urllib3 ask before reuse: unread bytes or an EOF
+ * waiting on it mean the server is done with it (or out of step). Asked
+ * only after IDLE_CHECK_NS of idleness, so back-to-back requests pay
+ * nothing. */
+static int still_open(hb_conn *c, int64_t now)
+{
+    return now - c->idle_since < IDLE_CHECK_NS || c->sock.tp->idle_ok(&c->sock);
+}
+
 hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags)
 {
-    int64_t deadline = hb_now_ns() + c->sock.timeout;
+    int64_t now = hb_now_ns(), deadline = now + c->sock.timeout;
     size_t req_len = 0;
 
     if (c->pending > 0) {
@@ -268,7 +286,7 @@ hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int f
         c->pending = 0;
         hb_buf_shrink(&c->rx, KEEP_BUF);
     }
-    if (!c->reusable)
+    if (!c->reusable || (c->sock.fd >= 0 && !still_open(c, now)))
         hb_conn_close(c);
     for (int i = 0; i < iovcnt; i++)
         req_len += req[i].iov_len;
@@ -298,6 +316,7 @@ hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int f
                 c->reusable = 0;
             c->served++;
             c->requests++;
+            c->idle_since = hb_now_ns();
             if (!c->reusable) {
                 /* Give the socket back now; the response stays in rx. */
                 hb_sock_close(&c->sock);

@@ -38,6 +38,7 @@ typedef struct {
     size_t pending;             /* bytes of rx the last response holds */
     unsigned reusable : 1;      /* the socket may carry the next request */
     uint64_t served;            /* responses on the current socket */
+    int64_t idle_since;         /* when the last response ended (CLOCK_MONOTONIC ns) */
     /* Figures over the connection's life. */
     uint64_t requests;          /* responses received */
     uint64_t connects;          /* sockets opened */

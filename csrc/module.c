@@ -23,6 +23,9 @@
 #define HB_VERSION "0.0.0"
 #endif
 
+/* Added to every request unless the caller gives its own. */
+#define DEFAULT_AGENT "User-Agent: httpbench/" HB_VERSION "\r\n"
+
 /* Request bodies up to this size are copied behind the head so the
  * request leaves in one buffer; larger ones go as a second iovec. */
 #define COPY_BODY_MAX 16384
@@ -112,19 +115,22 @@ static void Response_dealloc(ResponseObject *self)
     Py_DECREF(tp);
 }
 
-/* A field value as str; an obs-fold (CRLF and white space) becomes one SP
- * (RFC 9112 section 5.2). */
+/* A field value as str; an obs-fold (CRLF or LF, and white space) becomes
+ * one SP (RFC 9112 section 5.2). */
 static PyObject *field_str(const char *p, size_t n)
 {
-    if (memchr(p, '\r', n) == NULL)
+    if (memchr(p, '\n', n) == NULL)
         return PyUnicode_DecodeLatin1(p, (Py_ssize_t)n, NULL);
     char *tmp = PyMem_Malloc(n);
     if (tmp == NULL)
         return PyErr_NoMemory();
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n') {
-            i += 2;
+        /* The parser lets CR or LF into a value only as the line end of a
+         * fold: CRLF, or a bare LF in a response. */
+        size_t eol = p[i] == '\n' ? 1 : p[i] == '\r' && i + 1 < n && p[i + 1] == '\n' ? 2 : 0;
+        if (eol) {
+            i += eol;
             while (i < n && (p[i] == ' ' || p[i] == '\t'))
                 i++;
             i--;
@@ -487,7 +493,7 @@ static int has_token(const text *v, const char *tok)
 
 /* What the caller's headers said about the ones added by default. */
 typedef struct {
-    int host, length, close;
+    int host, length, close, agent, accept;
     int length_bad;          /* a Content-Length that is no single number */
     uint64_t length_value;   /* the Content-Length given */
 } given;
@@ -520,6 +526,8 @@ static int add_header(hb_buf *b, PyObject *name_obj, PyObject *value_obj, given 
     if (check_text(&name, 1, "header name") != 0 || check_text(&value, 0, "header value") != 0)
         goto done;
     g->host |= NAME_IS(&name, "host");
+    g->agent |= NAME_IS(&name, "user-agent");
+    g->accept |= NAME_IS(&name, "accept");
     if (NAME_IS(&name, "transfer-encoding")) {
         /* The client frames a body by Content-Length alone; a given
          * Transfer-Encoding would have the server read the body (and what
@@ -637,7 +645,8 @@ static int get_body(PyObject *o, Py_buffer *body)
 }
 
 /* Checks and writes a request into b (cleared first): the request line, the
- * caller's fields, Host (host_header) and Content-Length unless given, and
+ * caller's fields, Host (host_header), User-Agent, Accept and
+ * Content-Length unless given, and
  * the body if it is at most copy_max bytes (the caller sends a larger one
  * after b). Sets *flags to the HB_REQ_* that fit. Returns 0, or -1 with an
  * exception (ValueError for CR, LF or NUL anywhere, before anything is
@@ -687,6 +696,11 @@ static int build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyOb
         text v = {PyBytes_AS_STRING(host_header), PyBytes_GET_SIZE(host_header), NULL};
         ok = append_field(b, &n, &v) == 0;
     }
+    /* ab sends both; servers that route or log by them see a client. */
+    if (ok && !g.agent)
+        ok = hb_buf_append(b, DEFAULT_AGENT, sizeof DEFAULT_AGENT - 1) == 0;
+    if (ok && !g.accept)
+        ok = hb_buf_append(b, "Accept: */*\r\n", 13) == 0;
     if (ok && !g.length && (body->obj != NULL || wants_body)) {
         int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body->obj ? body->len : 0);
         ok = hb_buf_append(b, clen, (size_t)n) == 0;
@@ -1409,19 +1423,20 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
         return PyErr_NoMemory();
     hb_bench_collect(self->b, r);
     PyObject *status = PyDict_New(), *out = NULL, *timeline = PyList_New(0);
-    /* (second, complete, failed, p99 ns) per second of the run */
+    /* (second, complete, failed, p50 ns, p99 ns) per second of the run, the
+     * percentiles as the upper bound of their timeline bucket. */
     for (int s = 0; timeline != NULL && s < r->nseconds; s++) {
         const hb_second *sec = &r->timeline[s];
-        uint64_t rank = sec->complete - sec->complete / 100, seen = 0, p99 = 0;
-        for (int k = 0; sec->complete > 0 && k < HB_TL_BUCKETS; k++) {
+        uint64_t p[2] = {0, 0}, rank[2] = {(sec->complete + 1) / 2,
+                                           sec->complete - sec->complete / 100};
+        uint64_t seen = 0;
+        for (int k = 0, which = 0; sec->complete > 0 && k < HB_TL_BUCKETS && which < 2; k++) {
             seen += sec->buckets[k];
-            if (seen >= rank) {
-                p99 = hb_tl_upper(k);
-                break;
-            }
+            while (which < 2 && seen >= rank[which])
+                p[which++] = hb_tl_upper(k);
         }
-        PyObject *t = Py_BuildValue("(iIIK)", s, sec->complete, sec->failed,
-                                    (unsigned long long)p99);
+        PyObject *t = Py_BuildValue("(iIIKK)", s, sec->complete, sec->failed,
+                                    (unsigned long long)p[0], (unsigned long long)p[1]);
         if (t == NULL || PyList_Append(timeline, t) != 0)
             Py_CLEAR(timeline);
         Py_XDECREF(t);
@@ -1440,7 +1455,7 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     }
     if (status != NULL)
         out = Py_BuildValue(
-            "{sKsKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsNsN}",
+            "{sKsKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsNsNsN}",
             "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
             "failed", (unsigned long long)r->failed, "cancelled", (unsigned long long)r->cancelled, "connect", (unsigned long long)r->fail_connect,
             "receive", (unsigned long long)r->fail_receive, "length",
@@ -1459,7 +1474,8 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
             new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting),
             "processing", new_histogram(st, &r->processing), "error",
             PyUnicode_DecodeLatin1(r->error, (Py_ssize_t)strlen(r->error), NULL), "timeline",
-            timeline);
+            timeline, "first_head",
+            PyUnicode_DecodeLatin1(r->first_head, (Py_ssize_t)strlen(r->first_head), NULL));
     else
         Py_XDECREF(timeline);
     hb_bench_result_free(r);

@@ -233,10 +233,17 @@ static ssize_t tcp_writev(hb_sock *s, const struct iovec *iov, int iovcnt)
     return sendmsg(s->fd, &m, MSG_NOSIGNAL);
 }
 
+static int tcp_idle_ok(hb_sock *s)
+{
+    char byte;
+    ssize_t n = recv(s->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 static void tcp_close(hb_sock *s)
 {
     close(s->fd);
     s->fd = -1;
 }
 
-const hb_transport hb_net_tcp = {"tcp", tcp_open, tcp_read, tcp_writev, tcp_close};
+const hb_transport hb_net_tcp = {"tcp", tcp_open, tcp_read, tcp_writev, tcp_idle_ok, tcp_close};

@@ -51,6 +51,9 @@ typedef struct {
      * errno (EAGAIN when the socket's timeout expired). */
     ssize_t (*read)(hb_sock *s, void *buf, size_t len);
     ssize_t (*writev)(hb_sock *s, const struct iovec *iov, int iovcnt);
+    /* Whether an idle open socket can carry another request: nothing to
+     * read and no end of stream waiting on it. Never blocks. */
+    int (*idle_ok)(hb_sock *s);
     /* Releases what open made; s->fd is -1 after. */
     void (*close)(hb_sock *s);
 } hb_transport;

@@ -65,6 +65,27 @@ int hb_name_is(const char *name, size_t len, const char *lower, size_t lower_len
 
 #define NAME_IS(p, n, lit) hb_name_is((p), (n), lit, sizeof(lit) - 1)
 
+const char hb_parse_not_http[] = "the server's answer does not begin with HTTP/";
+
+void hb_parse_excerpt(const char *buf, size_t len, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t w = 0;
+    for (size_t i = 0; i < len && i < 24 && w + 5 < outlen; i++) {
+        unsigned char ch = (unsigned char)buf[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\' && ch != '"') {
+            out[w++] = (char)ch;
+        } else {
+            out[w++] = '\\';
+            out[w++] = 'x';
+            out[w++] = hex[ch >> 4];
+            out[w++] = hex[ch & 15];
+        }
+    }
+    if (outlen > 0)
+        out[w < outlen ? w : outlen - 1] = 0;
+}
+
 /* Names the defect in a run of text that is_text rejected. */
 static const char *text_defect(const char *p, size_t n, const char *nul, const char *cr,
                                const char *other)
@@ -77,15 +98,17 @@ static const char *text_defect(const char *p, size_t n, const char *nul, const c
     return NULL;
 }
 
-/* Pass one: finds the blank line ending the head in buf[0..len), resuming
- * from s. Every line must end in CRLF (RFC 9112 section 2.2; a bare LF is
- * rejected rather than guessed at). Each limit is checked at the byte that
- * breaks it, so the outcome is the same however the bytes were split. */
 /* Which limit a failed scan broke, for a server's choice of status. */
 enum { OVER_NONE, OVER_START_LINE, OVER_FIELDS };
 
+/* Pass one: finds the blank line ending the head in buf[0..len), resuming
+ * from s. A line ends in CRLF; with lf_ok (a response head) a bare LF ends
+ * it too, as RFC 9112 section 2.2 allows a recipient and curl, http.client
+ * and browsers do. A request head stays strict: a bare LF there is
+ * rejected rather than guessed at. Each limit is checked at the byte that
+ * breaks it, so the outcome is the same however the bytes were split. */
 static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_len,
-                     const char *too_long_start, const char **error, int *over)
+                     const char *too_long_start, const char **error, int *over, int lf_ok)
 {
     for (;;) {
         /* The LF may sit at most HB_MAX_LINE + 1 bytes into its line (after
@@ -114,11 +137,23 @@ static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_
             return HB_PARSE_MORE;
         }
         size_t at = (size_t)(nl - buf);
-        if (at == s->line_start || buf[at - 1] != '\r') {
+        int crlf = at > s->line_start && buf[at - 1] == '\r';
+        if (!crlf && !lf_ok) {
             *error = "bare LF in header section";
             return HB_PARSE_ERROR;
         }
-        if (at - s->line_start == 1) {
+        size_t content = at - s->line_start - (size_t)crlf;
+        if (content > HB_MAX_LINE) {
+            /* Only a bare LF gets here: with CR the cap stopped the search. */
+            *error = s->lines == 0 ? too_long_start : "header line longer than 8192 bytes";
+            *over = s->lines == 0 ? OVER_START_LINE : OVER_FIELDS;
+            return HB_PARSE_ERROR;
+        }
+        if (content == 0) {
+            if (s->lines == 0) {
+                *error = "empty start line";
+                return HB_PARSE_ERROR;
+            }
             *head_len = at + 1;
             return HB_PARSE_DONE;
         }
@@ -131,15 +166,25 @@ static int scan_head(hb_head_scan *s, const char *buf, size_t len, size_t *head_
     }
 }
 
-/* Pass two, field lines: buf[pos..end) holds complete CRLF-terminated
- * lines, the blank one last (RFC 9112 section 5, RFC 9110 section 5.5). */
+/* The end of the line that starts at pos (its CR, or its LF when bare: pass
+ * one allowed that or not), and in *next the start of the line after. */
+static size_t line_end(const char *buf, size_t pos, size_t end, size_t *next)
+{
+    const char *nl = memchr(buf + pos, '\n', end - pos);
+    size_t at = (size_t)(nl - buf);
+    *next = at + 1;
+    return at > pos && buf[at - 1] == '\r' ? at - 1 : at;
+}
+
+/* Pass two, field lines: buf[pos..end) holds complete lines, the blank one
+ * last (RFC 9112 section 5, RFC 9110 section 5.5). */
 static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
                                 const char *buf, size_t pos, size_t end, int allow_fold)
 {
     unsigned n = 0;
     for (;;) {
-        const char *nl = memchr(buf + pos, '\n', end - pos);
-        size_t eol = (size_t)(nl - buf) - 1; /* the CR, checked by pass one */
+        size_t next;
+        size_t eol = line_end(buf, pos, end, &next);
         if (eol == pos)
             break;
         if (is_ows(buf[pos])) {
@@ -161,7 +206,7 @@ static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
             if (vend > pos)
                 h[n - 1].value_len = (uint32_t)(vend - h[n - 1].value_off);
             *folded = 1;
-            pos = eol + 2;
+            pos = next;
             continue;
         }
         size_t p = pos;
@@ -193,7 +238,7 @@ static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
         h[n].value_off = (uint32_t)p;
         h[n].value_len = (uint32_t)(vend - p);
         n++;
-        pos = eol + 2;
+        pos = next;
     }
     *num = n;
     return NULL;
@@ -435,17 +480,27 @@ int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
 {
     size_t head_len;
     int over = OVER_NONE;
+    /* RFC 9112 section 4: a response begins with "HTTP/". Bytes that
+     * cannot (a TLS server, a wrong port, binary) are an error at once, not
+     * a wait for a blank line that never comes. */
+    size_t n = len < 5 ? len : 5;
+    if (memcmp(buf, "HTTP/", n) != 0) {
+        r->error = (unsigned char)buf[0] == 0x16 && (len < 2 || buf[1] == 0x03)
+                       ? "the server answered with TLS (0x16 0x03): is the URL https?"
+                       : hb_parse_not_http;
+        return HB_PARSE_ERROR;
+    }
     int rc = scan_head(&r->scan, buf, len, &head_len, "status line longer than 8192 bytes",
-                       &r->error, &over);
+                       &r->error, &over, 1);
     if (rc != HB_PARSE_DONE)
         return rc;
 
-    const char *nl = memchr(buf, '\n', head_len);
-    size_t eol = (size_t)(nl - buf) - 1;
+    size_t next;
+    size_t eol = line_end(buf, 0, head_len, &next);
     const char *bad = parse_status_line(r, buf, eol);
     unsigned folded = 0;
     if (bad == NULL)
-        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, eol + 2, head_len, 1);
+        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, next, head_len, 1);
     if (bad == NULL)
         bad = parse_framing(r, buf, flags);
     if (bad != NULL) {
@@ -714,20 +769,32 @@ int hb_parse_request(hb_request *r, const char *buf, size_t len)
 {
     size_t head_len;
     int over = OVER_NONE;
+    /* A method is a token (RFC 9112 section 3): a first byte that cannot
+     * begin one (a TLS ClientHello, binary) is refused at once, not after
+     * the header deadline. */
+    for (size_t i = 0; i < len && i < 16 && buf[i] != ' '; i++) {
+        if (!is_tchar[(unsigned char)buf[i]]) {
+            r->status = 400;
+            r->error = (unsigned char)buf[0] == 0x16
+                           ? "TLS (0x16) sent to a plain HTTP server: is the URL http?"
+                           : "invalid method";
+            return HB_PARSE_ERROR;
+        }
+    }
     int rc = scan_head(&r->scan, buf, len, &head_len, "request line longer than 8192 bytes",
-                       &r->error, &over);
+                       &r->error, &over, 0);
     if (rc == HB_PARSE_MORE)
         return rc;
     if (rc == HB_PARSE_ERROR) {
         r->status = over == OVER_START_LINE ? 414 : over == OVER_FIELDS ? 431 : 400;
         return rc;
     }
-    const char *nl = memchr(buf, '\n', head_len);
-    size_t eol = (size_t)(nl - buf) - 1;
+    size_t next;
+    size_t eol = line_end(buf, 0, head_len, &next);
     unsigned folded = 0;
     const char *bad = parse_request_line(r, buf, eol);
     if (bad == NULL)
-        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, eol + 2, head_len, 0);
+        bad = parse_fields(r->headers, &r->num_headers, &folded, buf, next, head_len, 0);
     if (bad == NULL)
         bad = request_framing(r, buf);
     if (bad != NULL) {

@@ -129,6 +129,15 @@ typedef struct {
 int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
                      size_t *data_off, size_t *data_len);
 
+/* The error hb_parse_response gives when the answer's first bytes cannot
+ * begin "HTTP/" (compare the pointer); a caller names what came with
+ * hb_parse_excerpt. */
+extern const char hb_parse_not_http[];
+
+/* Writes the first bytes of buf (at most 24) into out as printable text,
+ * others as \xNN, NUL-terminated within outlen. */
+void hb_parse_excerpt(const char *buf, size_t len, char *out, size_t outlen);
+
 /* Case-insensitive comparison of an ASCII name against a lower-case one. */
 int hb_name_is(const char *name, size_t len, const char *lower, size_t lower_len);
 
