@@ -11,6 +11,7 @@ exact for all.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import importlib
 import math
@@ -529,6 +530,7 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
     plan = _Plan(requests, duration, body, body if check_echo else None, lengths_vary)
     tallies = [_Tally() for _ in range(concurrency)]
     errors: list[BaseException] = []
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
     t0 = time.perf_counter()
     if isinstance(agent, AiohttpAgent):
         targets = [_on_a_thread(lambda: asyncio.run(_aiohttp_run(plan, tallies, url, method,
@@ -546,7 +548,7 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
     if errors and not interrupted:
         raise errors[0]
     return _result(agent, url, method, host, port, path, requests, concurrency, plan, tallies,
-                   elapsed, interrupted)
+                   elapsed, interrupted, started)
 
 
 def _on_a_thread(fn: Callable[[], None], tally: _Tally,
@@ -568,7 +570,7 @@ def _on_a_thread(fn: Callable[[], None], tally: _Tally,
 
 def _result(agent: Agent, url: str, method: str, host: str, port: int, path: str,
             requests: int | None, concurrency: int, plan: _Plan, tallies: list[_Tally],
-            elapsed: float, interrupted: bool) -> Result:
+            elapsed: float, interrupted: bool, started: str) -> Result:
     hist = Histogram()
     status: dict[int, int] = {}
     failures = dict.fromkeys(FAILURE_CLASSES, 0)
@@ -582,8 +584,8 @@ def _result(agent: Agent, url: str, method: str, host: str, port: int, path: str
     connects = sum(t.connects for t in tallies)
     empty = Latency()
     r = Result(
-        url=url, method=method, host=host, port=port, path=path, requests=requests,
-        issued=sum(t.issued for t in tallies), complete=complete, failed=sum(failures.values()),
+        url=url, method=method, start_time=started, host=host, port=port, path=path,
+        requests=requests, issued=sum(t.issued for t in tallies), complete=complete, failed=sum(failures.values()),
         cancelled=sum(t.cancelled for t in tallies), failures=failures, non_2xx=sum(t.non_2xx for t in tallies), status_counts=status,
         time_taken=elapsed, bytes_received=sum(t.body_bytes + t.head_bytes for t in tallies),
         body_bytes=sum(t.body_bytes for t in tallies),

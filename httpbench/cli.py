@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,7 +31,7 @@ from .agents import AGENTS, MAX_WORKERS, available_agents
 from .compare import compare
 from .exceptions import HttpbenchError
 from .result import Result
-from .runner import parse_url, run
+from .runner import basic_auth, parse_url, run
 from .server import Server
 
 __all__ = ["main"]
@@ -93,37 +94,80 @@ def serve(argv: Sequence[str]) -> int:
     return 0
 
 
+EXAMPLES = """\
+examples (the habits of other tools work here):
+  ab:    httpbench -n 100000 -c 50 -k http://127.0.0.1:8080/rnd?c=2048
+  wrk:   httpbench -d 30s -c 100 --threads 4 --latency http://127.0.0.1:8080/
+  wrk2:  httpbench -d 30s -c 100 -R 2000 http://127.0.0.1:8080/
+  hey:   httpbench -z 10s -c 50 -m POST -p body.json -T application/json http://127.0.0.1:8080/
+
+other commands:
+  httpbench compare [URL]  one scenario through httpbench and Python's HTTP clients, side by side
+  httpbench serve          the embedded target server (see httpbench serve --help)
+  httpbench                with no URL: that comparison on the embedded server (about 30 s)
+
+exit status: 0 no request failed, 1 some failed (or non-2xx with --fail-on-non-2xx, or
+the run was interrupted, or the name did not resolve), 2 bad usage (nothing was sent)
+"""
+
+
 def bench_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="httpbench",
-        description="Benchmark an HTTP server, ab-style; with no URL, run the seed's scenario "
-                    "on the embedded server. `httpbench serve` runs that server.",
+        description="Benchmark an HTTP server as ab does (the same letters, the same report), "
+                    "with wrk's, wrk2's and hey's habits understood. With no URL, compare "
+                    "httpbench and Python's HTTP clients on the embedded server.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("url", nargs="?", metavar="URL", help="http://host[:port]/path")
+    p.add_argument("url", nargs="?", metavar="URL",
+                   help="http://[user:pass@]host[:port]/path (credentials become Basic auth)")
     p.add_argument("-n", dest="requests", type=int, help="requests to perform")
     p.add_argument("-c", dest="concurrency", type=int,
                    help="requests at a time: connections (default 1, as in ab)")
-    p.add_argument("-t", dest="timelimit", type=float, help="seconds to run for")
+    p.add_argument("-t", dest="t_text", metavar="TIME",
+                   help="time limit, as ab's -t: 10, 10s, 2m, 500ms (no request cap)")
+    p.add_argument("-d", "--duration", "-z", dest="d_text", metavar="TIME",
+                   help="the same time limit, by wrk's and hey's letters")
     p.add_argument("-k", dest="keepalive", action="store_true", default=True,
                    help="keep-alive (the default; accepted from habit)")
     p.add_argument("--no-keepalive", dest="keepalive", action="store_false",
                    help="a new connection per request")
-    p.add_argument("-p", dest="postfile", help="file to POST")
+    p.add_argument("-p", dest="postfile", help="file to POST (Content-Type text/plain unless -T)")
     p.add_argument("-u", dest="putfile", help="file to PUT")
     p.add_argument("-T", dest="content_type", help="Content-Type of the body")
+    p.add_argument("-i", dest="head", action="store_true", help="HEAD instead of GET")
     p.add_argument("-H", dest="headers", action="append", default=[], metavar="'Name: value'",
                    help="extra header (repeatable)")
+    p.add_argument("-A", dest="auth", metavar="USER:PASS", help="HTTP Basic authentication")
+    p.add_argument("-C", dest="cookies", action="append", default=[], metavar="NAME=VALUE",
+                   help="a cookie (repeatable)")
     p.add_argument("-m", dest="method", help="method (default GET, POST with -p, PUT with -u)")
-    p.add_argument("-s", dest="timeout", type=float, default=30.0,
-                   help="seconds each request may take (default 30)")
+    p.add_argument("-s", dest="timeout", default="30", metavar="TIME",
+                   help="time each request may take (default 30s)")
     p.add_argument("-q", dest="quiet", action="store_true", help="no progress")
     p.add_argument("-l", dest="lengths_vary", action="store_true",
                    help="do not count a body length unlike the first as a failure")
+    p.add_argument("-v", dest="verbosity", type=int, default=0, metavar="LEVEL",
+                   help="as ab: 2 or more prints the first response's head")
     p.add_argument("-e", dest="csv", help="write the percentiles as CSV to this file")
-    p.add_argument("--json", dest="json", help="write the whole result as JSON to this file")
-    p.add_argument("--rate", type=float, help="open loop at this many requests a second")
-    p.add_argument("--threads", type=int, help="OS threads (default: CPUs, capped by -c)")
-    p.add_argument("--warmup", help="requests (N) or seconds (Ns) to run first, uncounted")
+    p.add_argument("--json", dest="json", metavar="FILE",
+                   help="write the whole result as JSON to FILE; '-': to standard output, the "
+                        "report then going to standard error")
+    p.add_argument("--hgrm", metavar="FILE",
+                   help="write HdrHistogram's percentile distribution (values in ms) to FILE "
+                        "('-': standard output)")
+    p.add_argument("-R", "--rate", type=float,
+                   help="open loop at this many requests a second over the whole run (wrk2)")
+    p.add_argument("--threads", type=int,
+                   help="OS threads (default: the CPUs this process may use, capped by -c)")
+    p.add_argument("--warmup", metavar="N|TIME",
+                   help="requests (N) or a time (2s, 1m) to run first, uncounted")
+    p.add_argument("--latency", action="store_true",
+                   help="accepted from wrk (the percentiles are always printed)")
+    p.add_argument("--fail-on-non-2xx", action="store_true",
+                   help="exit 1 when any response was not 2xx")
+    p.add_argument("--reports", action="store_true",
+                   help="with no URL: each agent's ab report too, not only the table")
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")
     return p
 
@@ -132,17 +176,37 @@ class UsageError(Exception):
     pass
 
 
+_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_TIME_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+
+
+def _duration(flag: str, text: str) -> float:
+    """A time as people write it to ab, wrk and hey: seconds (10, 2.5), or
+    with units (10s, 500ms, 2m, 1h, 1m30s)."""
+    t = text.strip().lower()
+    try:
+        value = float(t)
+    except ValueError:
+        parts = _TIME_PART.findall(t)
+        if not parts or "".join(n + u for n, u in parts) != t:
+            raise UsageError(f"{flag} takes a time like 10, 10s, 500ms or 2m, not {text!r}") from None
+        value = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    return _check.seconds(flag, value)
+
+
 def _warmup(text: str | None) -> int | float | None:
+    """N requests, or a time with a unit (2s, 500ms, 1m)."""
     if text is None:
         return None
-    try:
-        value: int | float = float(text[:-1]) if text.endswith("s") else int(text)
-    except ValueError:
-        raise UsageError(f"--warmup takes a count or seconds like 2s, not {text!r}") from None
-    try:
-        return _check.warmup(value)
-    except ValueError as e:
-        raise UsageError(f"--{e}") from None
+    t = text.strip()
+    if t.lstrip("+-").isdigit():
+        try:
+            return _check.warmup(int(t))
+        except ValueError as e:
+            raise UsageError(f"--{e}") from None
+    if not t[-1:].isalpha():
+        raise UsageError(f"--warmup takes a count or a time like 2s, not {text!r}")
+    return _duration("--warmup", t)
 
 
 def _headers(lines: list[str]) -> list[tuple[str, str]]:
@@ -153,6 +217,10 @@ def _headers(lines: list[str]) -> list[tuple[str, str]]:
             raise UsageError(f"-H takes 'Name: value', not {line!r}")
         out.append((name.strip(), value.strip()))
     return out
+
+
+def _given(headers: list[tuple[str, str]], name: str) -> bool:
+    return any(k.lower() == name.lower() for k, _ in headers)
 
 
 def write_csv(result: Result, f: IO[str]) -> None:
@@ -172,6 +240,9 @@ class _Outputs:
         for flag, path in paths.items():
             if path is None:
                 continue
+            if path == "-":
+                self.files[flag] = (path, sys.stdout, True)
+                continue
             existed = os.path.exists(path)
             try:
                 f = open(path, "a")
@@ -184,17 +255,23 @@ class _Outputs:
         """The file for flag, emptied for writing; None when not asked for."""
         if flag not in self.files:
             return None
-        _, f, _ = self.files[flag]
-        f.seek(0)
-        f.truncate()
+        path, f, _ = self.files[flag]
+        if path != "-":
+            f.seek(0)
+            f.truncate()
         return f
 
     def close(self) -> None:
-        for _, f, _ in self.files.values():
-            f.close()
+        for path, f, _ in self.files.values():
+            if path == "-":
+                f.flush()
+            else:
+                f.close()
 
     def discard(self) -> None:
         for path, f, existed in self.files.values():
+            if path == "-":
+                continue
             f.close()
             if not existed:
                 os.unlink(path)
@@ -206,58 +283,102 @@ def _one_line(prog: str, e: BaseException) -> str:
     return f"{prog}: {text}"
 
 
+def _time_limit(args: argparse.Namespace) -> float | None:
+    """-t (ab), -d/--duration (wrk) and -z (hey) are one time limit."""
+    limits = {flag: text for flag, text in (("-t", args.t_text), ("-d", args.d_text)) if text}
+    if len(limits) > 1 and len({_duration(f, t) for f, t in limits.items()}) > 1:
+        raise UsageError("-t and -d/-z are the same time limit: give one")
+    for flag, text in limits.items():
+        return _duration(flag, text)
+    return None
+
+
+def _wrk_threads_habit(args: argparse.Namespace) -> str | None:
+    """wrk's -t is threads: a bare small -t beside -c and no -n is likely
+    that habit, so say what it means here."""
+    t = (args.t_text or "").strip()
+    if t.isdigit() and 0 < int(t) <= 256 and args.concurrency is not None and args.requests is None:
+        return (f"httpbench: note: -t {t} is ab's time limit, {t} s; for {t} threads, as in "
+                f"wrk, use --threads {t}")
+    return None
+
+
+def _request_parts(args: argparse.Namespace) -> tuple[str, bytes | None, list[tuple[str, str]]]:
+    """The method, body and headers the flags ask for."""
+    headers = _headers(args.headers)
+    body = None
+    method = args.method
+    if args.head:
+        if args.postfile or args.putfile:
+            raise UsageError("-i (HEAD) sends no body: not with -p or -u")
+        method = method or "HEAD"
+    for flag, path, verb in (("-p", args.postfile, "POST"), ("-u", args.putfile, "PUT")):
+        if path is not None:
+            try:
+                with open(path, "rb") as f:
+                    body = f.read()
+            except OSError as e:
+                raise UsageError(f"{flag}: {e}") from None
+            method = method or verb
+    if args.content_type:
+        headers.append(("Content-Type", args.content_type))
+    elif body is not None and not _given(headers, "content-type"):
+        headers.append(("Content-Type", "text/plain"))  # ab's default for -p and -u
+    if args.auth is not None:
+        user, sep, password = args.auth.partition(":")
+        if not sep:
+            raise UsageError(f"-A takes user:pass, not {args.auth!r}")
+        headers.append(("Authorization", basic_auth(user, password)))
+    if args.cookies:
+        for c in args.cookies:
+            if "=" not in c:
+                raise UsageError(f"-C takes name=value, not {c!r}")
+        headers.append(("Cookie", "; ".join(args.cookies)))
+    return method or "GET", body, headers
+
+
 def bench(argv: Sequence[str]) -> int:
     parser = bench_parser()
     args = parser.parse_args(argv)
     try:
+        habit = _wrk_threads_habit(args)
         if args.requests is not None:
             args.requests = _check.count("-n", args.requests)
         if args.concurrency is None:
             args.concurrency = 1
         args.concurrency = _check.count("-c", args.concurrency, 1, _check.MAX_CONCURRENCY)
-        if args.timelimit is not None:
-            args.timelimit = _check.seconds("-t", args.timelimit)
+        limit = _time_limit(args)
         if args.threads is not None:
             args.threads = _check.count("--threads", args.threads, 1, _check.MAX_THREADS)
         if args.rate is not None:
             args.rate = _check.rate(args.rate, args.concurrency)
-        timeout = _check.seconds("-s", args.timeout)
+        timeout = _duration("-s", args.timeout)
         warmup = _warmup(args.warmup)
-        headers = _headers(args.headers)
-        body = None
-        method = args.method
-        for flag, path, verb in (("-p", args.postfile, "POST"), ("-u", args.putfile, "PUT")):
-            if path is not None:
-                try:
-                    with open(path, "rb") as f:
-                        body = f.read()
-                except OSError as e:
-                    raise UsageError(f"{flag}: {e}") from None
-                method = method or verb
-        if args.content_type:
-            headers.append(("Content-Type", args.content_type))
+        method, body, headers = _request_parts(args)
         if args.url is not None:
             parse_url(args.url)
     except (UsageError, ValueError) as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
-    common = dict(concurrency=args.concurrency, threads=args.threads, keepalive=args.keepalive,
-                  rate=args.rate, timeout=timeout, warmup=warmup,
-                  progress=not args.quiet and "auto", lengths_vary=args.lengths_vary)
+    if habit:
+        print(habit, file=sys.stderr)
     if args.url is None:
         # The main job: the comparison on the embedded server.
         rest = ["-n", str(args.requests)] if args.requests else []
         rest += ["-c", str(args.concurrency)] + (["-q"] if args.quiet else [])
-        rest += ["-t", str(args.timelimit)] if args.timelimit else []
+        rest += ["-t", str(limit)] if limit else []
+        rest += ["--reports"] if args.reports else []
         return compare_main(rest)
     try:
-        outputs = _Outputs({"-e": args.csv, "--json": args.json})
+        outputs = _Outputs({"-e": args.csv, "--json": args.json, "--hgrm": args.hgrm})
     except UsageError as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     try:
-        r = run(args.url, method or "GET", body, headers, args.requests, args.timelimit,
-                stream=sys.stderr, **common)
+        r = run(args.url, method, body, headers, args.requests, limit, concurrency=args.concurrency,
+                threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
+                warmup=warmup, progress=not args.quiet and "auto",
+                lengths_vary=args.lengths_vary, stream=sys.stderr)
     except ValueError as e:
         outputs.discard()
         print(_one_line("httpbench", e), file=sys.stderr)
@@ -268,25 +389,34 @@ def bench(argv: Sequence[str]) -> int:
         outputs.discard()
         print(_one_line("httpbench", e), file=sys.stderr)
         return 1
-    sys.stdout.write(r.report())
+    # With the JSON on standard output the report goes to standard error.
+    report = sys.stderr if args.json == "-" else sys.stdout
+    if args.verbosity >= 2 and r.first_head:
+        report.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
+    report.write(r.report())
     if r.first_error and r.failed:
-        print(f"First failure: {r.first_error}")
-    sys.stdout.flush()
-    csv = outputs.get("-e")
-    if csv is not None:
-        write_csv(r, csv)
-    out = outputs.get("--json")
-    if out is not None:
-        out.write(r.to_json())
+        print(f"First failure: {r.first_error}", file=report)
+    report.flush()
+    for flag, text in (("-e", None), ("--json", r.to_json()),
+                       ("--hgrm", r.latency.to_hgrm())):
+        out = outputs.get(flag)
+        if out is None:
+            continue
+        if text is None:
+            write_csv(r, out)
+        else:
+            out.write(text if text.endswith("\n") else text + "\n")
     outputs.close()
-    return 0 if r.ok else 1
+    if not r.ok:
+        return 1
+    return 1 if args.fail_on_non_2xx and r.non_2xx else 0
 
 
 def compare_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="httpbench compare",
         description="The same scenario through httpbench's C loop and Python's HTTP clients, "
-                    "each reported as ab reports, then side by side. With no URL: the "
+                    "side by side (each one's ab report with --reports). With no URL: the "
                     "embedded server, GET /rnd?c=2048 and POST 2 KiB to /echo.",
     )
     p.add_argument("url", nargs="?", metavar="URL", help="another server (the scenario's "
@@ -297,14 +427,17 @@ def compare_parser() -> argparse.ArgumentParser:
                    "(default 20,000, 200,000 with --full)")
     p.add_argument("-c", dest="concurrency", type=int, default=1,
                    help="connections per agent (default 1)")
-    p.add_argument("-t", dest="duration", type=float,
-                   help="seconds each run may take at most (default 3; none with --full)")
+    p.add_argument("-t", "-d", "--duration", dest="duration", metavar="TIME",
+                   help="time each run may take at most: 3, 3s, 500ms (default 3 s; none with "
+                        "--full)")
     p.add_argument("--full", action="store_true",
                    help="the seed's full 200,000 requests per agent and scenario, no time cap")
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="do not run on one CPU (with the embedded server and -c 1, server and "
                         "clients share one CPU, as in the seed's runs)")
     p.add_argument("-q", dest="quiet", action="store_true", help="no progress lines")
+    p.add_argument("--reports", action="store_true",
+                   help="each agent's ab report before the table (they are long)")
     p.add_argument("--json", help="write every result as JSON to this file")
     p.add_argument("--markdown", help="write the side-by-side table as Markdown to this file")
     return p
@@ -324,7 +457,7 @@ def compare_main(argv: Sequence[str]) -> int:
             args.requests = _check.count("-n", args.requests)
         args.concurrency = _check.count("-c", args.concurrency, 1, MAX_WORKERS)
         if args.duration is not None:
-            args.duration = _check.seconds("-t", args.duration)
+            args.duration = _duration("-t", args.duration)
         if args.url is not None:
             parse_url(args.url)
         outputs = _Outputs({"--json": args.json, "--markdown": args.markdown})
@@ -348,7 +481,7 @@ def compare_main(argv: Sequence[str]) -> int:
         outputs.discard()
         print(_one_line("httpbench compare", e), file=sys.stderr)
         return 2 if isinstance(e, ValueError) else 1
-    sys.stdout.write(cmp.report())
+    sys.stdout.write(cmp.report(reports=args.reports))
     out = outputs.get("--json")
     if out is not None:
         json.dump({f"{a} {s}": r.to_dict() for (a, s), r in cmp.results.items()}, out, indent=2)

@@ -45,31 +45,49 @@ class Comparison:
             out.append({
                 "agent": agent, "version": r.agent_version, "scenario": scenario,
                 "requests": r.issued, "rps": r.rps, "mean_ms": r.latency.mean * 1e3,
-                "p99_ms": r.latency.p99 * 1e3, "failed": r.failed,
+                "p99_ms": r.latency.p99 * 1e3, "failed": r.failed, "non_2xx": r.non_2xx,
                 "reconnects": r.reconnects, "of_fastest": r.rps / best[scenario] if best[scenario] else 0.0,
             })
         return out
 
     def table(self) -> str:
         head = (f"{'agent':<14}{'version':<10}{'scenario':<9}{'requests':>9}{'req/s':>10}"
-                f"{'mean ms':>9}{'p99 ms':>9}{'failed':>7}{'reconn':>7}{'x fastest':>10}")
+                f"{'mean ms':>9}{'p99 ms':>9}{'failed':>7}{'non-2xx':>8}{'reconn':>7}"
+                f"{'x fastest':>10}")
         lines = [head, "-" * len(head)]
         for row in self.rows():
             lines.append(f"{row['agent']:<14}{row['version'][:9]:<10}{row['scenario']:<9}"
                          f"{row['requests']:>9}{row['rps']:>10,.0f}{row['mean_ms']:>9.3f}"
-                         f"{row['p99_ms']:>9.3f}{row['failed']:>7}{row['reconnects']:>7}"
-                         f"{row['of_fastest']:>10.2f}")
+                         f"{row['p99_ms']:>9.3f}{row['failed']:>7}{row['non_2xx']:>8}"
+                         f"{row['reconnects']:>7}{row['of_fastest']:>10.2f}")
         return "\n".join(lines)
 
-    def report(self) -> str:
-        parts = []
+    def warnings(self) -> list[str]:
+        """What the table's figures do not say by themselves: a run whose
+        answers were all (or partly) not 2xx measured errors, not pages."""
+        out = []
         for (agent, scenario), r in self.results.items():
-            parts.append(f"== {agent} {r.agent_version}, {scenario} "
-                         f"(Python {r.python_version})\n")
-            parts.append(r.report())
+            if r.non_2xx and r.non_2xx == r.complete:
+                codes = ", ".join(f"{c}: {n}" for c, n in sorted(r.status_counts.items()))
+                out.append(f"{agent} {scenario}: every response was non-2xx ({codes}); "
+                           "'failed 0' counts transport failures only")
+            elif r.non_2xx:
+                out.append(f"{agent} {scenario}: {r.non_2xx} of {r.complete} responses were "
+                           "non-2xx")
+        return out
+
+    def report(self, reports: bool = True) -> str:
+        """The side-by-side table and notes, after each agent's ab report
+        when `reports` (the command line leaves them out unless asked)."""
+        parts = []
+        if reports:
+            for (agent, scenario), r in self.results.items():
+                parts.append(f"== {agent} {r.agent_version}, {scenario} "
+                             f"(Python {r.python_version})\n")
+                parts.append(r.report())
         parts.append("== Side by side\n")
         parts.append(self.table() + "\n")
-        parts.extend(f"note: {n}\n" for n in self.notes)
+        parts.extend(f"note: {n}\n" for n in self.warnings() + self.notes)
         return "\n".join(parts)
 
     __str__ = report
@@ -77,16 +95,17 @@ class Comparison:
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         """IPython's text display: the side-by-side table and the notes."""
         p.text("<Comparison>" if cycle else self.table() +
-               "".join(f"\nnote: {n}" for n in self.notes))
+               "".join(f"\nnote: {n}" for n in self.warnings() + self.notes))
 
     def to_markdown(self) -> str:
         lines = ["| agent | version | scenario | requests | req/s | mean ms | p99 ms | failed "
-                 "| reconnects | x fastest |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                 "| non-2xx | reconnects | x fastest |",
+                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for row in self.rows():
             lines.append(f"| {row['agent']} | {row['version']} | {row['scenario']} | "
                          f"{row['requests']} | {row['rps']:,.0f} | {row['mean_ms']:.3f} | "
-                         f"{row['p99_ms']:.3f} | {row['failed']} | {row['reconnects']} | "
-                         f"{row['of_fastest']:.2f} |")
+                         f"{row['p99_ms']:.3f} | {row['failed']} | {row['non_2xx']} | "
+                         f"{row['reconnects']} | {row['of_fastest']:.2f} |")
         return "\n".join(lines) + "\n"
 
     def to_pandas(self) -> Any:
@@ -98,8 +117,10 @@ class Comparison:
         return pd.DataFrame(self.rows())
 
     def plot(self, ax: Any = None) -> Any:
-        """Bars of req/s per agent and scenario, p99 as points on a second
-        axis; returns the Axes (matplotlib is imported only here)."""
+        """Bars of req/s per agent and scenario on a log scale (on a linear
+        one the Python clients would vanish beside the C loop), each
+        labelled with its ratio to the fastest; p99 as points on a second
+        axis. Returns the Axes (matplotlib is imported only here)."""
         try:
             import matplotlib.pyplot as plt
         except ImportError:
@@ -115,12 +136,17 @@ class Comparison:
                    for a in agents]
             lat = [self.results[a, scenario].latency.p99 * 1e3 if (a, scenario) in self.results
                    else float("nan") for a in agents]
-            ax.bar(xs, rps, width, label=f"{scenario} req/s")
+            bars = ax.bar(xs, rps, width, label=f"{scenario} req/s")
+            best = max(rps, default=0.0)
+            ax.bar_label(bars, labels=[f"{v / best:.2f}x" if best and v else "" for v in rps],
+                         fontsize=8, padding=2)
             p99.plot(xs, lat, "o", color="black" if i == 0 else "grey", label=f"{scenario} p99")
         ax.set_xticks([j + width * (len(self.scenarios) - 1) / 2 for j in range(len(agents))])
         ax.set_xticklabels(agents, rotation=20)
-        ax.set_ylabel("requests per second")
-        p99.set_ylabel("p99 latency (ms)")
+        ax.set_yscale("log")
+        ax.set_ylabel("requests per second (log scale)")
+        p99.set_yscale("log")
+        p99.set_ylabel("p99 latency (ms, log scale)")
         # One legend, below the axes, where it hides no bar and no point.
         bars, bar_labels = ax.get_legend_handles_labels()
         dots, dot_labels = p99.get_legend_handles_labels()
@@ -135,12 +161,12 @@ class Comparison:
             "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
                 row["agent"], row["version"], row["scenario"], row["requests"],
                 f"{row['rps']:,.0f}", f"{row['mean_ms']:.3f}", f"{row['p99_ms']:.3f}",
-                row["failed"], row["reconnects"], f"{row['of_fastest']:.2f}")) + "</tr>"
-            for row in self.rows())
+                row["failed"], row["non_2xx"], row["reconnects"], f"{row['of_fastest']:.2f}"))
+            + "</tr>" for row in self.rows())
         head = "".join(f"<th>{h}</th>" for h in ("agent", "version", "scenario", "requests",
                                                   "req/s", "mean ms", "p99 ms", "failed",
-                                                  "reconnects", "x fastest"))
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+                                                  "non-2xx", "reconnects", "x fastest"))
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.warnings() + self.notes)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>{notes}"
 
 

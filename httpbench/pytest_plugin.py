@@ -5,10 +5,14 @@
         assert r.failed == 0
         assert r.latency.p99 < 0.005
 
+httpbench_run runs the scenario `rounds` times (5) after one warmup round
+and returns the median round (by req/s); one round of a fraction of a
+second is too noisy to gate on.
+
 Options (all prefixed, so they never clash with pytest-benchmark):
   --httpbench-save=NAME          write the recorded runs to .httpbench/NAME.json
-  --httpbench-compare=NAME       print each run beside that baseline
-  --httpbench-compare-fail=EXPR  fail a test whose figure regressed past EXPR:
+  --httpbench-compare=NAME       print each run beside that baseline ('latest': the newest)
+  --httpbench-compare-fail=EXPR  fail a test whose median regressed past EXPR:
                                  rps:10%, p50:10% or p99:10% (repeatable)
 Plain pytest with none of them runs as usual; a table of the recorded runs
 is printed at the end when there are any.
@@ -22,8 +26,9 @@ import os
 import platform
 import re
 import socket
+import statistics
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +38,54 @@ from .result import Result
 from .runner import run
 from .server import Server
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_terminal_summary"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_terminal_summary", "Rounds",
+           "DEFAULT_ROUNDS"]
 
 FAIL_FORMS = "rps:N%, p50:N% or p99:N% (e.g. rps:10%)"
+DEFAULT_ROUNDS = 5
+METRICS = ("rps", "p50", "p99")
 _STATE = pytest.StashKey["_State"]()
+
+
+class Rounds:
+    """The rounds of one recorded scenario: each round's result, the median
+    round (by req/s, what httpbench_run returns), the median of each figure
+    over the rounds (what the gate compares: the p99 of the median-rps
+    round would be as noisy as one round's), and how much the figures moved
+    from round to round."""
+
+    def __init__(self, results: Sequence[Result]) -> None:
+        if not results:
+            raise ValueError("no rounds")
+        self.results = list(results)
+        by_rps = sorted(self.results, key=lambda r: r.rps)
+        self.median: Result = by_rps[(len(by_rps) - 1) // 2]
+
+    def values(self, metric: str) -> list[float]:
+        return [_figures_of(r)[metric] for r in self.results]
+
+    def figure(self, metric: str) -> float:
+        """The median of a figure over the rounds."""
+        return statistics.median(self.values(metric))
+
+    def spread(self, metric: str) -> float:
+        """Round-to-round noise of a figure: its standard deviation over
+        its mean (0 with one round)."""
+        v = self.values(metric)
+        mean = statistics.fmean(v)
+        return statistics.stdev(v) / mean if len(v) > 1 and mean > 0 else 0.0
 
 
 class _State:
     def __init__(self, config: pytest.Config) -> None:
-        self.runs: list[tuple[str, Result]] = []
+        self.runs: list[tuple[str, Rounds]] = []
         self.save: str | None = config.getoption("httpbench_save")
         self.compare: str | None = config.getoption("httpbench_compare")
         self.fail = [_parse_fail(e) for e in config.getoption("httpbench_compare_fail") or []]
         self.dir = Path(config.getoption("httpbench_dir") or (config.rootpath / ".httpbench"))
         self.baseline: dict[str, dict[str, Any]] = {}
+        self.baseline_path: Path | None = None
+        self.warnings: dict[str, list[str]] = {}
         # xdist gives its workers' configs a workerinput; the environment
         # variable would also be inherited by a pytest started from a
         # worker's test, which is a controller of its own.
@@ -57,7 +96,8 @@ class _State:
         if self.fail and not self.compare:
             raise pytest.UsageError("--httpbench-compare-fail needs --httpbench-compare=NAME")
         if self.compare:
-            self.baseline = _load(self.dir / f"{self.compare}.json")
+            self.baseline_path = _baseline_path(self.dir, self.compare)
+            self.baseline = _load(self.baseline_path)
 
 
 def _parse_fail(expr: str) -> tuple[str, float]:
@@ -65,6 +105,18 @@ def _parse_fail(expr: str) -> tuple[str, float]:
     if m is None:
         raise pytest.UsageError(f"--httpbench-compare-fail={expr!r}: expected {FAIL_FORMS}")
     return m.group(1), float(m.group(2))
+
+
+def _baseline_path(directory: Path, name: str) -> Path:
+    """NAME's file; 'latest' is the newest saved baseline, as
+    pytest-benchmark's bare --benchmark-compare takes the latest run."""
+    if name != "latest":
+        return directory / f"{name}.json"
+    saved = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime) \
+        if directory.is_dir() else []
+    if not saved:
+        raise pytest.UsageError(f"--httpbench-compare=latest: no saved baseline in {directory}")
+    return saved[-1]
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
@@ -82,12 +134,15 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("httpbench", "httpbench benchmark assertions")
+    # argparse formats help strings with %: a literal one is written %%.
     g.addoption("--httpbench-save", metavar="NAME",
                 help="save the recorded runs, with machine and commit, to .httpbench/NAME.json")
     g.addoption("--httpbench-compare", metavar="NAME",
-                help="print each run beside the baseline .httpbench/NAME.json")
+                help="print each run beside the baseline .httpbench/NAME.json ('latest': the "
+                     "newest saved)")
     g.addoption("--httpbench-compare-fail", metavar="EXPR", action="append",
-                help=f"fail a test whose figure regressed past EXPR: {FAIL_FORMS}")
+                help="fail a test whose median regressed past EXPR: "
+                     + FAIL_FORMS.replace("%", "%%"))
     g.addoption("--httpbench-dir", metavar="DIR",
                 help="where baselines live (default: .httpbench under the rootdir)")
 
@@ -97,9 +152,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _figures(d: dict[str, Any]) -> dict[str, float]:
-    """rps, p50 and p99 (seconds) from a saved result dict."""
+    """rps, p50 and p99 (seconds) of a saved run: the medians over its
+    saved rounds, or a single result's figures."""
+    rounds = d.get("rounds")
+    if rounds:
+        return {m: float(statistics.median(float(x[m]) for x in rounds)) for m in METRICS}
     pct = d["latency"]["percentiles"]
     return {"rps": float(d["rps"]), "p50": float(pct["50"]), "p99": float(pct["99"])}
+
+
+def _figures_of(r: Result) -> dict[str, float]:
+    return {"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99}
 
 
 def _regression(metric: str, now: float, base: float) -> float:
@@ -107,6 +170,28 @@ def _regression(metric: str, now: float, base: float) -> float:
     if base <= 0:
         return 0.0
     return (base - now) / base if metric == "rps" else (now - base) / base
+
+
+def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]],
+         name: str) -> tuple[list[str], list[str]]:
+    """Holds a scenario's median to the baseline's thresholds. Returns
+    (failures, warnings): a failure when the median regressed past a
+    threshold the noise allows deciding on; a warning instead when the
+    round-to-round spread of that figure is larger than the threshold."""
+    failures, warnings = [], []
+    now, then = {m: rounds.figure(m) for m in METRICS}, _figures(base)
+    for metric, limit in fail:
+        noise = rounds.spread(metric) * 100
+        if noise > limit:
+            warnings.append(f"{metric}: noise {noise:.0f}% > threshold {limit:g}%: this gate "
+                            "cannot decide")
+            continue
+        worse = _regression(metric, now[metric], then[metric])
+        if worse * 100 > limit:
+            failures.append(f"httpbench: {metric} regressed {worse:.1%} against baseline "
+                            f"{name!r} ({then[metric]:.6g} -> {now[metric]:.6g}, medians of "
+                            f"{len(rounds.results)} rounds; allowed {limit:g}%)")
+    return failures, warnings
 
 
 @pytest.fixture(scope="session")
@@ -118,44 +203,92 @@ def httpbench_server() -> Iterator[Server]:
 
 @pytest.fixture
 def httpbench_run(request: pytest.FixtureRequest) -> Callable[..., Result]:
-    """run(url, **kwargs) -> Result, recorded under the test's name and held
-    to the baseline's thresholds when --httpbench-compare-fail is given."""
+    """run(url, rounds=5, warmup_rounds=1, **run_kwargs) -> the median
+    round's Result (by req/s), every round recorded under the test's name
+    and the median held to the baseline's thresholds when
+    --httpbench-compare-fail is given."""
     state: _State = request.config.stash[_STATE]
     count = [0]
 
-    def bench(url: str, **kwargs: Any) -> Result:
+    def bench(url: str, *, rounds: int = DEFAULT_ROUNDS, warmup_rounds: int = 1,
+              **kwargs: Any) -> Result:
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 1000:
+            raise ValueError(f"rounds must be from 1 to 1,000, not {rounds!r}")
+        if isinstance(warmup_rounds, bool) or not isinstance(warmup_rounds, int) or \
+                not 0 <= warmup_rounds <= 1000:
+            raise ValueError(f"warmup_rounds must be from 0 to 1,000, not {warmup_rounds!r}")
         kwargs.setdefault("progress", False)
-        result = run(url, **kwargs)
+        for _ in range(warmup_rounds):
+            run(url, **kwargs)
+        measured = Rounds([run(url, **kwargs) for _ in range(rounds)])
         count[0] += 1
         name = request.node.nodeid + (f"#{count[0]}" if count[0] > 1 else "")
-        state.runs.append((name, result))
+        state.runs.append((name, measured))
         base = state.baseline.get(name)
         if base is not None and state.fail:
-            now = _figures(result.to_dict())
-            then = _figures(base)
-            for metric, limit in state.fail:
-                worse = _regression(metric, now[metric], then[metric])
-                if worse * 100 > limit:
-                    pytest.fail(f"httpbench: {metric} regressed {worse:.1%} against baseline "
-                                f"{state.compare!r} ({then[metric]:.6g} -> {now[metric]:.6g}; "
-                                f"allowed {limit:g}%)", pytrace=False)
-        return result
+            failures, warnings = gate(measured, base, state.fail, str(state.compare))
+            if warnings:
+                state.warnings[name] = warnings
+            if failures:
+                pytest.fail("\n".join(failures), pytrace=False)
+        return measured.median
 
     return bench
 
 
-def _machine() -> dict[str, Any]:
+def _commit() -> str | None:
+    """The checkout's commit, or None outside a git repository (or in one
+    without commits, where rev-parse would echo 'HEAD')."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=5).stdout.strip() or None
+        out = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
-        commit = None
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
+
+
+def _machine() -> dict[str, Any]:
     return {
         "node": socket.gethostname(), "machine": platform.machine(),
         "system": platform.platform(), "python": platform.python_version(),
-        "cpus": os.cpu_count(), "commit": commit,
+        "cpus": os.cpu_count(), "commit": _commit(),
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
     }
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]] | None,
+          warnings: dict[str, list[str]]) -> list[str]:
+    """The session's table: per recorded scenario the median, min, max and
+    spread of req/s and the median and spread of p99 over its rounds, and
+    against a baseline the change of the medians in percent."""
+    head = (f"{'test':<44}{'rounds':>7}{'req/s':>11}{'min':>11}{'max':>11}{'spread':>8}"
+            f"{'p99 ms':>9}{'spread':>8}{'failed':>7}")
+    if baseline is not None:
+        head += f"{'base req/s':>12}{'change':>9}{'base p99':>10}{'change':>9}"
+    lines = [head]
+    for name, rounds in runs:
+        rps = rounds.values("rps")
+        med_rps, med_p99 = rounds.figure("rps"), rounds.figure("p99")
+        line = (f"{name[-44:]:<44}{len(rps):>7}{med_rps:>11,.0f}{min(rps):>11,.0f}"
+                f"{max(rps):>11,.0f}{rounds.spread('rps'):>8.1%}{_ms(med_p99):>9}"
+                f"{rounds.spread('p99'):>8.1%}{sum(x.failed for x in rounds.results):>7}")
+        if baseline is not None:
+            base = baseline.get(name)
+            if base is None:
+                line += f"{'(none)':>12}"
+            else:
+                b = _figures(base)
+                d_rps = (med_rps - b["rps"]) / b["rps"] if b["rps"] else 0.0
+                d_p99 = (med_p99 - b["p99"]) / b["p99"] if b["p99"] else 0.0
+                line += f"{b['rps']:>12,.0f}{d_rps:>+9.1%}{_ms(b['p99']):>10}{d_p99:>+9.1%}"
+        lines.append(line)
+        lines.extend(f"    warning: {w}" for w in warnings.get(name, []))
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -169,24 +302,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not state.runs:
         return
     tr.section("httpbench")
-    head = f"{'test':<50}{'req/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'failed':>8}"
-    if state.compare:
-        head += f"{'base req/s':>12}{'base p99':>10}"
-    tr.write_line(head)
-    for name, r in state.runs:
-        line = (f"{name[-50:]:<50}{r.rps:>12,.0f}{r.latency.p50 * 1e3:>10.3f}"
-                f"{r.latency.p99 * 1e3:>10.3f}{r.failed:>8}")
-        if state.compare:
-            base = state.baseline.get(name)
-            if base is None:
-                line += f"{'(none)':>12}"
-            else:
-                b = _figures(base)
-                line += f"{b['rps']:>12,.0f}{b['p99'] * 1e3:>10.3f}"
+    for line in table(state.runs, state.baseline if state.compare else None, state.warnings):
         tr.write_line(line)
+    if state.compare and state.baseline_path is not None:
+        tr.write_line(f"baseline: {state.baseline_path}")
     if state.save:
         state.dir.mkdir(parents=True, exist_ok=True)
         path = state.dir / f"{state.save}.json"
-        path.write_text(json.dumps({"machine": _machine(),
-                                    "runs": {n: r.to_dict() for n, r in state.runs}}, indent=1))
+        runs = {}
+        for name, rounds in state.runs:
+            d = rounds.median.to_dict()
+            d["rounds"] = [{"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99}
+                           for r in rounds.results]
+            runs[name] = d
+        path.write_text(json.dumps({"machine": _machine(), "runs": runs}, indent=1))
         tr.write_line(f"saved {len(state.runs)} run(s) to {path}")

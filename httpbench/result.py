@@ -7,14 +7,17 @@ import json
 import math
 import platform
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._core import Histogram
 from ._version import __version__
 
-__all__ = ["Latency", "Result", "FAILURE_CLASSES", "PERCENTILES"]
+__all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCHEMA"]
 
 FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout")
+# The JSON layout's version: 2 added schema, start_time, named timeline
+# fields and each latency's histogram as (value, count) pairs.
+SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
 
@@ -79,12 +82,46 @@ class Latency:
         return _pandas().DataFrame(self.buckets(), columns=["lower", "upper", "count"])
 
     def to_dict(self) -> dict[str, Any]:
+        """Seconds throughout. `histogram` is [value, count] per bucket in
+        use, value the bucket's highest (as HdrHistogram reports it), for a
+        reader without httpbench; `state` is the exact form from_dict
+        reads back."""
         return {
             "count": self.count, "min": self.min, "max": self.max, "mean": self.mean,
             "stdev": self.stdev,
             "percentiles": {str(p): self.percentile(p) for p in PERCENTILES},
+            "histogram": [[(hi - 1) / 1e9, n] for _, hi, n in self.histogram.buckets()],
             "state": list(self.histogram.state()),
         }
+
+    def to_hgrm(self, scale: float = 1e6, ticks_per_half: int = 5) -> str:
+        """HdrHistogram's percentile distribution text (what wrk2 prints and
+        HdrHistogram's plotter reads): Value (milliseconds unless `scale`,
+        nanoseconds per unit, says otherwise), Percentile, TotalCount and
+        1/(1-Percentile), then the mean, deviation, max and count."""
+        h = self.histogram
+        lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}", ""]
+        buckets = h.buckets()
+        total = h.count
+
+        def at_or_below(v: int) -> int:
+            return sum(n for lo, _, n in buckets if lo <= v)
+
+        p = 0.0
+        while total and p < 100.0 and (100.0 - p) / 100.0 * total >= 1.0:
+            v = h.percentile(p)
+            lines.append(f"{v / scale:12.3f} {p / 100:2.12f} {at_or_below(v):10d} "
+                         f"{1 / (1 - p / 100):14.2f}")
+            # HdrHistogram's percentile iterator: ticks_per_half steps in each
+            # halving of the distance to 100%.
+            halvings = int(math.log2(100.0 / (100.0 - p)))
+            p += 100.0 / (ticks_per_half * 2 ** (halvings + 1))
+        if total:
+            lines.append(f"{h.max / scale:12.3f} {1.0:2.12f} {total:10d}")
+        lines.append(f"#[Mean    = {h.mean / scale:12.3f}, StdDeviation   = {h.stdev / scale:12.3f}]")
+        lines.append(f"#[Max     = {h.max / scale:12.3f}, Total count    = {total:12d}]")
+        lines.append(f"#[Buckets = {len(buckets):12d}, SubBuckets     = {128:12d}]")
+        return "\n".join(lines) + "\n"
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Latency:
@@ -102,8 +139,8 @@ class Latency:
 
 # Figures stored as they are; the histograms go through Latency.
 _PLAIN = (
-    "url", "method", "host", "port", "path", "requests", "issued", "complete", "failed",
-    "cancelled", "failures", "non_2xx", "status_counts", "time_taken", "bytes_received", "body_bytes",
+    "url", "method", "start_time", "host", "port", "path", "requests", "issued", "complete",
+    "failed", "cancelled", "failures", "non_2xx", "status_counts", "time_taken", "bytes_received", "body_bytes",
     "bytes_sent", "document_length", "server_software", "keepalive_requests", "connects",
     "reconnects", "concurrency", "threads", "cpu_user", "cpu_sys", "rate", "interrupted",
     "first_error",
@@ -112,7 +149,20 @@ _LATENCIES = ("latency", "latency_uncorrected", "connect_time", "processing", "w
 # Who measured: the agent, its version and the Python it ran on.
 _ABOUT = ("agent", "agent_version", "python_version")
 # Figures a result saved by an earlier version may lack, and their value then.
-_ADDED = {"cancelled": 0}
+_ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None}
+
+
+class Second(NamedTuple):
+    """One second of a C-loop run: what completed and failed in it, and its
+    p50 and p99 latency in seconds (within 12.5%; None when not recorded).
+    The last second may be partial: its counts are what happened in its
+    part of the run, never scaled up."""
+
+    t: int
+    complete: int
+    failed: int
+    p50: float | None
+    p99: float | None
 
 
 class Result:
@@ -120,6 +170,7 @@ class Result:
 
     url: str
     method: str
+    start_time: str | None     # when the measured part began: UTC, ISO 8601
     host: str
     port: int
     path: str
@@ -160,9 +211,9 @@ class Result:
     def __init__(self, **fields: Any) -> None:
         for name in _PLAIN + _LATENCIES:
             setattr(self, name, fields[name])
-        # (second, complete, failed, p99 seconds) per second of a C-loop run.
-        self.timeline: list[tuple[int, int, int, float]] = [
-            (int(t), int(c), int(f), float(p)) for t, c, f, p in fields.get("timeline", [])]
+        self.timeline: list[Second] = [_second(x) for x in fields.get("timeline", [])]
+        # The first response's head as received (the command line's -v 2).
+        self.first_head: str = fields.get("first_head", "")
         self.agent = fields.get("agent", "httpbench")
         self.agent_version = fields.get("agent_version", __version__)
         self.python_version = fields.get("python_version", platform.python_version())
@@ -184,8 +235,13 @@ class Result:
         return self.failed == 0 and not self.interrupted
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {name: getattr(self, name) for name in _PLAIN + _ABOUT}
-        d["timeline"] = [list(x) for x in self.timeline]
+        """Every figure, JSON-ready (the layout is in the README): seconds
+        for every time, `schema` its version."""
+        d: dict[str, Any] = {"schema": SCHEMA}
+        d.update({name: getattr(self, name) for name in _PLAIN + _ABOUT})
+        # rps: what completed in that second (the last one may be partial).
+        d["timeline"] = [{"t": x.t, "complete": x.complete, "failed": x.failed,
+                          "rps": x.complete, "p50": x.p50, "p99": x.p99} for x in self.timeline]
         d["status_counts"] = {str(k): v for k, v in self.status_counts.items()}
         d["rps"] = self.rps
         for name in _LATENCIES:
@@ -291,7 +347,7 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
-        yield f"Non-2xx responses:      {r.non_2xx}"
+        yield f"Non-2xx responses:      {_non_2xx(r)}"
     yield f"Keep-Alive requests:    {r.keepalive_requests}"
     yield f"Total transferred:      {r.bytes_received} bytes"
     yield f"HTML transferred:       {r.body_bytes} bytes"
@@ -329,6 +385,27 @@ def _report_lines(r: Result) -> Iterable[str]:
         for p in PERCENTILES:
             tail = " (longest request)" if p == 100 else ""
             yield f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>10}{tail}"
+
+
+def _second(x: Any) -> Second:
+    """A timeline entry from any form it is kept in: a Second, a dict
+    (schema 2), [t, complete, failed, p50, p99] (the loop's, in seconds) or
+    [t, complete, failed, p99] (schema 1)."""
+    if isinstance(x, dict):
+        return Second(int(x["t"]), int(x["complete"]), int(x["failed"]), x.get("p50"),
+                      x.get("p99"))
+    if len(x) == 4:
+        t, c, f, p99 = x
+        return Second(int(t), int(c), int(f), None, float(p99))
+    t, c, f, p50, p99 = x
+    return Second(int(t), int(c), int(f), p50, p99)
+
+
+def _non_2xx(r: Result) -> str:
+    """The non-2xx responses by status: "100 (500: 60, 503: 40)"."""
+    codes = ", ".join(f"{code}: {n}" for code, n in sorted(r.status_counts.items())
+                      if not 200 <= code < 300)
+    return f"{r.non_2xx} ({codes})" if codes else str(r.non_2xx)
 
 
 def _pct(p: float) -> str:
@@ -387,61 +464,80 @@ def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("requests")
+    ax.figure.tight_layout()  # the x label inside the figure
 
 
 def _plot_timeline(r: Result, ax: Any) -> None:
     if not r.timeline:
         raise ValueError("this result has no timeline: only httpbench's own loop records one")
-    # A last second only partly inside the run counts per the part that was;
-    # one of less than a tenth (stragglers after a duration) is no rate.
-    seconds = [x for x in r.timeline if r.time_taken - x[0] >= 0.1] or r.timeline
-    secs = [t for t, _, _, _ in seconds]
-    spans = [min(1.0, max(r.time_taken - t, 0.1)) for t in secs]
-    ax.plot(secs, [c / s for (_, c, _, _), s in zip(seconds, spans)], marker="o",
-            label="req/s")
+    # Each second drawn as what happened in it: a last, partial second shows
+    # the requests of its part, not a rate scaled up from them.
+    secs = [x.t for x in r.timeline]
+    ax.plot(secs, [x.complete for x in r.timeline], marker="o", label="requests completed")
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("second of the run")
-    ax.set_ylabel("requests per second")
+    ax.set_ylabel("requests in that second")
     p99 = ax.twinx()
-    p99.plot(secs, [p * 1e3 for _, _, _, p in seconds], color="black", marker=".",
+    p99.plot(secs, [(x.p99 or 0.0) * 1e3 for x in r.timeline], color="black", marker=".",
              label="p99 (within 12.5%)")
+    p99.set_ylim(bottom=0)
     p99.set_ylabel("p99 latency (ms)")
     lines = ax.get_legend_handles_labels()
     more = p99.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower right")
+    ax.figure.tight_layout()
+
+
+# Borders and shading from the text colour, so the table reads in light and
+# dark notebook themes alike; numbers right-aligned in tabular figures.
+_STYLE = (
+    "<style>"
+    ".httpbench-result table{border-collapse:collapse;margin:0.3em 0 0.8em 0}"
+    ".httpbench-result th,.httpbench-result td{padding:0.15em 0.7em;"
+    "border:1px solid rgba(127,127,127,0.35)}"
+    ".httpbench-result td{text-align:right;font-variant-numeric:tabular-nums}"
+    ".httpbench-result th{text-align:left;font-weight:600}"
+    ".httpbench-result p{margin:0.2em 0}"
+    "</style>"
+)
 
 
 def _html(r: Result) -> str:
     e = html.escape
-    state = ("interrupted" if r.interrupted else f"{r.failed} failed" if r.failed else
-             f"{r.cancelled} cancelled at the end" if r.cancelled else "every request completed")
+    state = ("interrupted" if r.interrupted else f"{r.failed:,} failed" if r.failed else
+             f"{r.cancelled:,} cancelled at the end" if r.cancelled else "every request completed")
     key = [
         ("Requests per second", f"{r.rps:,.2f}"),
-        ("Complete / issued", f"{r.complete} / {r.issued}"),
-        ("Failed", str(r.failed)),
-        ("Cancelled", str(r.cancelled)),
-        ("Non-2xx responses", str(r.non_2xx)),
-        ("Time taken", f"{r.time_taken:.3f} s"),
-        ("Latency mean", f"{r.latency.mean * 1e3:.3f} ms"),
-        ("Latency p99", f"{r.latency.p99 * 1e3:.3f} ms"),
-        ("Concurrency", str(r.concurrency)),
-        ("Keep-alive requests", str(r.keepalive_requests)),
-        ("Reconnects", str(r.reconnects)),
+        ("Complete / issued", f"{r.complete:,} / {r.issued:,}"),
+        ("Failed", f"{r.failed:,}"),
+        ("Cancelled", f"{r.cancelled:,}"),
+        ("Non-2xx responses", _non_2xx(r) if r.non_2xx else "0"),
+        ("Time taken", f"{r.time_taken:,.3f} s"),
+        ("Latency mean", f"{r.latency.mean * 1e3:,.3f} ms"),
+        ("Latency p99", f"{r.latency.p99 * 1e3:,.3f} ms"),
+        ("Concurrency", f"{r.concurrency:,}"),
+        ("Target rate", f"{r.rate:,.2f} req/s" if r.rate else "none (closed loop)"),
+        ("Keep-alive requests", f"{r.keepalive_requests:,}"),
+        ("Reconnects", f"{r.reconnects:,}"),
         ("Transferred", f"{r.bytes_received:,} bytes ({r.body_bytes:,} in bodies)"),
         ("Client CPU per request",
-         f"{r.cpu_time / r.complete * 1e6:.2f} us" if r.complete else "-"),
+         f"{r.cpu_time / r.complete * 1e6:,.2f} us" if r.complete else "-"),
         ("Server", r.server_software or "-"),
         ("Agent", f"{r.agent} {r.agent_version}, Python {r.python_version}"),
     ]
-    rows = "".join(f"<tr><th style='text-align:left'>{e(k)}</th><td>{e(v)}</td></tr>"
-                   for k, v in key)
-    fails = "".join(f"<td>{r.failures[c]}</td>" for c in FAILURE_CLASSES)
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in key)
+    fails = "".join(f"<td>{r.failures[c]:,}</td>" for c in FAILURE_CLASSES)
     fail_head = "".join(f"<th>{c}</th>" for c in FAILURE_CLASSES)
     pct_head = "".join(f"<th>{_pct(p)}%</th>" for p in PERCENTILES)
-    pct_row = "".join(f"<td>{r.latency.percentile(p) * 1e3:.3f}</td>" for p in PERCENTILES)
+    pct_row = "".join(f"<td>{r.latency.percentile(p) * 1e3:,.3f}</td>" for p in PERCENTILES)
+    which = ("from each request's intended start (corrected for coordinated omission)"
+             if r.rate else "from each request's send")
     return (
-        f"<div class='httpbench-result'><p><b>{e(r.method)} {e(r.url)}</b>: {e(state)}</p>"
+        f"<div class='httpbench-result'>{_STYLE}"
+        f"<p><b>{e(r.method)} {e(r.url)}</b>: {e(state)}</p>"
         f"<table>{rows}</table>"
         f"<p>Failures by class</p><table><tr>{fail_head}</tr><tr>{fails}</tr></table>"
-        f"<p>Latency percentiles (ms)</p><table><tr>{pct_head}</tr><tr>{pct_row}</tr></table>"
+        f"<p>Latency percentiles (ms), {e(which)}</p>"
+        f"<table><tr>{pct_head}</tr><tr>{pct_row}</tr></table>"
         "</div>"
     )

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import base64
+import datetime
 import os
 import resource
 import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
 from .result import FAILURE_CLASSES, Latency, Result
 
-__all__ = ["run", "parse_url"]
+__all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header"]
 
 DEFAULT_REQUESTS = 200_000
 Headers = Mapping[str, str] | Mapping[bytes, bytes] | Iterable[tuple[str | bytes, str | bytes]]
@@ -39,6 +41,44 @@ def parse_url(url: str) -> tuple[str, int, str]:
     return parts.hostname, port, path
 
 
+def url_credentials(url: str) -> tuple[str, str] | None:
+    """The user and password of an http://user:pass@host/ URL,
+    percent-decoded, as curl reads them; None when it has none."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return None
+    return unquote(parts.username), unquote(parts.password or "")
+
+
+def basic_auth(user: str, password: str) -> str:
+    """An Authorization value for HTTP Basic (RFC 7617), UTF-8 as curl sends."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def with_header(headers: Headers | None, name: str, value: str) -> list[tuple[Any, Any]]:
+    """headers as a list of pairs, with name: value added unless already
+    given (any case)."""
+    if headers is None:
+        pairs: list[tuple[Any, Any]] = []
+    elif isinstance(headers, Mapping):
+        pairs = list(headers.items())
+    else:
+        pairs = list(headers)
+    lower = name.lower()
+    if not any((k.decode("latin-1") if isinstance(k, bytes) else str(k)).lower() == lower
+               for k, _ in pairs):
+        pairs.append((name, value))
+    return pairs
+
+
+def cpus_here() -> int:
+    """The CPUs this process may run on (taskset and cgroups included)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _host_field(host: str, port: int) -> bytes:
     name = f"[{host}]" if ":" in host else host
     return (name if port == 80 else f"{name}:{port}").encode("idna")
@@ -59,18 +99,27 @@ class _Reporter:
     """Progress outside the timed path, read from Python a few times a
     second while the C loop runs: a tqdm bar in a notebook or on a terminal
     when tqdm is installed, else a live line on a terminal, and ab's
-    "Completed N requests" lines elsewhere."""
+    "Completed N requests" lines elsewhere. The bar's total is what was
+    planned: the requests, or for a run by duration alone its seconds."""
 
-    def __init__(self, mode: Progress, total: int | None, stream: IO[str]) -> None:
+    def __init__(self, mode: Progress, total: int | None, seconds: float | None,
+                 stream: IO[str]) -> None:
         tty = stream.isatty()
         self.bar: Any = None
+        # A run by duration alone is measured in seconds on the bar.
+        self.seconds = seconds if total is None else None
         if mode == "auto" and (tty or _in_notebook()):
             try:
                 from tqdm.auto import tqdm
             except ImportError:
                 pass
             else:
-                self.bar = tqdm(total=total, unit="req", file=stream, dynamic_ncols=True)
+                if self.seconds is not None:
+                    self.bar = tqdm(total=round(self.seconds, 1), unit="s", file=stream,
+                                    dynamic_ncols=True, bar_format="{l_bar}{bar}| {n:.1f}/"
+                                    "{total:.1f} s [{elapsed}<{remaining}{postfix}]")
+                else:
+                    self.bar = tqdm(total=total, unit="req", file=stream, dynamic_ncols=True)
         self.done = 0
         self.live = self.bar is None and (mode is True or (mode == "auto" and tty))
         self.lines = mode == "auto" and not tty and total is not None and total >= 10
@@ -86,10 +135,14 @@ class _Reporter:
             now = time.monotonic()
             t, n = self.last
             self.last = (now, complete)
-            self.bar.update(done - self.done)
-            self.done = done
             self.bar.set_postfix(rps=f"{(complete - n) / (now - t):,.0f}" if now > t else "-",
-                                 failed=failed, refresh=False)
+                                 failed=failed, done=f"{done:,}", refresh=False)
+            if self.seconds is not None:
+                self.bar.n = round(min(now - self.t0, self.seconds), 1)
+                self.bar.refresh()
+            else:
+                self.bar.update(done - self.done)
+            self.done = done
         elif self.live:
             now = time.monotonic()
             t, n = self.last
@@ -153,7 +206,7 @@ def run(
     headers: Headers | None = None,
     requests: int | None = None,
     duration: float | None = None,
-    concurrency: int = 50,
+    concurrency: int = 1,
     threads: int | None = None,
     keepalive: bool = True,
     rate: float | None = None,
@@ -167,9 +220,12 @@ def run(
 
     requests=N issues exactly N requests (200,000 unless a duration is
     given); duration=S runs for S seconds (with requests too: whichever ends
-    first). concurrency keep-alive connections share `threads` OS threads
-    (the CPU count, capped by concurrency). rate=R runs open-loop at R
-    requests a second, latency counted from each request's intended start.
+    first). concurrency keep-alive connections (1 unless given, as in ab)
+    share `threads` OS threads (the CPUs this process may run on, capped by
+    concurrency). rate=R runs open-loop at R requests a second over the
+    whole run, spread evenly from the first request; latency is counted
+    from each request's intended start. Credentials in the URL
+    (http://user:pass@host/) become an Authorization header, as in curl.
     timeout bounds each request (None: no limit). warmup (an int: requests;
     a float: seconds) runs first and is left out.
 
@@ -188,7 +244,7 @@ def run(
         duration = _check.seconds("duration", duration)
     concurrency = _check.count("concurrency", concurrency, 1, _check.MAX_CONCURRENCY)
     if threads is None:
-        threads = min(os.cpu_count() or 1, concurrency)
+        threads = min(cpus_here(), concurrency)
     threads = _check.count("threads", threads, 1, _check.MAX_THREADS)
     if rate is not None:
         rate = _check.rate(rate, concurrency)
@@ -201,6 +257,9 @@ def run(
         raise ValueError(f"concurrency {concurrency} over {min(threads, concurrency)} threads "
                          f"needs {files} files, above the open-file limit ({limit}); "
                          "raise it with ulimit -n")
+    credentials = url_credentials(url)
+    if credentials is not None:
+        headers = with_header(headers, "Authorization", basic_auth(*credentials))
     request, flags = _core.build_request(method, path, headers, body, _host_field(host, port))
     head = bool(flags & _core.REQ_HEAD)
 
@@ -213,17 +272,20 @@ def run(
         w = start(warmup, 0.0) if isinstance(warmup, int) else start(0, warmup)
         _, interrupted = _drive(w, None)
 
+    started: str | None = None
     if interrupted:
         raw = _nothing_measured()
     else:
         stream = stream if stream is not None else sys.stderr
-        reporter = _Reporter(progress, requests, stream) if progress else None
+        reporter = _Reporter(progress, requests, duration, stream) if progress else None
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
         bench = start(requests or 0, duration or 0.0)
         raw, interrupted = _drive(bench, reporter)
     failures = {name: raw[name] for name in FAILURE_CLASSES}
     doc = raw["document_length"]
     return Result(
-        url=url, method=method, host=host, port=port, path=path, requests=requests,
+        url=_public_url(url), method=method, start_time=started, host=host, port=port, path=path,
+        requests=requests,
         issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
         cancelled=raw["cancelled"], failures=failures, non_2xx=raw["non_2xx"],
         status_counts=raw["status_counts"], time_taken=raw["elapsed"],
@@ -237,5 +299,15 @@ def run(
         latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),
         connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),
         waiting=Latency(raw["waiting"]),
-        timeline=[(t, c, f, p / 1e9) for t, c, f, p in raw["timeline"]],
+        timeline=[(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
+        first_head=raw.get("first_head", ""),
     )
+
+
+def _public_url(url: str) -> str:
+    """url without a password, for reports and saved results."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"
+    return parts._replace(netloc=netloc).geturl()

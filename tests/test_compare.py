@@ -167,8 +167,14 @@ def test_cli_compare(tmp_path, server):
     r = hb("compare", "--agents", "httpbench,http.client", "-n", "100", "-q",
            "--markdown", str(tmp_path / "t.md"), server.url("/rnd?c=2048"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "== Side by side" in r.stdout and r.stdout.count("Complete requests:      100") == 4
+    # The table alone by default; each agent's ab report with --reports.
+    assert r.stdout.startswith("== Side by side") and "Complete requests" not in r.stdout
     assert (tmp_path / "t.md").read_text().startswith("| agent |")
+    r = hb("compare", "--agents", "httpbench,http.client", "-n", "100", "-q", "--reports",
+           server.url("/rnd?c=2048"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("Complete requests:      100") == 4
+    assert r.stdout.index("Complete requests") < r.stdout.index("== Side by side")
     r = hb("compare", "--agents", "httpbench,wget", cwd=tmp_path)
     assert r.returncode == 2 and "unknown agent(s) wget" in r.stderr
 
@@ -176,10 +182,11 @@ def test_cli_compare(tmp_path, server):
 def test_main_job_compares_every_installed_agent(tmp_path):
     r = hb("-q", "-n", "100", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "== Side by side" and len(lines) < 40  # the table, not 600 lines
     for agent in INSTALLED:
-        assert re.search(rf"== {re.escape(agent)} \S+, get", r.stdout), agent
-        assert re.search(rf"== {re.escape(agent)} \S+, post", r.stdout), agent
-    assert "== Side by side" in r.stdout
+        assert re.search(rf"^{re.escape(agent)} +\S+ +get ", r.stdout, re.M), agent
+        assert re.search(rf"^{re.escape(agent)} +\S+ +post ", r.stdout, re.M), agent
 
 
 def test_pinning_is_restored():

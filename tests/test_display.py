@@ -48,10 +48,10 @@ def test_pretty_repr(result):
 
 
 def test_timeline_is_recorded_per_second(result):
-    seconds = [t for t, _, _, _ in result.timeline]
+    seconds = [x.t for x in result.timeline]
     assert seconds[:3] == [0, 1, 2]
-    assert sum(c for _, c, _, _ in result.timeline) == result.complete
-    assert all(p > 0 for _, c, _, p in result.timeline if c)
+    assert sum(x.complete for x in result.timeline) == result.complete
+    assert all(0 < x.p50 <= x.p99 for x in result.timeline if x.complete)
     back = httpbench.Result.from_json(result.to_json())
     assert back.timeline == result.timeline
 

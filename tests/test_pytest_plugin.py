@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+from types import SimpleNamespace
 
 import pytest
+
+from httpbench.pytest_plugin import Rounds, gate, table
 
 pytest_plugins = ["pytester"]
 
@@ -17,7 +24,8 @@ def test_fast(httpbench_server, httpbench_run):
 
 def test_twice(httpbench_server, httpbench_run):
     for _ in range(2):
-        assert httpbench_run(httpbench_server.url("/rnd?c=10"), requests=500).complete == 500
+        r = httpbench_run(httpbench_server.url("/rnd?c=10"), requests=500, rounds=3)
+        assert r.complete == 500
 
 def test_plain():
     assert 1 + 1 == 2
@@ -34,13 +42,25 @@ def baseline(pytester, name="base"):
     return json.loads((pytester.path / ".httpbench" / f"{name}.json").read_text())
 
 
+def test_pytest_help_works_with_the_plugin_loaded(tmp_path):
+    """Issue 11, item 1: a % in the plugin's help strings broke `pytest
+    --help` wherever httpbench was installed (argparse formats help). The
+    plugin is loaded from its entry point, as an installed one is."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "--httpbench-compare-fail=EXPR" in text and "rps:N%, p50:N% or p99:N%" in text
+
+
 def test_fixtures_and_summary_table(project):
     result = project.runpytest()
     result.assert_outcomes(passed=3)
     out = result.stdout.str()
-    assert "httpbench" in out and "req/s" in out and "p99 ms" in out
-    assert "test_bench.py::test_fast" in out
-    assert "test_bench.py::test_twice#2" in out
+    assert "httpbench" in out and "req/s" in out and "p99 ms" in out and "spread" in out
+    assert re.search(r"test_bench.py::test_fast +5 ", out)  # five rounds by default
+    assert re.search(r"test_bench.py::test_twice#2 +3 ", out)
     assert not (project.path / ".httpbench").exists()
 
 
@@ -57,10 +77,12 @@ def test_save_then_compare(project):
     assert set(saved["machine"]) >= {"node", "python", "cpus", "commit", "datetime"}
     assert set(saved["runs"]) == {"test_bench.py::test_fast", "test_bench.py::test_twice",
                                   "test_bench.py::test_twice#2"}
-    assert saved["runs"]["test_bench.py::test_fast"]["complete"] == 2000
+    fast = saved["runs"]["test_bench.py::test_fast"]
+    assert fast["complete"] == 2000 and len(fast["rounds"]) == 5
+    assert sorted(x["rps"] for x in fast["rounds"])[2] == fast["rps"]  # the median round
     result = project.runpytest("--httpbench-compare=base")
     result.assert_outcomes(passed=3)
-    assert "base req/s" in result.stdout.str()
+    assert "base req/s" in result.stdout.str() and "change" in result.stdout.str()
 
 
 def test_compare_fail_passes_within_the_threshold(project):
@@ -78,10 +100,9 @@ def test_compare_fail_fails_a_regressed_test(project, metric, field, value, limi
     project.runpytest("--httpbench-save=base").assert_outcomes(passed=3)
     data = baseline(project)
     run = data["runs"]["test_bench.py::test_fast"]
-    if field == "rps":
-        run["rps"] = value
-    else:
-        run["latency"]["percentiles"][field] = value
+    # The gate compares medians over the saved rounds.
+    for saved_round in run["rounds"]:
+        saved_round[metric] = value
     (project.path / ".httpbench" / "base.json").write_text(json.dumps(data))
     result = project.runpytest("--httpbench-compare=base",
                                f"--httpbench-compare-fail={metric}:{limit}%")
@@ -120,3 +141,89 @@ def test_under_xdist_says_so_and_still_runs(project):
     result = project.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
     assert "running in parallel workers" in result.stdout.str()
+
+
+def test_compare_latest_takes_the_newest_baseline(project):
+    project.runpytest("--httpbench-save=older").assert_outcomes(passed=3)
+    project.runpytest("--httpbench-save=newer").assert_outcomes(passed=3)
+    result = project.runpytest("--httpbench-compare=latest")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["baseline: *newer.json"])
+
+
+def test_compare_latest_with_nothing_saved_is_a_usage_error(project):
+    result = project.runpytest("--httpbench-compare=latest")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no saved baseline in*"])
+
+
+@pytest.mark.parametrize("repo", ["none", "no commits"])
+def test_a_baseline_outside_a_commit_records_no_commit(project, repo):
+    if repo == "no commits":
+        if shutil.which("git") is None:
+            pytest.skip("git is not installed")
+        subprocess.run(["git", "init", "-q", str(project.path)], check=True)
+    project.runpytest("--httpbench-save=base").assert_outcomes(passed=3)
+    assert baseline(project)["machine"]["commit"] is None
+
+
+# ------------------------------------------------ the gate's arithmetic
+
+
+def rounds_of(rps: list[float], p99: list[float] | None = None) -> Rounds:
+    """Rounds of doctored figures: just what the statistics read."""
+    p99 = p99 or [0.001] * len(rps)
+    return Rounds([SimpleNamespace(rps=x, latency=SimpleNamespace(p50=y / 2, p99=y),
+                                   failed=0) for x, y in zip(rps, p99)])
+
+
+def saved(rps: float, p99: float) -> dict:
+    return {"rps": rps, "latency": {"percentiles": {"50": p99 / 2, "99": p99}}}
+
+
+def test_the_median_round_is_returned_and_the_spread_is_stdev_over_mean():
+    r = rounds_of([100, 300, 200, 180, 220])
+    assert r.median.rps == 200
+    assert r.spread("rps") == pytest.approx(0.3606, abs=1e-3)  # stdev 72.1 / mean 200
+    assert rounds_of([50]).spread("rps") == 0.0
+
+
+def test_the_gate_fails_a_steady_regression_on_the_median():
+    failures, warnings = gate(rounds_of([100, 101, 99, 100, 100]), saved(200, 0.001),
+                              [("rps", 20.0)], "base")
+    assert warnings == []
+    assert failures == ["httpbench: rps regressed 50.0% against baseline 'base' (200 -> 100, "
+                        "medians of 5 rounds; allowed 20%)"]
+    failures, _ = gate(rounds_of([190, 200, 210]), saved(200, 0.001), [("rps", 20.0)], "base")
+    assert failures == []
+
+
+def test_the_gate_says_it_cannot_decide_when_the_noise_is_above_the_threshold():
+    failures, warnings = gate(rounds_of([50, 150, 100, 60, 140]), saved(200, 0.001),
+                              [("rps", 20.0)], "base")
+    assert failures == []
+    assert warnings == ["rps: noise 45% > threshold 20%: this gate cannot decide"]
+    failures, warnings = gate(rounds_of([100] * 5, [0.001, 0.003, 0.002, 0.001, 0.003]),
+                              saved(100, 0.001), [("p99", 10.0)], "base")
+    assert failures == [] and warnings == ["p99: noise 50% > threshold 10%: this gate cannot "
+                                           "decide"]
+
+
+def test_the_table_shows_median_min_max_spread_and_the_change():
+    lines = table([("t::a", rounds_of([100, 300, 200, 180, 220], [0.001] * 5))],
+                  {"t::a": saved(400, 0.002)}, {"t::a": ["rps: noise 35% > threshold 20%: "
+                                                         "this gate cannot decide"]})
+    assert re.match(r"t::a +5 +200 +100 +300 +36\.1% +1\.000 +0\.0% +0 +400 +-50\.0% "
+                    r"+2\.000 +-50\.0%$", lines[1]), lines[1]
+    assert lines[2] == "    warning: rps: noise 35% > threshold 20%: this gate cannot decide"
+
+
+def test_rounds_out_of_range_are_refused(project):
+    project.makepyfile(test_bad="""
+def test_bad(httpbench_server, httpbench_run):
+    import pytest
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="rounds"):
+            httpbench_run(httpbench_server.url("/rnd?c=1"), requests=1, rounds=bad)
+""")
+    project.runpytest("test_bad.py").assert_outcomes(passed=1)
