@@ -54,16 +54,39 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> N
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def build_floor(workdir: Path) -> Path | None:
-    """Compiles ../shared/bench/floor.c; None (with a message) if it cannot."""
-    src = SHARED / "bench" / "floor.c"
+def python_child(code: str, *args: str) -> list[str]:
+    """argv for a child Python running code. Run it with cwd="/" (as
+    CHILD_CWD): from the repository's root, `python -c` would import the
+    source tree's httpbench, which has no built _core."""
+    return [sys.executable, "-c", code, *args]
+
+
+CHILD_CWD = "/"
+
+
+def build_floor(workdir: Path, name: str = "floor") -> Path | None:
+    """Compiles ../shared/bench/NAME.c (floor.c or floor_many.c); None, with
+    a skip line, if it cannot."""
+    src = SHARED / "bench" / f"{name}.c"
     cc = shutil.which("cc") or shutil.which("gcc")
     if not src.exists() or cc is None:
-        print(f"floor: skipped ({src} or a C compiler is missing)", file=sys.stderr)
+        print(f"{name}: skipped ({src} or a C compiler is missing)", file=sys.stderr)
         return None
-    out = workdir / "floor"
+    out = workdir / name
     subprocess.run([cc, "-O2", "-o", str(out), str(src)], check=True)
     return out
+
+
+def run_floor_many(floor_many: Path, cpu: int | None, port: int, target: str, conns: int,
+                   count: int) -> tuple[float, float]:
+    """(req/s, CPU us per request) of one floor_many.c run."""
+    out = subprocess.run(pinned(cpu, [str(floor_many), "127.0.0.1", str(port), target,
+                                      str(conns), str(count)]),
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"= (\d+) req/s, CPU ([\d.]+) us/req", out)
+    if m is None:
+        raise RuntimeError(f"unexpected floor_many output: {out!r}")
+    return float(m.group(1)), float(m.group(2))
 
 
 def run_floor(floor: Path, cpu: int | None, port: int, target: str, count: int) -> float:

@@ -6,7 +6,9 @@ As ../shared/bench/README.md says:
 - one connection, client and server on the same CPU: req/s as a fraction of
   ../shared/bench/floor.c;
 - 50 connections, client on CPU 0, server on CPU 1: req/s, and the client's
-  CPU time per request (user + system, from wait4), each as a ratio to ab's;
+  CPU time per request (user + system, from wait4), each as a ratio to ab's,
+  and the CPU as a multiple of ../shared/bench/floor_many.c's (the least a
+  client can spend per request over 50 connections), all in the same run;
 - 1,000 connections: the client's peak RSS growth over one connection.
 Servers: nginx (one worker, access_log off) where installed, and the embedded
 server. Peers that are not installed are skipped with a note.
@@ -23,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _support import build_floor, embedded, nginx, pinned, run_floor
+from _support import CHILD_CWD, build_floor, embedded, nginx, pinned, run_floor, run_floor_many
 
 TARGET = "/rnd?c=2048"
 
@@ -35,7 +37,7 @@ def measure(argv: list[str], cpu: int | None, tmp: str) -> tuple[str, float, int
     stats = f"{tmp}/time.out"
     timed = ["/usr/bin/time", "-o", stats, "-f", "%U %S %M", *argv]
     run = subprocess.run(pinned(cpu, timed), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True, cwd="/")
+                         text=True, cwd=CHILD_CWD)
     if run.returncode not in (0, 1):
         raise RuntimeError(f"{argv[0]} exited with {run.returncode}: {run.stdout[-500:]}")
     user, system, rss = Path(stats).read_text().split()[-3:]
@@ -87,6 +89,7 @@ def main() -> int:
     n = args.requests
     with tempfile.TemporaryDirectory() as tmp:
         floor = build_floor(Path(tmp))
+        floor_many = build_floor(Path(tmp), "floor_many")
         for server, start in (("nginx", lambda: nginx(1)), ("embedded", lambda: embedded(1))):
             one: dict[str, float] = {}
             many: dict[str, tuple[float, float]] = {}
@@ -103,6 +106,11 @@ def main() -> int:
                     for name, argv in clients(url, n, 1, 1, tmp).items():
                         out, _, _ = measure(argv, 1, tmp)
                         one[name] = max(one.get(name, 0.0), parse_rps(name, out, tmp)[0])
+                    if floor_many is not None:
+                        rps, us = run_floor_many(floor_many, 0, port, TARGET, 50, n)
+                        prev = many.get("floor_many.c")
+                        many["floor_many.c"] = (max(rps, prev[0]) if prev else rps,
+                                                min(us, prev[1]) if prev else us)
                     for name, argv in clients(url, n, 50, 1, tmp).items():
                         out, cpu, _ = measure(argv, 0, tmp)
                         rps, done = parse_rps(name, out, tmp)
@@ -125,9 +133,11 @@ def main() -> int:
             for name, rps in one.items():
                 print(f"  {name:<14}{rps:>10,.0f} req/s{rps / base if base else 0:>8.2f} of floor")
             ab = many.get("ab -k")
+            fm = many.get("floor_many.c")
             print("50 connections, client on CPU 0, server on CPU 1:")
             for name, (rps, us) in many.items():
                 rel = f"{rps / ab[0]:>5.2f} of ab's req/s, {us / ab[1]:.2f} of its CPU" if ab else ""
+                rel += f", {us / fm[1]:.2f}x floor_many's CPU" if fm else ""
                 print(f"  {name:<14}{rps:>10,.0f} req/s{us:>8.2f} us CPU/request  {rel}")
             print("1,000 connections, peak RSS growth over one connection:")
             for name, kib in rss.items():

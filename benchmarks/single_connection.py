@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _support import build_floor, embedded, nginx, pinned, run_floor
+from _support import CHILD_CWD, build_floor, embedded, nginx, pinned, python_child, run_floor
 
 TARGET = "/rnd?c=2048"
 
@@ -55,8 +55,8 @@ print(N / (time.perf_counter() - t0))
 
 def run_loop(name: str, cpu: int | None, port: int, n: int) -> float:
     code = TIMER.format(setup=LOOPS[name])
-    out = subprocess.run(pinned(cpu, [sys.executable, "-c", code, str(port), TARGET, str(n)]),
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(pinned(cpu, python_child(code, str(port), TARGET, str(n))),
+                         check=True, capture_output=True, text=True, cwd=CHILD_CWD).stdout
     return float(out)
 
 

@@ -68,3 +68,31 @@ def test_mypy_strict_on_the_package_and_examples(tmp_path):
                                 "--no-incremental", "--cache-dir", str(tmp_path),
                                 str(root / "httpbench"), str(root / "examples")])
     assert status == 0, out + err
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_sdist_carries_what_its_tests_need(tmp_path):
+    """An unpacked sdist runs its own suite: the tests, their helpers (the
+    benchmarks' _support, the C tests and corpora), the examples the tests
+    execute, and the LICENSE."""
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)], cwd=ROOT,
+                   check=True, capture_output=True)
+    (sdist,) = tmp_path.glob("httpbench-*.tar.gz")
+    import tarfile
+
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    tracked = subprocess.run(["git", "ls-files", "tests", "benchmarks", "examples"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    needed = set(tracked) or {"tests/conftest.py", "benchmarks/_support.py"}
+    needed |= {"LICENSE", "README.md", "setup.py", "pyproject.toml", "csrc/module.c"}
+    assert needed <= names, sorted(needed - names)
+
+
+def test_license_is_apache_2():
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
