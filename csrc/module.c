@@ -23,9 +23,6 @@
 #define HB_VERSION "0.0.0"
 #endif
 
-/* Added to every request unless the caller gives its own. */
-#define DEFAULT_AGENT "User-Agent: httpbench/" HB_VERSION "\r\n"
-
 /* Request bodies up to this size are copied behind the head so the
  * request leaves in one buffer; larger ones go as a second iovec. */
 #define COPY_BODY_MAX 16384
@@ -493,7 +490,7 @@ static int has_token(const text *v, const char *tok)
 
 /* What the caller's headers said about the ones added by default. */
 typedef struct {
-    int host, length, close, agent, accept;
+    int host, length, close;
     int length_bad;          /* a Content-Length that is no single number */
     uint64_t length_value;   /* the Content-Length given */
 } given;
@@ -526,8 +523,6 @@ static int add_header(hb_buf *b, PyObject *name_obj, PyObject *value_obj, given 
     if (check_text(&name, 1, "header name") != 0 || check_text(&value, 0, "header value") != 0)
         goto done;
     g->host |= NAME_IS(&name, "host");
-    g->agent |= NAME_IS(&name, "user-agent");
-    g->accept |= NAME_IS(&name, "accept");
     if (NAME_IS(&name, "transfer-encoding")) {
         /* The client frames a body by Content-Length alone; a given
          * Transfer-Encoding would have the server read the body (and what
@@ -645,8 +640,7 @@ static int get_body(PyObject *o, Py_buffer *body)
 }
 
 /* Checks and writes a request into b (cleared first): the request line, the
- * caller's fields, Host (host_header), User-Agent, Accept and
- * Content-Length unless given, and
+ * caller's fields, Host (host_header) and Content-Length unless given, and
  * the body if it is at most copy_max bytes (the caller sends a larger one
  * after b). Sets *flags to the HB_REQ_* that fit. Returns 0, or -1 with an
  * exception (ValueError for CR, LF or NUL anywhere, before anything is
@@ -696,11 +690,6 @@ static int build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyOb
         text v = {PyBytes_AS_STRING(host_header), PyBytes_GET_SIZE(host_header), NULL};
         ok = append_field(b, &n, &v) == 0;
     }
-    /* ab sends both; servers that route or log by them see a client. */
-    if (ok && !g.agent)
-        ok = hb_buf_append(b, DEFAULT_AGENT, sizeof DEFAULT_AGENT - 1) == 0;
-    if (ok && !g.accept)
-        ok = hb_buf_append(b, "Accept: */*\r\n", 13) == 0;
     if (ok && !g.length && (body->obj != NULL || wants_body)) {
         int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body->obj ? body->len : 0);
         ok = hb_buf_append(b, clen, (size_t)n) == 0;

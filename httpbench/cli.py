@@ -75,13 +75,14 @@ def serve(argv: Sequence[str]) -> int:
     except (OSError, ValueError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
-    threads = f", {args.threads} thread{'s' * (args.threads > 1)}" if args.mode == "epoll" else ""
-    print(f"httpbench {__version__} serving {srv.url()} ({args.mode}{threads}); Ctrl-C to stop",
-          flush=True)
     # A service manager's stop (SIGTERM) and a closed terminal (SIGHUP) end
-    # it as Ctrl-C does: the server closes and the summary is printed.
+    # it as Ctrl-C does: the server closes and the summary is printed. The
+    # handlers are in place before the banner, which says it is ready.
     previous = {sig: signal.signal(sig, _on_stop_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    threads = f", {args.threads} thread{'s' * (args.threads > 1)}" if args.mode == "epoll" else ""
     try:
+        print(f"httpbench {__version__} serving {srv.url()} ({args.mode}{threads}); Ctrl-C to "
+              "stop", flush=True)
         srv.serve_forever()
     except (KeyboardInterrupt, _Stop):
         pass

@@ -18,6 +18,7 @@ from .result import FAILURE_CLASSES, Latency, Result
 __all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header"]
 
 DEFAULT_REQUESTS = 200_000
+USER_AGENT = f"httpbench/{_core.__version__}"
 Headers = Mapping[str, str] | Mapping[bytes, bytes] | Iterable[tuple[str | bytes, str | bytes]]
 Progress = bool | Literal["auto"]
 
@@ -260,6 +261,9 @@ def run(
     credentials = url_credentials(url)
     if credentials is not None:
         headers = with_header(headers, "Authorization", basic_auth(*credentials))
+    # ab sends both; a server that routes or logs by them sees a client.
+    # (Connection.request sends only what it must: Host, Content-Length.)
+    headers = with_header(with_header(headers, "User-Agent", USER_AGENT), "Accept", "*/*")
     request, flags = _core.build_request(method, path, headers, body, _host_field(host, port))
     head = bool(flags & _core.REQ_HEAD)
 

@@ -23,39 +23,19 @@ def split(raw: bytes) -> tuple[bytes, list[bytes], bytes]:
     return line, fields, body
 
 
-def test_get_adds_host_user_agent_and_accept(scripted):
-    """ab sends a User-Agent and Accept: */*; so does httpbench, unless given."""
+def test_get_adds_host_only(scripted):
+    """Connection sends what it must; run() and the command line add
+    User-Agent and Accept as ab does (tests/test_first_contact.py)."""
     line, fields, body = split(one_request(scripted, "GET", "/rnd?c=2048"))
     assert line == b"GET /rnd?c=2048 HTTP/1.1"
     assert fields[0].startswith(b"Host: 127.0.0.1:")
-    assert fields[1:] == [b"User-Agent: httpbench/" + httpbench.__version__.encode(),
-                          b"Accept: */*"]
-    assert body == b""
-
-
-def test_given_user_agent_and_accept_are_not_added_again(scripted):
-    raw = one_request(scripted, "GET", "/", headers={"user-agent": "x/1", "ACCEPT": "text/html"})
-    _, fields, _ = split(raw)
-    assert fields[:2] == [b"user-agent: x/1", b"ACCEPT: text/html"] and len(fields) == 3
-
-
-def test_headers_as_mapping_keep_their_order(scripted):
-    hdrs = OrderedDict([("Accept", "*/*"), ("X-B", "2"), ("X-A", "1")])
-    _, fields, _ = split(one_request(scripted, "GET", "/", headers=hdrs))
-    assert fields[:3] == [b"Accept: */*", b"X-B: 2", b"X-A: 1"]
-
-
-def test_headers_as_pairs_may_repeat(scripted):
-    pairs = [("X-Dup", "1"), (b"X-Dup", b"2"), ("X-Tab", "a\tb")]
-    _, fields, _ = split(one_request(scripted, "GET", "/", headers=pairs))
-    assert fields[:3] == [b"X-Dup: 1", b"X-Dup: 2", b"X-Tab: a\tb"]
+    assert len(fields) == 1 and body == b""
 
 
 def test_given_host_and_length_are_not_added_again(scripted):
     raw = one_request(scripted, "POST", "/echo", headers={"host": "example", "content-length": "3"}, body=b"abc")
     _, fields, body = split(raw)
-    assert fields[:2] == [b"host: example", b"content-length: 3"]
-    assert [f for f in fields if f.lower().startswith((b"host", b"content-length"))] == fields[:2]
+    assert fields == [b"host: example", b"content-length: 3"]
     assert body == b"abc"
 
 

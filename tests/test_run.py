@@ -53,9 +53,9 @@ def test_exactly_n_requests(server, n, c, threads):
     assert r.keepalive_requests == n and r.connects <= min(n, c) and r.reconnects == 0
     assert r.latency.count == n and r.ok
     assert r.server_software == f"httpbench/{httpbench.__version__}"
-    assert r.bytes_sent == n * len(b"GET /rnd?c=2048 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                                   b"User-Agent: httpbench/%s\r\nAccept: */*\r\n\r\n"
-                                   % (server.port, httpbench.__version__.encode()))
+    assert r.bytes_sent == n * len(b"GET /rnd?c=2048 HTTP/1.1\r\nUser-Agent: httpbench/%s\r\n"
+                                   b"Accept: */*\r\nHost: 127.0.0.1:%d\r\n\r\n"
+                                   % (httpbench.__version__.encode(), server.port))
 
 
 def test_duration(server):
