@@ -309,6 +309,7 @@ class Result:
         else:
             _plot_timeline(self, ax)
         ax.set_title(title)
+        ax.figure.tight_layout()  # labels and title inside the figure
         return ax
 
     def __repr__(self) -> str:
@@ -464,7 +465,6 @@ def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("requests")
-    ax.figure.tight_layout()  # the x label inside the figure
 
 
 def _plot_timeline(r: Result, ax: Any) -> None:
@@ -474,7 +474,13 @@ def _plot_timeline(r: Result, ax: Any) -> None:
     # the requests of its part, not a rate scaled up from them.
     secs = [x.t for x in r.timeline]
     ax.plot(secs, [x.complete for x in r.timeline], marker="o", label="requests completed")
+    last = r.timeline[-1]
+    part = r.time_taken - last.t
+    if 0 < part < 0.999:
+        ax.annotate(f"partial: {part:.2f} s", (last.t, last.complete), textcoords="offset points",
+                    xytext=(-10, 8), ha="right", fontsize=8)
     ax.set_ylim(bottom=0)
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("second of the run")
     ax.set_ylabel("requests in that second")
     p99 = ax.twinx()
@@ -485,7 +491,6 @@ def _plot_timeline(r: Result, ax: Any) -> None:
     lines = ax.get_legend_handles_labels()
     more = p99.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower right")
-    ax.figure.tight_layout()
 
 
 # Borders and shading from the text colour, so the table reads in light and

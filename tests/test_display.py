@@ -118,6 +118,22 @@ def test_tqdm_progress_on_a_terminal(monkeypatch):
     assert "150/150" in text and "req" in text
 
 
+def test_tqdm_shows_the_planned_seconds_of_a_duration_run():
+    """A run by duration alone has no request total: the bar counts its
+    seconds (it showed an open-ended count before)."""
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    with httpbench.Server() as srv:
+        httpbench.run(srv.url("/rnd?c=10"), duration=1.0, concurrency=2, stream=stream)
+    text = stream.getvalue()
+    assert "1.0/1.0 s" in text and "done=" in text, text[-300:]
+
+
 def test_import_of_httpbench_does_not_import_the_optional_libraries():
     code = ("import sys, httpbench; bad = [m for m in ('pandas', 'matplotlib', 'tqdm', "
             "'IPython', 'aiohttp', 'httpx', 'requests', 'pycurl') if m in sys.modules]; "
