@@ -8,7 +8,9 @@ As ../shared/bench/README.md says:
 - 50 connections, client on CPU 0, server on CPU 1: req/s, and the client's
   CPU time per request (user + system, from wait4), each as a ratio to ab's,
   and the CPU as a multiple of ../shared/bench/floor_many.c's (the least a
-  client can spend per request over 50 connections), all in the same run;
+  client can spend per request over 50 connections), all in the same run.
+  The rounds are interleaved; each ratio is the median of the rounds' own
+  ratios (a round's clients share that round's machine state);
 - 1,000 connections: the client's peak RSS growth over one connection.
 Servers: nginx (one worker, access_log off) where installed, and the embedded
 server. Peers that are not installed are skipped with a note.
@@ -20,6 +22,7 @@ import argparse
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,7 +87,7 @@ def parse_rps(name: str, out: str, tmp: str) -> tuple[float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     n = args.requests
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,7 +95,8 @@ def main() -> int:
         floor_many = build_floor(Path(tmp), "floor_many")
         for server, start in (("nginx", lambda: nginx(1)), ("embedded", lambda: embedded(1))):
             one: dict[str, float] = {}
-            many: dict[str, tuple[float, float]] = {}
+            # Per round: name -> (req/s, CPU us per request).
+            rounds: list[dict[str, tuple[float, float]]] = []
             rss: dict[str, int] = {}
             with start() as handle:
                 if handle is None:
@@ -100,6 +104,8 @@ def main() -> int:
                 port = handle[0] if isinstance(handle, tuple) else handle
                 url = f"http://127.0.0.1:{port}{TARGET}"
                 for _ in range(args.rounds):
+                    many: dict[str, tuple[float, float]] = {}
+                    rounds.append(many)
                     if floor is not None:
                         one["floor.c"] = max(one.get("floor.c", 0.0),
                                              run_floor(floor, 1, port, TARGET, n))
@@ -107,10 +113,7 @@ def main() -> int:
                         out, _, _ = measure(argv, 1, tmp)
                         one[name] = max(one.get(name, 0.0), parse_rps(name, out, tmp)[0])
                     if floor_many is not None:
-                        rps, us = run_floor_many(floor_many, 0, port, TARGET, 50, n)
-                        prev = many.get("floor_many.c")
-                        many["floor_many.c"] = (max(rps, prev[0]) if prev else rps,
-                                                min(us, prev[1]) if prev else us)
+                        many["floor_many.c"] = run_floor_many(floor_many, 0, port, TARGET, 50, n)
                     for name, argv in clients(url, n, 50, 1, tmp).items():
                         out, cpu, _ = measure(argv, 0, tmp)
                         rps, done = parse_rps(name, out, tmp)
@@ -118,10 +121,7 @@ def main() -> int:
                             # The loop's own CPU, not the interpreter's start-up.
                             d = json.loads(Path(f"{tmp}/hb.json").read_text())
                             cpu = d["cpu_user"] + d["cpu_sys"]
-                        prev = many.get(name)
-                        us = cpu / done * 1e6
-                        many[name] = (max(rps, prev[0]) if prev else rps,
-                                      min(us, prev[1]) if prev else us)
+                        many[name] = (rps, cpu / done * 1e6)
                 for name in ("httpbench", "wrk"):
                     small = clients(url, 2000, 1, 1, tmp).get(name)
                     big = clients(url, 20000, 1000, 1, tmp).get(name)
@@ -132,12 +132,21 @@ def main() -> int:
             print("one connection, client and server on CPU 1:")
             for name, rps in one.items():
                 print(f"  {name:<14}{rps:>10,.0f} req/s{rps / base if base else 0:>8.2f} of floor")
-            ab = many.get("ab -k")
-            fm = many.get("floor_many.c")
-            print("50 connections, client on CPU 0, server on CPU 1:")
-            for name, (rps, us) in many.items():
-                rel = f"{rps / ab[0]:>5.2f} of ab's req/s, {us / ab[1]:.2f} of its CPU" if ab else ""
-                rel += f", {us / fm[1]:.2f}x floor_many's CPU" if fm else ""
+            print(f"50 connections, client on CPU 0, server on CPU 1, medians of {args.rounds} "
+                  "interleaved rounds:")
+            for name in rounds[0] if rounds else []:
+                rps = statistics.median(r[name][0] for r in rounds)
+                us = statistics.median(r[name][1] for r in rounds)
+                rel = ""
+                if all("ab -k" in r for r in rounds):
+                    rel += (f"{statistics.median(r[name][0] / r['ab -k'][0] for r in rounds):>5.2f}"
+                            f" of ab's req/s, "
+                            f"{statistics.median(r[name][1] / r['ab -k'][1] for r in rounds):.2f}"
+                            " of its CPU")
+                if all("floor_many.c" in r for r in rounds):
+                    ratios = [r[name][1] / r["floor_many.c"][1] for r in rounds]
+                    rel += (f", {statistics.median(ratios):.2f}x floor_many's CPU (rounds "
+                            f"{', '.join(f'{x:.2f}' for x in ratios)})")
                 print(f"  {name:<14}{rps:>10,.0f} req/s{us:>8.2f} us CPU/request  {rel}")
             print("1,000 connections, peak RSS growth over one connection:")
             for name, kib in rss.items():
