@@ -67,9 +67,7 @@ typedef struct {
     size_t sent;           /* request bytes written */
     hb_buf head;           /* a response head split across reads */
     hb_head_scan scan;
-    hb_chunked ck;
-    hb_body_kind body;
-    uint64_t body_left, body_got;
+    hb_body body;          /* the response body's framing, from its head */
     unsigned events;
     int64_t t_intended, t_start, t_first, t_connect, connect_ns;
     int64_t next_at;       /* rate: the next intended start */
@@ -378,7 +376,7 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     const hb_bench_config *cfg = &b->cfg;
 
     res->status[c->status < 600 ? c->status : 0]++;
-    res->body_bytes += c->body_got;
+    res->body_bytes += c->body.got;
     c->served++;
     int ok2xx = c->status >= 200 && c->status < 300;
     if (!ok2xx)
@@ -386,9 +384,9 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     /* A HEAD response's document length is 0: no body, by definition. */
     if (ok2xx) {
         int64_t expect = -1;
-        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body_got, 0,
+        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0,
                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-        if (!cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body_got) {
+        if (!cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got) {
             if (!cfg->keepalive || !c->reuse || leftover)
                 close_socket(c);
             res->failed++;
@@ -492,63 +490,38 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     c->have_head = 1;
     c->status = t->r.status;
     c->reuse = t->r.keep_alive;
-    c->body = t->r.body;
-    c->body_left = t->r.content_length;
-    c->body_got = 0;
-    memset(&c->ck, 0, sizeof c->ck);
+    hb_body_init(&c->body, t->r.body, t->r.content_length);
     return (ssize_t)used;
 }
 
-/* Handles n received bytes. */
+/* Handles n received bytes: heads, then the body through its decoder. */
 static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
 {
-    while (n > 0 || (c->have_head && c->body == HB_BODY_NONE)) {
+    for (;;) {
         if (!c->have_head) {
+            if (n == 0)
+                return;
             ssize_t used = take_head(t, c, p, n, now);
             if (used < 0)
                 return;
             p += used;
             n -= (size_t)used;
-            if (!c->have_head)
-                continue;
+            continue;
         }
-        int done = 0;
-        switch (c->body) {
-        case HB_BODY_NONE:
-            done = 1;
-            break;
-        case HB_BODY_LENGTH: {
-            size_t take = (uint64_t)n < c->body_left ? n : (size_t)c->body_left;
-            c->body_left -= take;
-            c->body_got += take;
-            p += take;
-            n -= take;
-            done = c->body_left == 0;
-            break;
+        size_t used, off, dn;
+        int rc = hb_body_feed(&c->body, p, n, &used, &off, &dn);
+        if (rc == HB_PARSE_ERROR) {
+            fail(t, c, &t->res->fail_exceptions, now, c->body.error);
+            return;
         }
-        case HB_BODY_CHUNKED:
-            while (n > 0 && !done) {
-                size_t used, off, dn;
-                int rc = hb_parse_chunked(&c->ck, p, n, &used, &off, &dn);
-                if (rc == HB_PARSE_ERROR) {
-                    fail(t, c, &t->res->fail_exceptions, now, c->ck.error);
-                    return;
-                }
-                c->body_got += dn;
-                p += used;
-                n -= used;
-                done = rc == HB_PARSE_DONE;
-            }
-            break;
-        case HB_BODY_CLOSE:
-            c->body_got += n;
-            n = 0;
-            break;
-        }
-        if (done) {
+        p += used;
+        n -= used;
+        if (rc == HB_PARSE_DONE) {
             finish(t, c, now, n > 0);
             return;
         }
+        if (n == 0)
+            return;
     }
 }
 
@@ -573,7 +546,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (n == 0 && c->have_head && c->body == HB_BODY_CLOSE) {
+        if (n == 0 && c->have_head && hb_body_end(&c->body) == HB_PARSE_DONE) {
             c->reuse = 0;
             finish(t, c, now, 0);
             return;

@@ -189,11 +189,11 @@ static int take_body(hb_conn *c, size_t at, size_t n, size_t *kept, int flags)
 static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
 {
     const hb_response *r = &c->resp;
-    hb_chunked ck;
+    hb_body body;
     size_t kept = 0;
-    int done = r->body == HB_BODY_NONE, leftover = 0;
+    int rc = HB_PARSE_MORE, leftover = 0;
 
-    memset(&ck, 0, sizeof ck);
+    hb_body_init(&body, r->body, r->content_length);
     c->body_off = r->head_len;
     c->body_len = 0;
     if (r->body == HB_BODY_LENGTH && r->content_length > c->max_body)
@@ -201,52 +201,32 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
                     (unsigned long long)r->content_length, (unsigned long long)c->max_body);
     for (;;) {
         size_t raw = c->body_off + kept, size = hb_buf_size(&c->rx);
-        if (done) {
-            leftover = raw < size;
-        } else if (r->body == HB_BODY_LENGTH) {
-            uint64_t need = r->content_length - c->body_len;
-            size_t n = size - raw;
-            if ((uint64_t)n >= need) {
-                n = (size_t)need;
-                done = 1;
-                leftover = raw + n < size;
-            }
-            take_body(c, raw, n, &kept, flags);
-        } else if (r->body == HB_BODY_CHUNKED) {
-            while (raw < size && !done) {
-                size_t used, off, n;
-                int rc = hb_parse_chunked(&ck, hb_buf_rdptr(&c->rx) + raw, size - raw, &used,
-                                          &off, &n);
-                if (rc == HB_PARSE_ERROR)
-                    return fail(c, HB_ERR_PROTOCOL, "%s", ck.error);
-                if (n > 0 && take_body(c, raw + off, n, &kept, flags) != 0)
-                    goto too_large;
-                /* Kept data only ever moves down, below raw: the bytes
-                 * still to decode stay where they are. */
-                raw += used;
-                done = rc == HB_PARSE_DONE;
-            }
-            leftover = done && raw < size;
-        } else if (r->body == HB_BODY_CLOSE) {
-            if (take_body(c, raw, size - raw, &kept, flags) != 0)
+        /* Kept data only ever moves down, below raw: the bytes still to
+         * decode stay where they are. */
+        do {
+            size_t used, off, n;
+            rc = hb_body_feed(&body, hb_buf_rdptr(&c->rx) + raw, size - raw, &used, &off, &n);
+            if (rc == HB_PARSE_ERROR)
+                return fail(c, HB_ERR_PROTOCOL, "%s", body.error);
+            if (n > 0 && take_body(c, raw + off, n, &kept, flags) != 0)
                 goto too_large;
-        }
+            raw += used;
+        } while (rc == HB_PARSE_MORE && raw < size);
+        leftover = rc == HB_PARSE_DONE && raw < size;
         /* Drop everything after the kept body: framing, discarded data, and
          * bytes the server sent after the response. */
         c->rx.len = c->rx.off + c->body_off + kept;
-        if (done)
+        if (rc == HB_PARSE_DONE)
             break;
         size_t want = HEAD_READ;
-        if (r->body == HB_BODY_LENGTH) {
-            uint64_t need = r->content_length - c->body_len;
-            want = need < BODY_READ ? (size_t)need : BODY_READ;
-        } else if (r->body == HB_BODY_CLOSE) {
+        if (r->body == HB_BODY_LENGTH)
+            want = body.left < BODY_READ ? (size_t)body.left : BODY_READ;
+        else if (r->body == HB_BODY_CLOSE)
             want = 65536;
-        }
         ssize_t n = fill(c, want, deadline);
-        if (n == 0 && r->body == HB_BODY_CLOSE) {
-            done = 1;
-        } else if (n <= 0) {
+        if (n == 0 && hb_body_end(&body) == HB_PARSE_DONE)
+            break;
+        if (n <= 0) {
             if (r->body == HB_BODY_LENGTH)
                 return cut_short(c, n, ": got %llu of %llu body bytes",
                                  (unsigned long long)c->body_len,

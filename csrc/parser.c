@@ -806,3 +806,52 @@ int hb_parse_request(hb_request *r, const char *buf, size_t len)
     r->head_len = head_len;
     return HB_PARSE_DONE;
 }
+
+void hb_body_init(hb_body *b, hb_body_kind kind, uint64_t length)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    b->left = kind == HB_BODY_LENGTH ? length : 0;
+}
+
+int hb_body_feed(hb_body *b, const char *buf, size_t len, size_t *used, size_t *data_off,
+                 size_t *data_len)
+{
+    *used = *data_off = *data_len = 0;
+    switch (b->kind) {
+    case HB_BODY_NONE:
+        return HB_PARSE_DONE;
+    case HB_BODY_LENGTH: {
+        size_t n = (uint64_t)len < b->left ? len : (size_t)b->left;
+        *used = *data_len = n;
+        b->left -= n;
+        b->got += n;
+        return b->left == 0 ? HB_PARSE_DONE : HB_PARSE_MORE;
+    }
+    case HB_BODY_CHUNKED: {
+        int rc = hb_parse_chunked(&b->ck, buf, len, used, data_off, data_len);
+        if (rc == HB_PARSE_ERROR)
+            b->error = b->ck.error;
+        else
+            b->got += *data_len;
+        return rc;
+    }
+    case HB_BODY_CLOSE:
+        *used = *data_len = len;
+        b->got += len;
+        return HB_PARSE_MORE;
+    }
+    b->error = "unknown body framing";
+    return HB_PARSE_ERROR;
+}
+
+int hb_body_end(hb_body *b)
+{
+    if (b->kind == HB_BODY_CLOSE || b->kind == HB_BODY_NONE ||
+        (b->kind == HB_BODY_LENGTH && b->left == 0) ||
+        (b->kind == HB_BODY_CHUNKED && b->ck.state == C_DONE))
+        return HB_PARSE_DONE;
+    b->error = b->kind == HB_BODY_LENGTH ? "connection closed before the end of the body"
+                                         : "connection closed inside the chunked body";
+    return HB_PARSE_ERROR;
+}

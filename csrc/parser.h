@@ -129,6 +129,38 @@ typedef struct {
 int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
                      size_t *data_off, size_t *data_len);
 
+/* One message body's framing (RFC 9112 section 6.3), chosen once from its
+ * head: the one decoder the client, the loop, the server and the C tests
+ * share, so a limit or a rule about trailers is written once. Starts with
+ * hb_body_init. */
+typedef struct {
+    hb_body_kind kind;
+    uint64_t left;       /* HB_BODY_LENGTH: bytes still to come */
+    uint64_t got;        /* data bytes so far (framing excluded) */
+    hb_chunked ck;       /* HB_BODY_CHUNKED */
+    const char *error;   /* after HB_PARSE_ERROR: the defect */
+} hb_body;
+
+/* Readies b for a body of `kind`; length is the Content-Length for
+ * HB_BODY_LENGTH and ignored otherwise. */
+void hb_body_init(hb_body *b, hb_body_kind kind, uint64_t length);
+
+/* Decodes body bytes from buf[0..len), as hb_parse_chunked does: *used bytes
+ * consumed (framing and data alike), the data among them one run
+ * buf[*data_off .. *data_off + *data_len) ending at *used. Returns
+ * HB_PARSE_DONE once the body is complete (bytes past *used are not the
+ * body's: the next message, or surplus), HB_PARSE_MORE when called for
+ * again (with the rest of buf when *used < len, else with more bytes), or
+ * HB_PARSE_ERROR with b->error set. A body with no bytes to come (none, or
+ * a Content-Length of 0) is DONE at once, even for len 0. A body read
+ * until close is never DONE here: see hb_body_end. */
+int hb_body_feed(hb_body *b, const char *buf, size_t len, size_t *used, size_t *data_off,
+                 size_t *data_len);
+
+/* The stream ended. Returns HB_PARSE_DONE when that completes the body (read
+ * until close, or already complete), else HB_PARSE_ERROR with b->error. */
+int hb_body_end(hb_body *b);
+
 /* The error hb_parse_response gives when the answer's first bytes cannot
  * begin "HTTP/" (compare the pointer); a caller names what came with
  * hb_parse_excerpt. */

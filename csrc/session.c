@@ -408,9 +408,7 @@ static void plan_request(hb_sess *s)
         memcpy(s->content_type, ct, ctl);
         s->content_type[ctl] = 0;
     }
-    s->body_seen = 0;
-    s->body_left = r->body == HB_BODY_LENGTH ? r->content_length : 0;
-    memset(&s->ck, 0, sizeof s->ck);
+    hb_body_init(&s->reqbody, r->body, r->content_length);
     drop_body(s);
 }
 
@@ -425,37 +423,27 @@ static void reject(hb_sess *s, int status, const char *why)
     COUNT(rejected);
 }
 
-/* Takes request body bytes from rx. Returns 1 when the body is complete,
- * 0 when more is needed, -1 when the request was rejected. */
+/* Takes request body bytes from rx through the body decoder. Returns 1
+ * when the body is complete, 0 when more is needed, -1 when the request
+ * was rejected. */
 static int take_body(hb_sess *s)
 {
-    hb_request *r = &s->req;
-    if (r->body == HB_BODY_NONE)
-        return 1;
-    while (hb_buf_size(&s->rx) > 0) {
+    hb_body *b = &s->reqbody;
+    for (;;) {
         const char *p = hb_buf_rdptr(&s->rx);
-        size_t have = hb_buf_size(&s->rx), used = have, off = 0, n = have;
-        int done = 0;
-        if (r->body == HB_BODY_LENGTH) {
-            n = used = have < s->body_left ? have : (size_t)s->body_left;
-            s->body_left -= n;
-            done = s->body_left == 0;
-        } else {
-            int rc = hb_parse_chunked(&s->ck, p, have, &used, &off, &n);
-            if (rc == HB_PARSE_ERROR) {
-                reject(s, 400, s->ck.error);
-                return -1;
-            }
-            done = rc == HB_PARSE_DONE;
+        size_t used, off, n;
+        int rc = hb_body_feed(b, p, hb_buf_size(&s->rx), &used, &off, &n);
+        if (rc == HB_PARSE_ERROR) {
+            reject(s, 400, b->error);
+            return -1;
         }
-        s->body_seen += n;
-        if (s->body_seen > s->sh->max_body) {
+        if (b->got > s->sh->max_body) {
             reject(s, 413, "request body larger than the server accepts\n");
             return -1;
         }
         if (s->plan.keep_body && n > 0) {
             /* A Content-Length body took its budget from the head. */
-            if (r->body == HB_BODY_CHUNKED && reserve(s, n) != 0) {
+            if (b->kind == HB_BODY_CHUNKED && reserve(s, n) != 0) {
                 reject(s, 503, BUSY_TEXT);
                 return -1;
             }
@@ -465,10 +453,11 @@ static int take_body(hb_sess *s)
             }
         }
         hb_buf_consume(&s->rx, used);
-        if (done)
+        if (rc == HB_PARSE_DONE)
             return 1;
+        if (hb_buf_size(&s->rx) == 0)
+            return 0;
     }
-    return 0;
 }
 
 /* After the body: wait out a delay, or queue the response. */
@@ -593,7 +582,7 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
                     return HB_WANT_CLOSE;
                 s->state = S_LINGER;
                 wait_from(s, fresh(s, now), LINGER_NS);
-                s->body_seen = 0;
+                s->lingered = 0;
                 shutdown(s->fd, SHUT_WR);
                 continue;
             }
@@ -611,11 +600,11 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
             /* Drain what the client still sends until it closes. */
             hb_buf_clear(&s->rx);
             ssize_t n = fill(s);
-            if (n == 0 || n == -2 || s->body_seen > LINGER_MAX)
+            if (n == 0 || n == -2 || s->lingered > LINGER_MAX)
                 return HB_WANT_CLOSE;
             if (n == -1)
                 return HB_WANT_READ;
-            s->body_seen += (uint64_t)n;
+            s->lingered += (uint64_t)n;
             s->drained = 0;
             continue;
         }

@@ -55,9 +55,8 @@ typedef struct hb_sess {
     uint64_t reserved;    /* bytes of sh->buffered this session holds */
     hb_buf rx, tx, body;
     hb_request req;
-    hb_chunked ck;
-    uint64_t body_left;   /* Content-Length body bytes still to read */
-    uint64_t body_seen;   /* request body bytes read */
+    hb_body reqbody;      /* the request body's framing and bytes so far */
+    uint64_t lingered;    /* bytes drained while closing */
     hb_plan plan;
     uint64_t sent;        /* body bytes sent (or, chunked, framed) so far */
     int final_chunk;      /* chunked: the last chunk is queued */

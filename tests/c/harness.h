@@ -65,49 +65,31 @@ static inline void run_parser(summary *s, const char *data, size_t len, int flag
     s->head_len = r.head_len;
     s->body = r.body;
     s->content_length = r.content_length;
-    size_t pos = r.head_len;
-    switch (r.body) {
-    case HB_BODY_NONE:
-        s->used = pos;
-        return;
-    case HB_BODY_LENGTH: {
-        size_t n = len - pos;
-        if ((uint64_t)n > r.content_length)
-            n = (size_t)r.content_length;
-        take(s, data + pos, n);
-        s->used = pos + n;
-        s->rc = (uint64_t)n == r.content_length ? HB_PARSE_DONE : HB_PARSE_MORE;
-        return;
-    }
-    case HB_BODY_CLOSE:
-        take(s, data + pos, len - pos);
-        s->used = len;
-        return;
-    case HB_BODY_CHUNKED: {
-        hb_chunked c;
-        memset(&c, 0, sizeof c);
-        /* The first piece is what arrived with the head. */
-        size_t end = avail;
-        rc = HB_PARSE_MORE;
-        for (;;) {
-            while (rc == HB_PARSE_MORE && pos < end) {
-                size_t used, off, n;
-                rc = hb_parse_chunked(&c, data + pos, end - pos, &used, &off, &n);
-                if (rc == HB_PARSE_ERROR)
-                    break;
-                take(s, data + pos + off, n);
-                pos += used;
-            }
-            if (rc != HB_PARSE_MORE || end == len)
+    /* The body through the product's own decoder, fed the bytes that came
+     * with the head first, then piece by piece as they arrive. */
+    hb_body b;
+    hb_body_init(&b, r.body, r.content_length);
+    size_t pos = r.head_len, end = avail;
+    for (;;) {
+        do {
+            size_t used, off, n;
+            rc = hb_body_feed(&b, data + pos, end - pos, &used, &off, &n);
+            if (rc == HB_PARSE_ERROR)
                 break;
-            end = next_end(end, len, step, split);
-        }
-        s->rc = rc;
-        s->error = rc == HB_PARSE_ERROR ? c.error : NULL;
-        s->used = rc == HB_PARSE_ERROR ? 0 : pos; /* where it stopped is no result */
-        return;
+            take(s, data + pos + off, n);
+            pos += used;
+        } while (rc == HB_PARSE_MORE && pos < end);
+        if (rc != HB_PARSE_MORE || end == len)
+            break;
+        end = next_end(end, len, step, split);
     }
-    }
+    /* The input's end closes the connection: it ends a body read until
+     * close; any other body still short of its end stays "more". */
+    if (rc == HB_PARSE_MORE && b.kind == HB_BODY_CLOSE)
+        rc = hb_body_end(&b);
+    s->rc = rc;
+    s->error = rc == HB_PARSE_ERROR ? b.error : NULL;
+    s->used = rc == HB_PARSE_ERROR ? 0 : pos; /* where it stopped is no result */
 }
 
 /* Whether two summaries say the same thing; prints the first difference. */
