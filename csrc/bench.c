@@ -53,7 +53,7 @@
 enum { C_IDLE = 0, C_RATE, C_CONNECTING, C_WRITING, C_READING };
 
 typedef struct {
-    int fd;
+    hb_sock sock;          /* through the transport, non-blocking (blocking when lone) */
     int state;
     int retried;           /* this request was sent again once already */
     int got_bytes;         /* a response byte came for this request */
@@ -176,15 +176,20 @@ static void set_events(bthread *t, bconn *c, unsigned events)
     if (c->events == events)
         return;
     struct epoll_event ev = {.events = events, .data.ptr = c};
-    epoll_ctl(t->ep, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
+    epoll_ctl(t->ep, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->sock.fd, &ev);
     c->events = events;
+}
+
+/* Waits (epoll) for what the transport said its last call wanted. */
+static void watch_wants(bthread *t, bconn *c)
+{
+    if (!t->blocking)
+        set_events(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
 }
 
 static void close_socket(bconn *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
+    hb_sock_close(&c->sock); /* also takes it out of the epoll set */
     c->events = 0;
     c->served = 0;
     hb_buf_clear(&c->head);
@@ -223,11 +228,9 @@ static void write_request(bthread *t, bconn *c, int64_t now);
  * bring the thread back every tick to look at deadlines and the stop flag. */
 static void connected(bthread *t, bconn *c, int64_t now)
 {
-    if (t->blocking) {
-        struct timeval tv = {.tv_sec = 0, .tv_usec = TICK_NS / 1000};
-        fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (t->blocking && hb_sock_set_blocking(&c->sock, TICK_NS) != 0) {
+        fail(t, c, &t->res->fail_connect, now, strerror(errno));
+        return;
     }
     write_request(t, c, now);
 }
@@ -258,26 +261,21 @@ static void connect_done(bthread *t, bconn *c, int64_t now)
 
 static void connect_addr(bthread *t, bconn *c, int64_t now)
 {
-    const hb_addr *a = &t->b->cfg.addrs[c->addr];
-    int one = 1;
-    c->fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (c->fd < 0) {
-        fail(t, c, &t->res->fail_connect, now, strerror(errno));
-        return;
-    }
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(c->fd, (const struct sockaddr *)&a->sa, a->len) == 0) {
+    int rc = c->sock.tp->connect_start(&c->sock, &t->b->cfg.addrs[c->addr]);
+    if (rc == 0) {
         c->connect_ns = 0;
         connect_done(t, c, now);
         return;
     }
-    if (errno != EINPROGRESS) {
-        connect_failed(t, c, errno, now);
+    if (rc < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            fail(t, c, &t->res->fail_connect, now, strerror(errno)); /* no socket at all */
+        else
+            connect_failed(t, c, errno, now);
         return;
     }
     c->state = C_CONNECTING;
-    if (!t->blocking)
-        set_events(t, c, EPOLLOUT);
+    watch_wants(t, c);
 }
 
 /* A new socket for c: the resolved addresses in turn, from the one that
@@ -311,7 +309,8 @@ static void write_request(bthread *t, bconn *c, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
     while (c->sent < cfg->request_len) {
-        ssize_t n = send(c->fd, cfg->request + c->sent, cfg->request_len - c->sent, MSG_NOSIGNAL);
+        struct iovec rest = {(char *)cfg->request + c->sent, cfg->request_len - c->sent};
+        ssize_t n = c->sock.tp->writev(&c->sock, &rest, 1, 0);
         if (n > 0) {
             c->sent += (size_t)n;
             t->res->bytes_sent += (uint64_t)n;
@@ -321,8 +320,7 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             c->state = C_WRITING;
-            if (!t->blocking)
-                set_events(t, c, EPOLLOUT);
+            watch_wants(t, c);
             return;
         }
         if (!retry_stale(t, c, now))
@@ -333,8 +331,8 @@ static void write_request(bthread *t, bconn *c, int64_t now)
     c->have_head = 0;
     c->got_bytes = 0;
     c->scan = (hb_head_scan){0, 0, 0};
-    if (!t->blocking)
-        set_events(t, c, EPOLLIN);
+    c->sock.wants = HB_SOCK_WANT_READ;
+    watch_wants(t, c);
 }
 
 static void start_request(bthread *t, bconn *c, int64_t now)
@@ -361,7 +359,7 @@ static void start_request(bthread *t, bconn *c, int64_t now)
     c->connect_ns = 0;
     c->retried = 0;
     c->sent = 0;
-    if (c->fd < 0)
+    if (c->sock.fd < 0)
         begin_connect(t, c, now);
     else
         write_request(t, c, now);
@@ -528,7 +526,7 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
 static void on_readable(bthread *t, bconn *c, int64_t now)
 {
     for (;;) {
-        ssize_t n = recv(c->fd, t->scratch, SCRATCH, 0);
+        ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
         if (t->blocking)
             now = hb_now_ns(); /* the wait was in recv */
         if (n > 0) {
@@ -544,8 +542,10 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            watch_wants(t, c);
             return;
+        }
         if (n == 0 && c->have_head && hb_body_end(&c->body) == HB_PARSE_DONE) {
             c->reuse = 0;
             finish(t, c, now, 0);
@@ -564,11 +564,8 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
 static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
 {
     if (c->state == C_CONNECTING) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
-            connect_failed(t, c, err, now);
+        if (c->sock.tp->connect_done(&c->sock) != 0) {
+            connect_failed(t, c, errno, now);
             return;
         }
         c->connect_ns = now - c->t_connect;
@@ -674,7 +671,8 @@ static void *thread_main(void *arg)
         if (c->state == C_READING) {
             on_readable(t, c, now);
         } else if (c->state == C_CONNECTING || c->state == C_WRITING) {
-            struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+            struct pollfd p = {.fd = c->sock.fd,
+                               .events = c->sock.wants == HB_SOCK_WANT_READ ? POLLIN : POLLOUT};
             if (poll(&p, 1, (int)(TICK_NS / 1000000)) > 0)
                 on_event(t, c, 0, hb_now_ns());
         }
@@ -795,7 +793,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         if (t->conns == NULL)
             goto error;
         for (int j = 0; j < t->nconns; j++)
-            t->conns[j].fd = -1;
+            hb_sock_init(&t->conns[j].sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
         t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
         t->scratch = malloc(SCRATCH);
         t->res = calloc(1, sizeof *t->res); /* zeroed: freed on the error path unset */

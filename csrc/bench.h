@@ -43,6 +43,7 @@ typedef struct {
     hb_addr addrs[HB_BENCH_MAX_ADDRS]; /* where to connect: each in turn until one does,
                                         * which then serves the rest of the run */
     int naddrs;              /* 1..HB_BENCH_MAX_ADDRS */
+    const hb_transport *transport; /* the way to the server; NULL: plain TCP */
     const char *request;     /* the whole request, body included */
     size_t request_len;
     int head;                /* the request is HEAD: responses have no body */

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,7 +158,7 @@ int hb_sock_writev(hb_sock *s, struct iovec *iov, int iovcnt, int64_t deadline)
         }
         if (track_deadline(s, SO_SNDTIMEO, &s->sndtimeo, deadline) != 0)
             return -1;
-        ssize_t n = s->tp->writev(s, iov, iovcnt);
+        ssize_t n = s->tp->writev(s, iov, iovcnt, 0);
         if (n < 0) {
             if (errno == EINTR) {
                 if (!carry_on(s))
@@ -187,50 +188,136 @@ void hb_sock_close(hb_sock *s)
         s->tp->close(s);
 }
 
-static int tcp_open(hb_sock *s, const hb_addr *a, int64_t deadline)
+int hb_sock_set_blocking(hb_sock *s, int64_t tick_ns)
 {
-    int one = 1, err = 0;
-    socklen_t errlen = sizeof err;
+    struct timeval tv = {.tv_sec = (time_t)(tick_ns / 1000000000),
+                         .tv_usec = (suseconds_t)(tick_ns % 1000000000 / 1000)};
+    int flags = fcntl(s->fd, F_GETFL);
+    if (flags < 0 || fcntl(s->fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
+        return -1;
+    return 0;
+}
+
+void hb_sock_abort_on_close(hb_sock *s)
+{
+    struct linger lg = {1, 0};
+    setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+}
+
+void hb_sock_shutdown(hb_sock *s)
+{
+    if (s->fd >= 0)
+        shutdown(s->fd, SHUT_RDWR);
+}
+
+/* A new non-blocking TCP socket for a, connecting; TCP_NODELAY, as every
+ * request is one write that should leave at once. */
+static int tcp_socket(hb_sock *s, const hb_addr *a)
+{
+    int one = 1;
     int fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
-    s->fd = fd;
-    if (connect(fd, (const struct sockaddr *)&a->sa, a->len) != 0) {
-        if (errno != EINPROGRESS)
-            goto error;
-        if (hb_sock_wait(s, POLLOUT, deadline) != 0)
-            goto error;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errlen) != 0)
-            goto error;
-        if (err != 0) {
-            errno = err;
-            goto error;
-        }
-    }
-    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
-        goto error;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    s->fd = fd;
     return 0;
-error:
-    err = errno;
-    close(fd);
+}
+
+static void tcp_close(hb_sock *s)
+{
+    close(s->fd);
     s->fd = -1;
+}
+
+static int tcp_connect_start(hb_sock *s, const hb_addr *a)
+{
+    if (tcp_socket(s, a) != 0)
+        return -1;
+    if (connect(s->fd, (const struct sockaddr *)&a->sa, a->len) == 0)
+        return 0;
+    if (errno == EINPROGRESS) {
+        s->wants = HB_SOCK_WANT_WRITE;
+        return 1;
+    }
+    int err = errno;
+    tcp_close(s);
     errno = err;
     return -1;
 }
 
-static ssize_t tcp_read(hb_sock *s, void *buf, size_t len)
+static int tcp_connect_done(hb_sock *s)
 {
-    return recv(s->fd, buf, len, 0);
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        return -1;
+    if (err != 0) {
+        errno = err;
+        return -1;
+    }
+    return 0;
 }
 
-static ssize_t tcp_writev(hb_sock *s, const struct iovec *iov, int iovcnt)
+static int tcp_open(hb_sock *s, const hb_addr *a, int64_t deadline)
 {
-    struct msghdr m;
-    memset(&m, 0, sizeof m);
-    m.msg_iov = (struct iovec *)iov;
-    m.msg_iovlen = (size_t)iovcnt;
-    return sendmsg(s->fd, &m, MSG_NOSIGNAL);
+    int rc = tcp_connect_start(s, a);
+    if (rc < 0)
+        return -1;
+    if (rc == 1 && (hb_sock_wait(s, POLLOUT, deadline) != 0 || tcp_connect_done(s) != 0))
+        goto error;
+    if (fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        goto error;
+    return 0;
+error:
+    rc = errno;
+    tcp_close(s);
+    errno = rc;
+    return -1;
+}
+
+static int tcp_attach(hb_sock *s, int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    s->fd = fd;
+    return 0;
+}
+
+static ssize_t tcp_read(hb_sock *s, void *buf, size_t len)
+{
+    ssize_t n = recv(s->fd, buf, len, 0);
+    if (n < 0)
+        s->wants = HB_SOCK_WANT_READ;
+    return n;
+}
+
+static ssize_t tcp_writev(hb_sock *s, const struct iovec *iov, int iovcnt, int flags)
+{
+    int f = MSG_NOSIGNAL | (flags & HB_SOCK_MORE ? MSG_MORE : 0) |
+            (flags & HB_SOCK_DONTWAIT ? MSG_DONTWAIT : 0);
+    ssize_t n;
+    if (iovcnt == 1) {
+        n = send(s->fd, iov->iov_base, iov->iov_len, f); /* the loop's every request */
+    } else {
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = (struct iovec *)iov;
+        m.msg_iovlen = (size_t)iovcnt;
+        n = sendmsg(s->fd, &m, f);
+    }
+    if (n < 0)
+        s->wants = HB_SOCK_WANT_WRITE;
+    return n;
+}
+
+static ssize_t tcp_sendfile(hb_sock *s, int file_fd, off_t *off, size_t n)
+{
+    ssize_t r = sendfile(s->fd, file_fd, off, n);
+    if (r < 0)
+        s->wants = HB_SOCK_WANT_WRITE;
+    return r;
 }
 
 static int tcp_idle_ok(hb_sock *s)
@@ -240,10 +327,21 @@ static int tcp_idle_ok(hb_sock *s)
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-static void tcp_close(hb_sock *s)
+static void tcp_shutdown_write(hb_sock *s)
 {
-    close(s->fd);
-    s->fd = -1;
+    shutdown(s->fd, SHUT_WR);
 }
 
-const hb_transport hb_net_tcp = {"tcp", tcp_open, tcp_read, tcp_writev, tcp_idle_ok, tcp_close};
+const hb_transport hb_net_tcp = {
+    .name = "tcp",
+    .open = tcp_open,
+    .connect_start = tcp_connect_start,
+    .connect_done = tcp_connect_done,
+    .attach = tcp_attach,
+    .read = tcp_read,
+    .writev = tcp_writev,
+    .sendfile = tcp_sendfile,
+    .idle_ok = tcp_idle_ok,
+    .shutdown_write = tcp_shutdown_write,
+    .close = tcp_close,
+};

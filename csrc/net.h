@@ -1,14 +1,25 @@
-/* net.h: hb_net_* and hb_sock_*, blocking sockets with deadlines and a
- * swappable transport.
- *
- * A deadline is a CLOCK_MONOTONIC instant in nanoseconds. Blocking calls
- * wait in the kernel under SO_RCVTIMEO / SO_SNDTIMEO rather than in poll(),
- * so a request costs one write and one read, as in the floor; the timeouts
- * are moved only when a deadline comes nearer than they are, which a fast
- * request never does.
+/* net.h: hb_net_* and hb_sock_*, sockets with deadlines and a swappable
+ * transport: the one way to a socket for the client, the loop and the
+ * server.
  *
  * A transport (wrk's struct sock) is a table of functions over an hb_sock;
- * plain TCP is hb_net_tcp. TLS or a Unix socket is another table.
+ * plain TCP is hb_net_tcp. TLS or a Unix socket is another table. Every
+ * read and write of a stream goes through it; only net.c (and the
+ * transports beside it) call recv, send and the like on a socket.
+ *
+ * A transport serves two modes, by how its socket was made:
+ * - Blocking (Connection): `open` connects by a deadline and leaves a
+ *   blocking socket; hb_sock_read / hb_sock_writev wait in the kernel under
+ *   SO_RCVTIMEO / SO_SNDTIMEO rather than in poll(), so a request costs one
+ *   write and one read, as in the floor; the timeouts are moved only when a
+ *   deadline comes nearer than they are, which a fast request never does.
+ * - Non-blocking (the loop, the server): `connect_start` / `connect_done`
+ *   or `attach`, then `read` / `writev` / `sendfile` until they fail with
+ *   EAGAIN, when s->wants says what to wait for: HB_SOCK_WANT_READ or
+ *   HB_SOCK_WANT_WRITE. Plain TCP wants what the call was (read wants
+ *   readable); a transport that does its own I/O (TLS) may want the other,
+ *   and the caller must wait for what it says.
+ * A deadline is a CLOCK_MONOTONIC instant in nanoseconds.
  */
 #ifndef HB_NET_H
 #define HB_NET_H
@@ -41,20 +52,45 @@ typedef struct {
 
 typedef struct hb_sock hb_sock;
 
+/* Flags for a transport's writev. */
+#define HB_SOCK_MORE 1     /* more follows at once (a head before a file): cork */
+#define HB_SOCK_DONTWAIT 2 /* do not block, even on a blocking socket */
+
+/* What a non-blocking call that failed with EAGAIN waits for (s->wants). */
+#define HB_SOCK_WANT_READ 1
+#define HB_SOCK_WANT_WRITE 2
+
 typedef struct {
     const char *name;
-    /* Connects s to a (s->fd is -1 before) by the deadline; on success s->fd
-     * is a blocking socket. Returns 0, or -1 with errno (ETIMEDOUT when the
-     * deadline passed, EINTR when interrupted) and s->fd left at -1. */
+    /* Blocking mode: connects s to a (s->fd is -1 before) by the deadline;
+     * on success s->fd is a blocking socket. Returns 0, or -1 with errno
+     * (ETIMEDOUT when the deadline passed, EINTR when interrupted) and
+     * s->fd left at -1. */
     int (*open)(hb_sock *s, const hb_addr *a, int64_t deadline);
-    /* As recv(2) and sendmsg(2) on a blocking socket: one call, -1 with
-     * errno (EAGAIN when the socket's timeout expired). */
+    /* Non-blocking mode: starts connecting s to a (s->fd is -1 before).
+     * Returns 0 when connected at once, 1 when under way (wait until
+     * writable, then connect_done), or -1 with errno and s->fd -1. */
+    int (*connect_start)(hb_sock *s, const hb_addr *a);
+    /* How the connect under way ended: 0, or -1 with its errno. */
+    int (*connect_done)(hb_sock *s);
+    /* Server side: takes an accepted socket fd (blocking or not, as the
+     * driver made it). Returns 0, or -1 with errno (fd not taken). */
+    int (*attach)(hb_sock *s, int fd);
+    /* As recv(2) and sendmsg(2): one call, -1 with errno (EAGAIN: on a
+     * blocking socket the timeout expired; on a non-blocking one, see
+     * s->wants). writev takes HB_SOCK_* flags. */
     ssize_t (*read)(hb_sock *s, void *buf, size_t len);
-    ssize_t (*writev)(hb_sock *s, const struct iovec *iov, int iovcnt);
+    ssize_t (*writev)(hb_sock *s, const struct iovec *iov, int iovcnt, int flags);
+    /* Sends up to n bytes of file_fd from *off (advanced) without copying
+     * through user space, as sendfile(2). NULL for a transport that must
+     * see every byte (TLS): the caller reads and writes instead. */
+    ssize_t (*sendfile)(hb_sock *s, int file_fd, off_t *off, size_t n);
     /* Whether an idle open socket can carry another request: nothing to
      * read and no end of stream waiting on it. Never blocks. */
     int (*idle_ok)(hb_sock *s);
-    /* Releases what open made; s->fd is -1 after. */
+    /* Ends the sending side; reading goes on (a lingering close). */
+    void (*shutdown_write)(hb_sock *s);
+    /* Releases what open, connect_start or attach made; s->fd is -1 after. */
     void (*close)(hb_sock *s);
 } hb_transport;
 
@@ -62,6 +98,7 @@ struct hb_sock {
     int fd;                       /* -1 when closed */
     const hb_transport *tp;
     void *ctx;                    /* the transport's own state */
+    int wants;                    /* after EAGAIN: HB_SOCK_WANT_READ or _WRITE */
     int64_t timeout;              /* the per-request timeout, ns */
     int64_t rcvtimeo, sndtimeo;   /* what the kernel has been told, ns */
     /* Called (when set) each time a wait is cut short by a signal: returns
@@ -120,5 +157,18 @@ int hb_sock_writev(hb_sock *s, struct iovec *iov, int iovcnt, int64_t deadline);
 
 /* Closes s if open. */
 void hb_sock_close(hb_sock *s);
+
+/* Makes an open non-blocking socket blocking, each call returning after at
+ * most tick_ns (the loop's lone connection waits in recv so). Returns 0, or
+ * -1 with errno. */
+int hb_sock_set_blocking(hb_sock *s, int64_t tick_ns);
+
+/* Has the next close reset the connection (SO_LINGER 0): a peer that does
+ * not read is not trickled the rest. */
+void hb_sock_abort_on_close(hb_sock *s);
+
+/* Shuts both sides down, from any thread: a thread blocked on s returns at
+ * once (the server's stop). The socket stays open until closed. */
+void hb_sock_shutdown(hb_sock *s);
 
 #endif

@@ -173,7 +173,7 @@ static void close_session(hb_loop *l, hb_sess *s)
 {
     heap_remove(l, s);
     list_remove(&l->sessions, s);
-    close(s->fd); /* also takes it out of the epoll set */
+    hb_sock_close(&s->sock); /* also takes it out of the epoll set */
     hb_sess_free(s);
     free(s);
 }
@@ -183,7 +183,7 @@ static void set_events(hb_loop *l, hb_sess *s, unsigned events)
     if (s->events == events)
         return;
     struct epoll_event ev = {.events = events, .data.ptr = s};
-    epoll_ctl(l->ep, EPOLL_CTL_MOD, s->fd, &ev);
+    epoll_ctl(l->ep, EPOLL_CTL_MOD, s->sock.fd, &ev);
     s->events = events;
 }
 
@@ -227,13 +227,15 @@ static void accept_some(hb_loop *l, int64_t now)
             close(fd);
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        hb_sess_init(s, fd, &srv->sh, now, 0);
+        if (hb_sess_init(s, fd, &srv->sh, now, 0) != 0) {
+            close(fd);
+            free(s);
+            continue;
+        }
         s->events = EPOLLIN;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            close(fd);
+            hb_sock_close(&s->sock);
             hb_sess_free(s);
             free(s);
             continue;
@@ -366,8 +368,7 @@ static void *conn_main(void *arg)
     }
     pthread_mutex_lock(&srv->mu);
     list_remove(&srv->live, s);
-    close(s->fd);
-    s->fd = -1;
+    hb_sock_close(&s->sock);
     if (--srv->nlive == 0)
         pthread_cond_broadcast(&srv->idle);
     pthread_mutex_unlock(&srv->mu);
@@ -383,7 +384,6 @@ static void *acceptor_main(void *arg)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, THREAD_STACK);
-    int one = 1;
 
     while (!srv->stopping) {
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -394,13 +394,12 @@ static void *acceptor_main(void *arg)
             }
             continue;
         }
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         hb_sess *s = malloc(sizeof *s);
-        if (s == NULL) {
+        if (s == NULL || hb_sess_init(s, fd, &srv->sh, hb_now_ns(), 1) != 0) {
             close(fd);
+            free(s);
             continue;
         }
-        hb_sess_init(s, fd, &srv->sh, hb_now_ns(), 1);
         s->driver = srv;
         pthread_mutex_lock(&srv->mu);
         list_add(&srv->live, s);
@@ -416,7 +415,7 @@ static void *acceptor_main(void *arg)
         }
         pthread_mutex_unlock(&srv->mu);
         if (rc != 0) {
-            close(fd);
+            hb_sock_close(&s->sock);
             hb_sess_free(s);
             free(s);
             continue;
@@ -592,7 +591,7 @@ void hb_srv_stop(hb_srv *srv)
         pthread_join(srv->acceptor, NULL);
         pthread_mutex_lock(&srv->mu);
         for (hb_sess *s = srv->live; s != NULL; s = s->next)
-            shutdown(s->fd, SHUT_RDWR);
+            hb_sock_shutdown(&s->sock);
         while (srv->nlive > 0)
             pthread_cond_wait(&srv->idle, &srv->mu);
         pthread_mutex_unlock(&srv->mu);

@@ -1,4 +1,35 @@
-/* session.c: one server-side connection as a state machine. */
+/* session.c: one server-side connection as a state machine.
+ *
+ * Every transition, in one place (h11's rule); each state is one function
+ * below (sess_head, sess_body, ...), and hb_sess_advance runs them until
+ * one must wait.
+ *
+ *   state     on                                         next
+ *   S_HEAD    bytes in, head incomplete                  S_HEAD, waiting to read (the
+ *                                                        idle deadline, or the header
+ *                                                        deadline from the head's first
+ *                                                        byte; empty lines are bytes)
+ *             a head that parses, with a body            S_BODY
+ *             a head that parses, no body                S_DELAY or S_SEND (respond)
+ *             a bad head, 413 or 503 from the head       S_SEND, closing after (reject)
+ *             end of stream, error                       closed
+ *   S_BODY    the body complete                          S_DELAY or S_SEND (respond)
+ *             a bad chunk, 413, 503                      S_SEND, closing after (reject)
+ *             more to come                               S_BODY, waiting to read (the
+ *                                                        header deadline, from progress)
+ *             end of stream, error                       closed
+ *   S_DELAY   wake_at reached                            S_SEND
+ *   S_SEND    the response out, kept alive               S_HEAD (pipelined bytes begin
+ *                                                        the next head)
+ *             out, closing, nothing unread, below 400    closed
+ *             out, closing                               S_LINGER (sending side shut)
+ *             would block                                S_SEND, waiting to write (the
+ *                                                        send deadline, from progress)
+ *             error                                      closed
+ *   S_LINGER  bytes in (up to LINGER_MAX, LINGER_NS)     S_LINGER
+ *             end of stream, error, past either limit    closed
+ *   S_FAILED  (no memory for a head)                     closed
+ */
 #define _GNU_SOURCE
 #include "session.h"
 
@@ -14,6 +45,10 @@
 #include <unistd.h>
 
 enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_FAILED };
+
+/* What a state function returns to go on to the next state at once; any
+ * other value is the hb_want the driver waits for. */
+#define GO_ON 0
 
 /* Bytes of response a send call is offered at most, and what chunked and
  * read/write static responses stage in tx at a time. */
@@ -41,16 +76,33 @@ void hb_sess_fill_random(char *buf, size_t n, uint64_t seed)
     }
 }
 
-void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking)
+int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking)
 {
     memset(s, 0, sizeof *s);
-    s->fd = fd;
+    hb_sock_init(&s->sock, sh->transport ? sh->transport : &hb_net_tcp, 0);
+    if (s->sock.tp->attach(&s->sock, fd) != 0)
+        return -1;
     s->sh = sh;
     s->blocking = blocking;
     s->plan.file_fd = -1;
     s->since = now;
     s->deadline = now + sh->idle_timeout;
     s->heap_index = -1;
+    return 0;
+}
+
+/* Whether static files go by the transport's sendfile (zero copy): asked
+ * for, and a transport that lets the raw descriptor be written. */
+static int zero_copy(const hb_sess *s)
+{
+    return s->sh->zero_copy && s->sock.tp->sendfile != NULL;
+}
+
+/* What to wait for after a call that would block: what the transport
+ * said (for plain TCP, the direction of the call). */
+static hb_want waiting(const hb_sess *s)
+{
+    return s->sock.wants == HB_SOCK_WANT_WRITE ? HB_WANT_WRITE : HB_WANT_READ;
 }
 
 /* The time for a wait's start or progress: the driver's `now`, except on a
@@ -78,7 +130,7 @@ static int bound_wait(hb_sess *s, int opt)
     if (!s->blocking || s->deadline == 0)
         return 0;
     int64_t *cur = opt == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo;
-    if (hb_net_bound_wait(s->fd, opt, cur, s->deadline - hb_now_ns()) == 0)
+    if (hb_net_bound_wait(s->sock.fd, opt, cur, s->deadline - hb_now_ns()) == 0)
         return 0;
     return errno == ETIMEDOUT ? -1 : -2;
 }
@@ -133,34 +185,47 @@ int hb_sess_expired(hb_sess *s, int64_t now)
         COUNT(timeouts);
     /* Close with a reset: a graceful close would have the kernel go on
      * trickling the unsent response to a client that does not read. */
-    struct linger lg = {1, 0};
-    setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    hb_sock_abort_on_close(&s->sock);
     return 1;
 }
 
-/* Reads what the socket has into rx. Returns the count, 0 at end of
- * stream, -1 when it would block, -2 on error. */
-static ssize_t fill(hb_sess *s)
+/* What sess_fill found. */
+typedef enum {
+    FILL_DATA,  /* bytes were added to rx */
+    FILL_WAIT,  /* nothing now: wait (waiting() says for what) */
+    FILL_EOF,   /* the client closed its side */
+    FILL_ERROR, /* a socket error, or no memory */
+} fill_result;
+
+/* Reads what the socket has into rx; *got is the count on FILL_DATA. */
+static fill_result sess_fill(hb_sess *s, size_t *got)
 {
-    if (s->drained)
-        return -1;
+    if (s->drained) {
+        s->sock.wants = HB_SOCK_WANT_READ;
+        return FILL_WAIT;
+    }
     if (hb_buf_reserve(&s->rx, 4096) != 0)
-        return -2;
+        return FILL_ERROR;
     int bound = bound_wait(s, SO_RCVTIMEO);
-    if (bound != 0)
-        return bound;
+    if (bound != 0) {
+        s->sock.wants = HB_SOCK_WANT_READ;
+        return bound == -1 ? FILL_WAIT : FILL_ERROR;
+    }
     size_t room = hb_buf_room(&s->rx);
     ssize_t n;
     do
-        n = recv(s->fd, hb_buf_wrptr(&s->rx), room, 0);
+        n = s->sock.tp->read(&s->sock, hb_buf_wrptr(&s->rx), room);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? FILL_WAIT : FILL_ERROR;
+    if (n == 0)
+        return FILL_EOF;
     hb_buf_commit(&s->rx, (size_t)n);
     /* A short read emptied the socket: do not pay for a read that would
      * only say so; the driver calls again when more comes. */
     s->drained = (size_t)n < room;
-    return n;
+    *got = (size_t)n;
+    return FILL_DATA;
 }
 
 /* The Date field value, formatted once a second per thread (RFC 9110
@@ -295,7 +360,7 @@ static int stage(hb_sess *s)
             hb_buf_append(&s->tx, "\r\n", 2);
             s->sent += n;
         }
-    } else if (p->src == HB_SRC_FILE && !s->sh->zero_copy && hb_buf_size(&s->tx) == 0) {
+    } else if (p->src == HB_SRC_FILE && !zero_copy(s) && hb_buf_size(&s->tx) == 0) {
         uint64_t left = source_left(s);
         size_t n = left < STAGE ? (size_t)left : STAGE;
         if (n == 0)
@@ -321,8 +386,10 @@ static int send_some(hb_sess *s, int64_t now)
         if (stage(s) != 0)
             return -1;
         int bound = bound_wait(s, SO_SNDTIMEO);
-        if (bound != 0)
+        if (bound != 0) {
+            s->sock.wants = HB_SOCK_WANT_WRITE;
             return bound == -1 ? 0 : -1;
+        }
         struct iovec iov[6];
         int n = 0, more = 0;
         size_t txn = hb_buf_size(&s->tx);
@@ -341,10 +408,11 @@ static int send_some(hb_sess *s, int64_t now)
         } else if (left > 0 && p->src == HB_SRC_ECHO) {
             size_t len = left < SEND_MAX ? (size_t)left : SEND_MAX;
             iov[n++] = (struct iovec){hb_buf_rdptr(&s->body) + s->sent, len};
-        } else if (left > 0 && p->src == HB_SRC_FILE && s->sh->zero_copy) {
+        } else if (left > 0 && p->src == HB_SRC_FILE && zero_copy(s)) {
             if (txn == 0) {
                 off_t off = (off_t)s->sent;
-                ssize_t r = sendfile(s->fd, p->file_fd, &off, left < SEND_MAX ? left : SEND_MAX);
+                ssize_t r = s->sock.tp->sendfile(&s->sock, p->file_fd, &off,
+                                                 left < SEND_MAX ? left : SEND_MAX);
                 if (r < 0 && errno == EINTR)
                     continue;
                 if (r < 0)
@@ -356,18 +424,14 @@ static int send_some(hb_sess *s, int64_t now)
                 continue;
             }
             /* The head first, corked to the file's first bytes. */
-            more = MSG_MORE;
+            more = HB_SOCK_MORE;
         }
         if (n == 0)
             return source_left(s) == 0 && (p->src != HB_SRC_CHUNKED || s->final_chunk ||
                                            p->head_only)
                        ? 1
                        : -1;
-        struct msghdr m;
-        memset(&m, 0, sizeof m);
-        m.msg_iov = iov;
-        m.msg_iovlen = (size_t)n;
-        ssize_t r = sendmsg(s->fd, &m, MSG_NOSIGNAL | more);
+        ssize_t r = s->sock.tp->writev(&s->sock, iov, n, more);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -380,8 +444,10 @@ static int send_some(hb_sess *s, int64_t now)
         if (p->src == HB_SRC_RND || p->src == HB_SRC_ECHO)
             s->sent += done - from_tx;
         wait_from(s, fresh(s, now), s->sh->send_timeout);
-        if (done < offered)
-            return 0; /* a short write: the socket buffer is full */
+        if (done < offered) {
+            s->sock.wants = HB_SOCK_WANT_WRITE; /* a short write: the socket buffer is full */
+            return 0;
+        }
     }
 }
 
@@ -485,131 +551,156 @@ static void respond(hb_sess *s, int64_t now)
     wait_from(s, fresh(s, now), s->sh->send_timeout);
 }
 
-hb_want hb_sess_advance(hb_sess *s, int64_t now)
+static hb_want sess_head(hb_sess *s, int64_t now)
 {
-    s->drained = 0;
-    for (;;) {
-        switch (s->state) {
-        case S_HEAD: {
-            /* RFC 9112 section 2.2: empty lines before a request line are
-             * ignored, but they are bytes of the head: they start its
-             * deadline like any other, or a client sending one a second
-             * would hold the connection for ever. */
-            while (hb_buf_size(&s->rx) >= 2 && hb_buf_rdptr(&s->rx)[0] == '\r' &&
-                   hb_buf_rdptr(&s->rx)[1] == '\n')
-                hb_buf_consume(&s->rx, 2);
-            int rc = hb_buf_size(&s->rx) == 0
-                         ? HB_PARSE_MORE
-                         : hb_parse_request(&s->req, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx));
-            if (rc == HB_PARSE_MORE) {
-                /* Idle between requests, or part way through a head (the
-                 * slowloris deadline runs from its first byte). */
-                s->deadline = s->since + (s->head_begun ? s->sh->header_timeout
-                                                        : s->sh->idle_timeout);
-                ssize_t n = fill(s);
-                if (n == 0 || n == -2)
-                    return HB_WANT_CLOSE;
-                if (n == -1)
-                    return HB_WANT_READ;
-                if (!s->head_begun) {
-                    s->head_begun = 1;
-                    s->since = fresh(s, now);
-                }
-                continue;
+    /* RFC 9112 section 2.2: empty lines before a request line are ignored,
+     * but they are bytes of the head: they start its deadline like any
+     * other, or a client sending one a second would hold the connection
+     * for ever. */
+    while (hb_buf_size(&s->rx) >= 2 && hb_buf_rdptr(&s->rx)[0] == '\r' &&
+           hb_buf_rdptr(&s->rx)[1] == '\n')
+        hb_buf_consume(&s->rx, 2);
+    int rc = hb_buf_size(&s->rx) == 0
+                 ? HB_PARSE_MORE
+                 : hb_parse_request(&s->req, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx));
+    if (rc == HB_PARSE_MORE) {
+        /* Idle between requests, or part way through a head (the
+         * slowloris deadline runs from its first byte). */
+        s->deadline = s->since + (s->head_begun ? s->sh->header_timeout : s->sh->idle_timeout);
+        size_t got;
+        switch (sess_fill(s, &got)) {
+        case FILL_DATA:
+            if (!s->head_begun) {
+                s->head_begun = 1;
+                s->since = fresh(s, now);
             }
-            s->head_begun = 0;
-            if (rc == HB_PARSE_ERROR) {
-                reject(s, s->req.status, s->req.error);
-                s->req.minor_version = 1;
-                respond(s, now);
-                continue;
-            }
-            plan_request(s);
-            hb_buf_consume(&s->rx, s->req.head_len);
-            if (s->req.body == HB_BODY_LENGTH && s->req.content_length > s->sh->max_body) {
-                /* Refused from the head alone: nothing of it is read. */
-                reject(s, 413, "request body larger than the server accepts\n");
-                respond(s, now);
-                continue;
-            }
-            if (s->plan.keep_body && s->req.body == HB_BODY_LENGTH &&
-                reserve(s, s->req.content_length) != 0) {
-                reject(s, 503, BUSY_TEXT);
-                respond(s, now);
-                continue;
-            }
-            if (s->req.body != HB_BODY_NONE && s->req.expect_continue) {
-                static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-                /* Best effort: a client that misses it sends anyway. */
-                if (send(s->fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
-                    errno != EAGAIN && errno != EWOULDBLOCK)
-                    return HB_WANT_CLOSE;
-            }
-            s->state = S_BODY;
-            wait_from(s, fresh(s, now), s->sh->header_timeout);
-            continue;
-        }
-        case S_BODY: {
-            int rc = take_body(s);
-            if (rc != 0) {
-                respond(s, now);
-                continue;
-            }
-            ssize_t n = fill(s);
-            if (n == 0 || n == -2)
-                return HB_WANT_CLOSE;
-            if (n == -1)
-                return HB_WANT_READ;
-            /* Progress restarts the clock. */
-            wait_from(s, fresh(s, now), s->sh->header_timeout);
-            continue;
-        }
-        case S_DELAY:
-            if (fresh(s, now) < s->wake_at)
-                return HB_WANT_TIMER;
-            s->plan.delay_ns = 0;
-            respond(s, now);
-            continue;
-        case S_SEND: {
-            int rc = send_some(s, now);
-            if (rc < 0)
-                return HB_WANT_CLOSE;
-            if (rc == 0)
-                return HB_WANT_WRITE;
-            end_plan(s);
-            if (s->close_after) {
-                if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400)
-                    return HB_WANT_CLOSE;
-                s->state = S_LINGER;
-                wait_from(s, fresh(s, now), LINGER_NS);
-                s->lingered = 0;
-                shutdown(s->fd, SHUT_WR);
-                continue;
-            }
-            s->state = S_HEAD;
-            hb_request_reset(&s->req);
-            hb_buf_shrink(&s->tx, 1u << 20);
-            drop_body(s);
-            hb_buf_shrink(&s->body, 1u << 20);
-            /* Pipelined bytes already in are the next head's beginning. */
-            s->head_begun = hb_buf_size(&s->rx) > 0;
-            s->since = fresh(s, now);
-            continue;
-        }
-        case S_LINGER: {
-            /* Drain what the client still sends until it closes. */
-            hb_buf_clear(&s->rx);
-            ssize_t n = fill(s);
-            if (n == 0 || n == -2 || s->lingered > LINGER_MAX)
-                return HB_WANT_CLOSE;
-            if (n == -1)
-                return HB_WANT_READ;
-            s->lingered += (uint64_t)n;
-            s->drained = 0;
-            continue;
-        }
+            return GO_ON;
+        case FILL_WAIT:
+            return waiting(s);
         default:
             return HB_WANT_CLOSE;
         }
     }
+    s->head_begun = 0;
+    if (rc == HB_PARSE_ERROR) {
+        reject(s, s->req.status, s->req.error);
+        s->req.minor_version = 1;
+        respond(s, now);
+        return GO_ON;
+    }
+    plan_request(s);
+    hb_buf_consume(&s->rx, s->req.head_len);
+    if (s->req.body == HB_BODY_LENGTH && s->req.content_length > s->sh->max_body) {
+        /* Refused from the head alone: nothing of it is read. */
+        reject(s, 413, "request body larger than the server accepts\n");
+        respond(s, now);
+        return GO_ON;
+    }
+    if (s->plan.keep_body && s->req.body == HB_BODY_LENGTH &&
+        reserve(s, s->req.content_length) != 0) {
+        reject(s, 503, BUSY_TEXT);
+        respond(s, now);
+        return GO_ON;
+    }
+    if (s->req.body != HB_BODY_NONE && s->req.expect_continue) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        struct iovec iov = {(char *)cont, sizeof cont - 1};
+        /* Best effort: a client that misses it sends anyway. */
+        if (s->sock.tp->writev(&s->sock, &iov, 1, HB_SOCK_DONTWAIT) < 0 && errno != EAGAIN &&
+            errno != EWOULDBLOCK)
+            return HB_WANT_CLOSE;
+    }
+    s->state = S_BODY;
+    wait_from(s, fresh(s, now), s->sh->header_timeout);
+    return GO_ON;
+}
+
+static hb_want sess_body(hb_sess *s, int64_t now)
+{
+    if (take_body(s) != 0) {
+        respond(s, now);
+        return GO_ON;
+    }
+    size_t got;
+    switch (sess_fill(s, &got)) {
+    case FILL_DATA:
+        /* Progress restarts the clock. */
+        wait_from(s, fresh(s, now), s->sh->header_timeout);
+        return GO_ON;
+    case FILL_WAIT:
+        return waiting(s);
+    default:
+        return HB_WANT_CLOSE;
+    }
+}
+
+static hb_want sess_delay(hb_sess *s, int64_t now)
+{
+    if (fresh(s, now) < s->wake_at)
+        return HB_WANT_TIMER;
+    s->plan.delay_ns = 0;
+    respond(s, now);
+    return GO_ON;
+}
+
+static hb_want sess_send(hb_sess *s, int64_t now)
+{
+    int rc = send_some(s, now);
+    if (rc < 0)
+        return HB_WANT_CLOSE;
+    if (rc == 0)
+        return waiting(s);
+    end_plan(s);
+    if (s->close_after) {
+        if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400)
+            return HB_WANT_CLOSE;
+        s->state = S_LINGER;
+        wait_from(s, fresh(s, now), LINGER_NS);
+        s->lingered = 0;
+        s->sock.tp->shutdown_write(&s->sock);
+        return GO_ON;
+    }
+    s->state = S_HEAD;
+    hb_request_reset(&s->req);
+    hb_buf_shrink(&s->tx, 1u << 20);
+    drop_body(s);
+    hb_buf_shrink(&s->body, 1u << 20);
+    /* Pipelined bytes already in are the next head's beginning. */
+    s->head_begun = hb_buf_size(&s->rx) > 0;
+    s->since = fresh(s, now);
+    return GO_ON;
+}
+
+static hb_want sess_linger(hb_sess *s)
+{
+    /* Drain what the client still sends until it closes. */
+    hb_buf_clear(&s->rx);
+    size_t got;
+    switch (sess_fill(s, &got)) {
+    case FILL_DATA:
+        s->lingered += got;
+        s->drained = 0;
+        return s->lingered > LINGER_MAX ? HB_WANT_CLOSE : GO_ON;
+    case FILL_WAIT:
+        return waiting(s);
+    default:
+        return HB_WANT_CLOSE;
+    }
+}
+
+hb_want hb_sess_advance(hb_sess *s, int64_t now)
+{
+    s->drained = 0;
+    hb_want want;
+    do {
+        switch (s->state) {
+        case S_HEAD: want = sess_head(s, now); break;
+        case S_BODY: want = sess_body(s, now); break;
+        case S_DELAY: want = sess_delay(s, now); break;
+        case S_SEND: want = sess_send(s, now); break;
+        case S_LINGER: want = sess_linger(s); break;
+        default: want = HB_WANT_CLOSE; break;
+        }
+    } while (want == GO_ON);
+    return want;
 }

@@ -11,6 +11,7 @@
 #define HB_SESSION_H
 
 #include "buf.h"
+#include "net.h"
 #include "parser.h"
 #include "route.h"
 
@@ -19,6 +20,7 @@
 
 /* What the sessions of one server share. Counters are updated atomically. */
 typedef struct {
+    const hb_transport *transport;  /* every session's way to its socket; NULL: plain TCP */
     hb_route_static st;
     const char *rnd;                /* HB_RND_BLOCK bytes */
     int zero_copy;                  /* static files by sendfile(2) */
@@ -44,7 +46,7 @@ typedef enum {
 } hb_want;
 
 typedef struct hb_sess {
-    int fd;
+    hb_sock sock;         /* the connection, through the transport */
     hb_sess_shared *sh;
     int state;
     int drained;          /* the last read found the socket empty */
@@ -73,11 +75,14 @@ typedef struct hb_sess {
     unsigned events;
 } hb_sess;
 
-/* Sets s up for an accepted socket fd: non-blocking for an event loop, or
+/* Sets s up for an accepted socket fd, handed to the shared transport
+ * (which then owns it: hb_sock_close closes it). Returns 0, or -1 with
+ * errno when the transport would not take it (fd is then the caller's to
+ * close). The socket is non-blocking for an event loop, or
  * blocking (`blocking` nonzero) for a thread of its own, whose every wait
  * then ends at the session's deadline (the session sets the socket's
  * timeouts from it) or when the socket is shut down. */
-void hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking);
+int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking);
 
 /* Does all it can without blocking (or, on a blocking socket, until a
  * socket timeout) and says what it waits for. After HB_WANT_CLOSE the

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t now = 1;
     static char out[65536];
     size_t got = 0, first = 0;
-    hb_sess_init(&s, sv[0], shared(), now, 0);
+    if (hb_sess_init(&s, sv[0], shared(), now, 0) != 0)
+        abort();
     for (int round = 0; round < 100000; round++) {
         hb_want w = hb_sess_advance(&s, now);
         if (w == HB_WANT_CLOSE)
@@ -80,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (w == HB_WANT_READ && round > 1000)
             break; /* waiting on a client that has said all it will */
     }
-    close(sv[0]);
+    hb_sock_close(&s.sock);
     close(sv[1]);
     hb_sess_free(&s);
     /* Every byte of body budget a session took is given back. */
