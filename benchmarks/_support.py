@@ -9,11 +9,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,37 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("HTTPBENCH_SHARED", ROOT.parent / "shared"))
 
+# nginx, pinning and ports, shared with the tests.
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import find_nginx, free_port, nginx, pinned, tool_env, wait_for_port  # noqa: E402
 
-def tool_env() -> dict[str, str]:
-    """The environment for programs not built here: without the ASan
-    runtime that a sanitizer test run preloads (curl hangs under it)."""
-    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
-
-
-def pinned(cpu: int | None, argv: list[str]) -> list[str]:
-    """argv run on one CPU, when taskset exists and the CPU does."""
-    if cpu is None or shutil.which("taskset") is None or cpu >= (os.cpu_count() or 1):
-        return argv
-    return ["taskset", "-c", str(cpu), *argv]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
+__all__ = ["ROOT", "SHARED", "find_nginx", "free_port", "nginx", "pinned", "tool_env",
+           "wait_for_port", "python_child", "CHILD_CWD", "build_floor", "run_floor_many",
+           "run_floor", "embedded"]
 
 
 def python_child(code: str, *args: str) -> list[str]:
@@ -97,67 +70,6 @@ def run_floor(floor: Path, cpu: int | None, port: int, target: str, count: int) 
     if m is None:
         raise RuntimeError(f"unexpected floor output: {out!r}")
     return float(m.group(1))
-
-
-NGINX_CONF = """
-{user}
-worker_processes 1;
-daemon off;
-error_log {tmp}/error.log;
-pid {tmp}/nginx.pid;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    keepalive_requests {keepalive_requests};
-    types {{ text/plain txt; }}
-    {extra}
-    server {{
-        listen 127.0.0.1:{port};
-        root {tmp}/www;
-    }}
-}}
-"""
-
-
-def find_nginx() -> str | None:
-    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-
-
-@contextmanager
-def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 100_000_000,
-          extra: str = "") -> Iterator[tuple[int, Path] | None]:
-    """nginx with one worker and no access log, serving /rnd (any query) as
-    `size` random printable bytes from its root. Yields (port, root), or
-    None if nginx is not installed; `extra` is added to the http block."""
-    binary = find_nginx()
-    if binary is None:
-        print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
-        yield None
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        # As root nginx's workers drop to nobody, who must read the root.
-        os.chmod(tmp, 0o755)
-        www = Path(tmp) / "www"
-        www.mkdir()
-        (www / "rnd").write_bytes(bytes(33 + b % 94 for b in os.urandom(size)))
-        port = free_port()
-        user = "user root;" if os.geteuid() == 0 else ""
-        conf = Path(tmp) / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user, extra=extra,
-                                          keepalive_requests=keepalive_requests))
-        proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
-                                stderr=subprocess.DEVNULL, env=tool_env())
-        try:
-            wait_for_port(port, proc)
-            yield port, www
-        finally:
-            proc.terminate()
-            proc.wait(10)
 
 
 @contextmanager

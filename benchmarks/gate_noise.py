@@ -68,10 +68,11 @@ def main() -> int:
                 undecided += 1
             verdict = "FAILED" if r.returncode != 0 else "passed"
             # test, rounds, req/s, min, max, spread, p99, spread, failed, base, change, ...
-            print(f"  run {i + 1:>2}: {verdict}  median {cells[2] if len(cells) > 2 else '?'} "
-                  f"req/s (spread {cells[5] if len(cells) > 5 else '?'}), change "
-                  f"{cells[10] if len(cells) > 10 else '?'}; p99 {cells[6] if len(cells) > 6 else '?'} "
-                  f"ms, change {cells[12] if len(cells) > 12 else '?'}")
+            def cell(k: int, cells: list[str] = cells) -> str:
+                return cells[k] if len(cells) > k else "?"
+
+            print(f"  run {i + 1:>2}: {verdict}  median {cell(2)} req/s (spread {cell(5)}), "
+                  f"change {cell(10)}; p99 {cell(6)} ms, change {cell(12)}")
             for line in r.stdout.splitlines():
                 if re.search(r"regressed|cannot decide", line):
                     print(f"          {line.strip()}")

@@ -32,9 +32,11 @@ def load(tool: str, url: str, connections: int, duration: float) -> float:
         argv = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(duration))}s", url]
         pattern = r"Requests/sec:\s+([\d.]+)"
     else:
-        argv = ["ab", "-q", "-k", "-c", str(connections), "-t", str(duration), "-n", "100000000", url]
+        argv = ["ab", "-q", "-k", "-c", str(connections), "-t", str(duration), "-n", "100000000",
+                url]
         pattern = r"Requests per second:\s+([\d.]+)"
-    out = subprocess.run(pinned(CLIENT_CPU, argv), capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(pinned(CLIENT_CPU, argv), capture_output=True, text=True,
+                         check=True).stdout
     m = re.search(pattern, out)
     if m is None:
         raise RuntimeError(f"no figure in {tool}'s output:\n{out}")

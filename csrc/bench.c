@@ -50,27 +50,27 @@
  * take to finish; those still in flight then are cancelled. */
 #define GRACE_NS 1000000000LL
 
-enum { C_IDLE = 0, C_RATE, C_CONNECTING, C_WRITING, C_READING };
+enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_WRITING, BC_READING };
 
 typedef struct {
-    hb_sock sock;          /* through the transport, non-blocking (blocking when lone) */
+    hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
     int state;
-    int retried;           /* this request was sent again once already */
-    int got_bytes;         /* a response byte came for this request */
+    int retried;   /* this request was sent again once already */
+    int got_bytes; /* a response byte came for this request */
     int have_head;
-    int reuse;             /* the response lets the socket be reused */
+    int reuse; /* the response lets the socket be reused */
     int status;
-    uint64_t served;       /* responses on this socket */
-    uint64_t opened;       /* sockets this slot has opened */
-    int addr;              /* the address being connected to */
-    int addr_tries;        /* addresses tried for this connect */
-    size_t sent;           /* request bytes written */
-    hb_buf head;           /* a response head split across reads */
+    uint64_t served; /* responses on this socket */
+    uint64_t opened; /* sockets this slot has opened */
+    int addr;        /* the address being connected to */
+    int addr_tries;  /* addresses tried for this connect */
+    size_t sent;     /* request bytes written */
+    hb_buf head;     /* a response head split across reads */
     hb_head_scan scan;
-    hb_body body;          /* the response body's framing, from its head */
+    hb_body body; /* the response body's framing, from its head */
     unsigned events;
     int64_t t_intended, t_start, t_first, t_connect, connect_ns;
-    int64_t next_at;       /* rate: the next intended start */
+    int64_t next_at; /* rate: the next intended start */
 } bconn;
 
 typedef struct {
@@ -78,20 +78,20 @@ typedef struct {
     pthread_t thread;
     int started;
     int ep;
-    int tick_fd;           /* the epoll loop's periodic timerfd */
+    int tick_fd; /* the epoll loop's periodic timerfd */
     bconn *conns;
     int nconns;
-    int first_conn;        /* the index of conns[0] over all threads */
+    int first_conn; /* the index of conns[0] over all threads */
     int inflight;
-    int blocking;          /* one connection, closed loop: wait in recv, not epoll */
-    int64_t interval;      /* rate: ns between one connection's starts */
-    bconn **ready;         /* connections between requests, to start again */
+    int blocking;     /* one connection, closed loop: wait in recv, not epoll */
+    int64_t interval; /* rate: ns between one connection's starts */
+    bconn **ready;    /* connections between requests, to start again */
     int nready;
-    int rate_waiting;      /* connections in C_RATE */
-    hb_response r;         /* scratch for the parser */
+    int rate_waiting; /* connections in BC_RATE */
+    hb_response r;    /* scratch for the parser */
     char *scratch;
     hb_bench_result *res;
-    int tl_cap;            /* seconds allocated in res->timeline */
+    int tl_cap; /* seconds allocated in res->timeline */
     uint64_t live_complete, live_failed;
 } bthread;
 
@@ -100,12 +100,12 @@ struct hb_bench {
     int nthreads;
     bthread *threads;
     uint64_t tickets;
-    int64_t start, end;            /* end: the duration's end, or 0 */
-    int64_t timeout_ns;            /* per request */
-    int addr_good;                 /* the address that last connected */
-    volatile int stopping;
-    int64_t stop_at;               /* the grace's end */
-    int64_t doc_len;               /* -1 until the first 2xx response */
+    int64_t start, end; /* end: the duration's end, or 0 */
+    int64_t timeout_ns; /* per request */
+    int addr_good;      /* the address that last connected */
+    int stopping;       /* atomic: set once by hb_bench_stop, after stop_at */
+    int64_t stop_at;    /* the grace's end */
+    int64_t doc_len;    /* -1 until the first 2xx response */
     int64_t last_outcome;
     pthread_mutex_t mu;
     pthread_cond_t done_cv;
@@ -118,21 +118,18 @@ struct hb_bench {
 
 /* ------------------------------------------------------------ timeline */
 
-int hb_tl_index(uint64_t ns)
+void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *p99)
 {
-    if (ns < 1024)
-        return 0;
-    int e = 63 - __builtin_clzll(ns);
-    int i = (e - 10) * 8 + (int)((ns >> (e - 3)) & 7) + 1;
-    return i < HB_TL_BUCKETS ? i : HB_TL_BUCKETS - 1;
-}
-
-uint64_t hb_tl_upper(int bucket)
-{
-    if (bucket == 0)
-        return 1024;
-    int e = (bucket - 1) / 8 + 10, sub = (bucket - 1) % 8;
-    return ((uint64_t)(8 + sub + 1)) << (e - 3);
+    uint64_t p[2] = {0, 0},
+             rank[2] = {(sec->complete + 1) / 2, sec->complete - sec->complete / 100};
+    uint64_t seen = 0;
+    for (int k = 0, which = 0; sec->complete > 0 && k < HB_TL_BUCKETS && which < 2; k++) {
+        seen += sec->buckets[k];
+        while (which < 2 && seen >= rank[which])
+            p[which++] = hb_tl_upper(k);
+    }
+    *p50 = p[0];
+    *p99 = p[1];
 }
 
 /* The second `now` falls in, grown into when need be; NULL when memory ran
@@ -158,11 +155,17 @@ static hb_second *second_of(bthread *t, int64_t now)
     return &t->res->timeline[s];
 }
 
+/* Whether the run was asked to stop (stop_at is set by then). */
+static int stopped(hb_bench *b)
+{
+    return __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
+}
+
 /* ------------------------------------------------------------ tickets */
 
 static int take_ticket(hb_bench *b, int64_t now)
 {
-    if (b->stopping || (b->end && now >= b->end))
+    if (stopped(b) || (b->end && now >= b->end))
         return 0;
     if (b->cfg.requests == 0)
         return 1;
@@ -171,7 +174,7 @@ static int take_ticket(hb_bench *b, int64_t now)
 
 /* ------------------------------------------------------------ sockets */
 
-static void set_events(bthread *t, bconn *c, unsigned events)
+static void bc_events(bthread *t, bconn *c, unsigned events)
 {
     if (c->events == events)
         return;
@@ -184,10 +187,10 @@ static void set_events(bthread *t, bconn *c, unsigned events)
 static void watch_wants(bthread *t, bconn *c)
 {
     if (!t->blocking)
-        set_events(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
+        bc_events(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
 }
 
-static void close_socket(bconn *c)
+static void bc_close(bconn *c)
 {
     hb_sock_close(&c->sock); /* also takes it out of the epoll set */
     c->events = 0;
@@ -202,12 +205,12 @@ static void close_socket(bconn *c)
 static void end_request(bthread *t, bconn *c, int64_t now)
 {
     t->inflight--;
-    c->state = C_IDLE;
+    c->state = BC_IDLE;
     t->ready[t->nready++] = c;
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
 
-static void fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
+static void bc_fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
 {
     hb_bench_result *res = t->res;
     res->failed++;
@@ -218,7 +221,7 @@ static void fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *w
     __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
-    close_socket(c);
+    bc_close(c);
     end_request(t, c, now);
 }
 
@@ -229,7 +232,7 @@ static void write_request(bthread *t, bconn *c, int64_t now);
 static void connected(bthread *t, bconn *c, int64_t now)
 {
     if (t->blocking && hb_sock_set_blocking(&c->sock, TICK_NS) != 0) {
-        fail(t, c, &t->res->fail_connect, now, strerror(errno));
+        bc_fail(t, c, &t->res->fail_connect, now, strerror(errno));
         return;
     }
     write_request(t, c, now);
@@ -242,13 +245,13 @@ static void connect_addr(bthread *t, bconn *c, int64_t now);
 static void connect_failed(bthread *t, bconn *c, int err, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
-    close_socket(c);
+    bc_close(c);
     if (++c->addr_tries < cfg->naddrs) {
         c->addr = (c->addr + 1) % cfg->naddrs;
         connect_addr(t, c, now);
         return;
     }
-    fail(t, c, &t->res->fail_connect, now, strerror(err));
+    bc_fail(t, c, &t->res->fail_connect, now, strerror(err));
 }
 
 /* The connect to c->addr completed: that address serves the rest of the
@@ -269,12 +272,12 @@ static void connect_addr(bthread *t, bconn *c, int64_t now)
     }
     if (rc < 0) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            fail(t, c, &t->res->fail_connect, now, strerror(errno)); /* no socket at all */
+            bc_fail(t, c, &t->res->fail_connect, now, strerror(errno)); /* no socket at all */
         else
             connect_failed(t, c, errno, now);
         return;
     }
-    c->state = C_CONNECTING;
+    c->state = BC_CONNECTING;
     watch_wants(t, c);
 }
 
@@ -300,7 +303,7 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
         return 0;
     c->retried = 1;
     c->sent = 0;
-    close_socket(c);
+    bc_close(c);
     begin_connect(t, c, now);
     return 1;
 }
@@ -319,15 +322,15 @@ static void write_request(bthread *t, bconn *c, int64_t now)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c->state = C_WRITING;
+            c->state = BC_WRITING;
             watch_wants(t, c);
             return;
         }
         if (!retry_stale(t, c, now))
-            fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
+            bc_fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
         return;
     }
-    c->state = C_READING;
+    c->state = BC_READING;
     c->have_head = 0;
     c->got_bytes = 0;
     c->scan = (hb_head_scan){0, 0, 0};
@@ -338,15 +341,15 @@ static void write_request(bthread *t, bconn *c, int64_t now)
 static void start_request(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
-    if (c->state == C_RATE)
+    if (c->state == BC_RATE)
         t->rate_waiting--;
-    if (b->cfg.rate > 0 && c->next_at > now && !b->stopping && !(b->end && now >= b->end)) {
-        c->state = C_RATE;
+    if (b->cfg.rate > 0 && c->next_at > now && !stopped(b) && !(b->end && now >= b->end)) {
+        c->state = BC_RATE;
         t->rate_waiting++;
         return;
     }
     if (!take_ticket(b, now)) {
-        c->state = C_IDLE;
+        c->state = BC_IDLE;
         return;
     }
     t->res->issued++;
@@ -382,11 +385,11 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     /* A HEAD response's document length is 0: no body, by definition. */
     if (ok2xx) {
         int64_t expect = -1;
-        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0,
-                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
         if (!cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got) {
             if (!cfg->keepalive || !c->reuse || leftover)
-                close_socket(c);
+                bc_close(c);
             res->failed++;
             res->fail_length++;
             hb_second *sec = second_of(t, now);
@@ -412,7 +415,7 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     if (c->reuse && cfg->keepalive)
         res->keepalive_requests++;
     if (!cfg->keepalive || !c->reuse || leftover)
-        close_socket(c);
+        bc_close(c);
     end_request(t, c, now);
 }
 
@@ -430,7 +433,8 @@ static void note_server(hb_bench *b, const hb_response *r, const char *head)
         for (unsigned i = 0; i < r->num_headers; i++) {
             const hb_header *h = &r->headers[i];
             if (hb_name_is(head + h->name_off, h->name_len, "server", 6)) {
-                size_t n = h->value_len < sizeof b->server - 1 ? h->value_len : sizeof b->server - 1;
+                size_t n =
+                    h->value_len < sizeof b->server - 1 ? h->value_len : sizeof b->server - 1;
                 memcpy(b->server, head + h->value_off, n);
                 b->server[n] = 0;
             }
@@ -448,7 +452,7 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     size_t len = n;
     if (hb_buf_size(&c->head) > 0) {
         if (hb_buf_append(&c->head, p, n) != 0) {
-            fail(t, c, &t->res->fail_exceptions, now, "out of memory");
+            bc_fail(t, c, &t->res->fail_exceptions, now, "out of memory");
             return -1;
         }
         buf = hb_buf_rdptr(&c->head);
@@ -460,7 +464,7 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     if (rc == HB_PARSE_MORE) {
         c->scan = t->r.scan;
         if (buf == p && hb_buf_append(&c->head, p, n) != 0) {
-            fail(t, c, &t->res->fail_exceptions, now, "out of memory");
+            bc_fail(t, c, &t->res->fail_exceptions, now, "out of memory");
             return -1;
         }
         return (ssize_t)n;
@@ -469,12 +473,12 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
         char got[64], why[160];
         hb_parse_excerpt(buf, len, got, sizeof got);
         snprintf(why, sizeof why, "%s: got \"%s\"", t->r.error, got);
-        fail(t, c, &t->res->fail_exceptions, now, why);
+        bc_fail(t, c, &t->res->fail_exceptions, now, why);
         return -1;
     }
     if (rc == HB_PARSE_ERROR || t->r.status == 101) {
-        fail(t, c, &t->res->fail_exceptions, now,
-             rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
+        bc_fail(t, c, &t->res->fail_exceptions, now,
+                rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
         return -1;
     }
     /* Bytes of p the head took: all of its part, less what is left after. */
@@ -509,7 +513,7 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         size_t used, off, dn;
         int rc = hb_body_feed(&c->body, p, n, &used, &off, &dn);
         if (rc == HB_PARSE_ERROR) {
-            fail(t, c, &t->res->fail_exceptions, now, c->body.error);
+            bc_fail(t, c, &t->res->fail_exceptions, now, c->body.error);
             return;
         }
         p += used;
@@ -536,7 +540,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             }
             t->res->bytes_received += (uint64_t)n;
             take_bytes(t, c, t->scratch, (size_t)n, now);
-            if (c->state != C_READING || n < SCRATCH)
+            if (c->state != BC_READING || n < SCRATCH)
                 return;
             continue;
         }
@@ -556,23 +560,23 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         char why[96];
         snprintf(why, sizeof why, "connection %s %s", n == 0 ? "closed" : "reset",
                  c->got_bytes ? "before the response was complete" : "before any response byte");
-        fail(t, c, &t->res->fail_receive, now, why);
+        bc_fail(t, c, &t->res->fail_receive, now, why);
         return;
     }
 }
 
 static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
 {
-    if (c->state == C_CONNECTING) {
+    if (c->state == BC_CONNECTING) {
         if (c->sock.tp->connect_done(&c->sock) != 0) {
             connect_failed(t, c, errno, now);
             return;
         }
         c->connect_ns = now - c->t_connect;
         connect_done(t, c, now);
-    } else if (c->state == C_WRITING) {
+    } else if (c->state == BC_WRITING) {
         write_request(t, c, now);
-    } else if (c->state == C_READING) {
+    } else if (c->state == BC_READING) {
         on_readable(t, c, now);
     } else if (events != 0) {
         /* Between requests (or waiting for its start under a rate): the
@@ -580,7 +584,7 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
          * way it is done, and counts nothing; the next request opens
          * another. Left in the set, a closed socket stays readable and
          * the loop would spin on it. */
-        close_socket(c);
+        bc_close(c);
     }
 }
 
@@ -588,19 +592,19 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
 static void tick(bthread *t, int64_t now)
 {
     hb_bench *b = t->b;
-    int abandon = (b->stopping && now >= b->stop_at) || (b->end && now - b->end >= GRACE_NS);
+    int abandon = (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= GRACE_NS);
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
-        if (c->state >= C_CONNECTING) {
+        if (c->state >= BC_CONNECTING) {
             if (abandon) {
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
                 t->res->cancelled++;
                 t->inflight--;
-                close_socket(c);
-                c->state = C_IDLE;
+                bc_close(c);
+                c->state = BC_IDLE;
             } else if (now - c->t_start >= b->timeout_ns) {
-                fail(t, c, &t->res->fail_timeout, now, "timed out");
+                bc_fail(t, c, &t->res->fail_timeout, now, "timed out");
             }
         }
     }
@@ -617,9 +621,9 @@ static int64_t start_due(bthread *t, int64_t now)
     int64_t next = INT64_MAX;
     for (int i = 0; i < t->nconns && t->rate_waiting > 0; i++) {
         bconn *c = &t->conns[i];
-        if (c->state != C_RATE)
+        if (c->state != BC_RATE)
             continue;
-        if (now >= c->next_at || b->stopping || (b->end && now >= b->end))
+        if (now >= c->next_at || stopped(b) || (b->end && now >= b->end))
             start_request(t, c, now);
         else if (c->next_at < next)
             next = c->next_at;
@@ -645,32 +649,21 @@ static double cpu_seconds(const struct timeval *tv)
     return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
-static void *thread_main(void *arg)
+/* A thread with one connection in closed loop: it waits in the blocking
+ * recv itself (no epoll_wait per request), the socket's timeouts bringing
+ * it back every tick for deadlines and the stop flag. */
+static void lone_loop(bthread *t)
 {
-    bthread *t = arg;
-    hb_bench *b = t->b;
-    struct epoll_event events[EVENTS];
     int64_t now = hb_now_ns(), next_tick = now + TICK_NS;
-
-    /* Under a rate R the run's requests are spread evenly from the start:
-     * connection g (counted over all threads) starts its schedule g/R
-     * seconds in, then every concurrency/R seconds, so N requests take
-     * N/R seconds at any concurrency. */
-    for (int i = 0; i < t->nconns; i++) {
-        t->conns[i].next_at = b->start;
-        if (b->cfg.rate > 0)
-            t->conns[i].next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
-        t->ready[t->nready++] = &t->conns[i];
-    }
-    while (t->blocking) {
+    for (;;) {
         for (int budget = 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
         if (t->inflight == 0 && t->nready == 0)
-            break;
+            return;
         bconn *c = &t->conns[0];
-        if (c->state == C_READING) {
+        if (c->state == BC_READING) {
             on_readable(t, c, now);
-        } else if (c->state == C_CONNECTING || c->state == C_WRITING) {
+        } else if (c->state == BC_CONNECTING || c->state == BC_WRITING) {
             struct pollfd p = {.fd = c->sock.fd,
                                .events = c->sock.wants == HB_SOCK_WANT_READ ? POLLIN : POLLOUT};
             if (poll(&p, 1, (int)(TICK_NS / 1000000)) > 0)
@@ -682,20 +675,26 @@ static void *thread_main(void *arg)
             next_tick = now + TICK_NS;
         }
     }
+}
+
+/* The event loop over a thread's connections; the tick arrives as an
+ * event (data.ptr NULL) of its own, so closed loop waits with no timeout. */
+static void epoll_loop(bthread *t)
+{
+    struct epoll_event events[EVENTS];
+    int64_t now = hb_now_ns();
     /* Under a rate the loop wakes for each intended start: with the kernel's
      * default slack (50 us) a timer may fire that much late. */
-    if (!t->blocking && b->cfg.rate > 0)
+    if (t->b->cfg.rate > 0)
         prctl(PR_SET_TIMERSLACK, 1UL);
-    while (!t->blocking) {
+    for (;;) {
         /* Start the next requests; a bounded number, so a run of instant
          * failures (a server that is down) still lets events through. */
         for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
         int64_t due = t->rate_waiting > 0 ? start_due(t, now) : INT64_MAX;
         if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0)
-            break;
-        /* No timeout in closed loop: the tick is an event (data.ptr NULL)
-         * of its own. */
+            return;
         int n;
         if (t->nready > 0)
             n = epoll_wait(t->ep, events, EVENTS, 0);
@@ -720,8 +719,29 @@ static void *thread_main(void *arg)
             tick(t, now);
         }
     }
+}
+
+static void *thread_main(void *arg)
+{
+    bthread *t = arg;
+    hb_bench *b = t->b;
+
+    /* Under a rate R the run's requests are spread evenly from the start:
+     * connection g (counted over all threads) starts its schedule g/R
+     * seconds in, then every concurrency/R seconds, so N requests take
+     * N/R seconds at any concurrency. */
+    for (int i = 0; i < t->nconns; i++) {
+        t->conns[i].next_at = b->start;
+        if (b->cfg.rate > 0)
+            t->conns[i].next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
+        t->ready[t->nready++] = &t->conns[i];
+    }
+    if (t->blocking)
+        lone_loop(t);
+    else
+        epoll_loop(t);
     for (int i = 0; i < t->nconns; i++)
-        close_socket(&t->conns[i]);
+        bc_close(&t->conns[i]);
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
         t->res->cpu_user = cpu_seconds(&ru.ru_utime);
@@ -856,7 +876,7 @@ void hb_bench_progress(hb_bench *b, uint64_t *complete, uint64_t *failed)
 
 void hb_bench_stop(hb_bench *b)
 {
-    if (!b->stopping) {
+    if (!stopped(b)) {
         b->stop_at = hb_now_ns() + GRACE_NS;
         __atomic_store_n(&b->stopping, 1, __ATOMIC_RELEASE);
     }
@@ -943,7 +963,7 @@ void hb_bench_free(hb_bench *b)
             pthread_join(t->thread, NULL);
         if (t->conns != NULL) {
             for (int j = 0; j < t->nconns; j++) {
-                close_socket(&t->conns[j]);
+                bc_close(&t->conns[j]);
                 hb_buf_free(&t->conns[j].head);
             }
         }

@@ -42,55 +42,54 @@
 typedef struct {
     hb_addr addrs[HB_BENCH_MAX_ADDRS]; /* where to connect: each in turn until one does,
                                         * which then serves the rest of the run */
-    int naddrs;              /* 1..HB_BENCH_MAX_ADDRS */
-    const hb_transport *transport; /* the way to the server; NULL: plain TCP */
-    const char *request;     /* the whole request, body included */
+    int naddrs;                        /* 1..HB_BENCH_MAX_ADDRS */
+    const hb_transport *transport;     /* the way to the server; NULL: plain TCP */
+    const char *request;               /* the whole request, body included */
     size_t request_len;
-    int head;                /* the request is HEAD: responses have no body */
-    uint64_t requests;       /* tickets; 0: as many as the duration allows */
-    double duration;         /* seconds, at most HB_BENCH_MAX_SECONDS; 0: none */
-    int concurrency, threads;/* 1..HB_BENCH_MAX_CONCURRENCY, 1..HB_BENCH_MAX_THREADS */
-    int keepalive;           /* reuse connections */
-    double rate;             /* requests per second overall; 0: closed loop; else
+    int head;                 /* the request is HEAD: responses have no body */
+    uint64_t requests;        /* tickets; 0: as many as the duration allows */
+    double duration;          /* seconds, at most HB_BENCH_MAX_SECONDS; 0: none */
+    int concurrency, threads; /* 1..HB_BENCH_MAX_CONCURRENCY, 1..HB_BENCH_MAX_THREADS */
+    int keepalive;            /* reuse connections */
+    double rate;              /* requests per second overall; 0: closed loop; else
                               * concurrency / rate is at most HB_BENCH_MAX_SECONDS */
-    double timeout;          /* seconds per request, connect included; positive, at
+    double timeout;           /* seconds per request, connect included; positive, at
                               * most HB_BENCH_MAX_SECONDS */
-    int lengths_vary;        /* no "length" failures */
+    int lengths_vary;         /* no "length" failures */
 } hb_bench_config;
 
-/* Per second of the run: outcomes and a coarse latency histogram (8 buckets
- * an octave from 1 us, so within 12.5%), enough for a timeline of req/s and
- * p99; the fine histograms above hold the run's real percentiles. */
-#define HB_TL_BUCKETS 224
+/* Per second of the run: outcomes and a coarse latency histogram (hist.h's
+ * timeline buckets), enough for a timeline of req/s, p50 and p99; the fine
+ * histograms below hold the run's real percentiles. */
 typedef struct {
     uint32_t complete, failed;
     uint32_t buckets[HB_TL_BUCKETS];
 } hb_second;
 
-/* The upper bound (ns) of a timeline bucket, and the bucket of a value. */
-uint64_t hb_tl_upper(int bucket);
-int hb_tl_index(uint64_t ns);
+/* A second's p50 and p99 latency (ns, the upper bound of the timeline
+ * bucket holding each rank; 0 when nothing completed in it). */
+void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *p99);
 
 typedef struct {
     uint64_t issued, complete, failed;
-    uint64_t cancelled;      /* in flight when the grace after a stop or the duration ended */
+    uint64_t cancelled; /* in flight when the grace after a stop or the duration ended */
     uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
     uint64_t non_2xx;
-    uint64_t status[600];    /* responses by status code */
+    uint64_t status[600]; /* responses by status code */
     uint64_t bytes_received, body_bytes, bytes_sent;
     uint64_t keepalive_requests, connects, reconnects;
-    int64_t document_length; /* body length of the first 2xx response; -1 if none */
-    char server[128];        /* its Server field */
+    int64_t document_length;        /* body length of the first 2xx response; -1 if none */
+    char server[128];               /* its Server field */
     char first_head[HB_FIRST_HEAD]; /* its head, cut at HB_FIRST_HEAD - 1 bytes */
-    double elapsed;          /* seconds from start to the last outcome */
-    double cpu_user, cpu_sys;/* the loop threads' CPU time, seconds */
-    hb_hist total;           /* latency: from the intended start under a rate */
-    hb_hist uncorrected;     /* latency from the actual send */
-    hb_hist connect;         /* connect time per request (0 when reused) */
-    hb_hist waiting;         /* send to first response byte */
-    hb_hist processing;      /* total less connect, as ab's Processing row */
-    char error[160];         /* the first exception's text, for the report */
-    hb_second *timeline;     /* seconds[0..nseconds), malloc'ed; NULL if none */
+    double elapsed;                 /* seconds from start to the last outcome */
+    double cpu_user, cpu_sys;       /* the loop threads' CPU time, seconds */
+    hb_hist total;                  /* latency: from the intended start under a rate */
+    hb_hist uncorrected;            /* latency from the actual send */
+    hb_hist connect;                /* connect time per request (0 when reused) */
+    hb_hist waiting;                /* send to first response byte */
+    hb_hist processing;             /* total less connect, as ab's Processing row */
+    char error[160];                /* the first exception's text, for the report */
+    hb_second *timeline;            /* seconds[0..nseconds), malloc'ed; NULL if none */
     int nseconds;
 } hb_bench_result;
 

@@ -16,13 +16,16 @@
 #include <stddef.h>
 
 typedef struct {
-    char *data;   /* NULL until the first reserve */
-    size_t off;   /* first unread byte */
-    size_t len;   /* one past the last byte written */
-    size_t cap;   /* bytes allocated at data */
+    char *data; /* NULL until the first reserve */
+    size_t off; /* first unread byte */
+    size_t len; /* one past the last byte written */
+    size_t cap; /* bytes allocated at data */
 } hb_buf;
 
-#define HB_BUF_INIT {NULL, 0, 0, 0}
+#define HB_BUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 /* Grows b so that at least `need` bytes are free after len, first sliding the
  * unread bytes to the front. Offsets into the unread region stay valid
@@ -40,15 +43,30 @@ static inline int hb_buf_reserve(hb_buf *b, size_t need)
 }
 
 /* Pointer to the unread bytes, and how many there are. */
-static inline char *hb_buf_rdptr(const hb_buf *b) { return b->data + b->off; }
-static inline size_t hb_buf_size(const hb_buf *b) { return b->len - b->off; }
+static inline char *hb_buf_rdptr(const hb_buf *b)
+{
+    return b->data + b->off;
+}
+static inline size_t hb_buf_size(const hb_buf *b)
+{
+    return b->len - b->off;
+}
 
 /* Pointer to the free space, and how much there is. */
-static inline char *hb_buf_wrptr(const hb_buf *b) { return b->data + b->len; }
-static inline size_t hb_buf_room(const hb_buf *b) { return b->cap - b->len; }
+static inline char *hb_buf_wrptr(const hb_buf *b)
+{
+    return b->data + b->len;
+}
+static inline size_t hb_buf_room(const hb_buf *b)
+{
+    return b->cap - b->len;
+}
 
 /* Marks n bytes written at hb_buf_wrptr; n must not exceed hb_buf_room. */
-static inline void hb_buf_commit(hb_buf *b, size_t n) { b->len += n; }
+static inline void hb_buf_commit(hb_buf *b, size_t n)
+{
+    b->len += n;
+}
 
 /* Drops n unread bytes from the front; n must not exceed hb_buf_size. When
  * nothing is left unread the buffer rewinds, so steady request/response
@@ -61,7 +79,10 @@ static inline void hb_buf_consume(hb_buf *b, size_t n)
 }
 
 /* Forgets all bytes; keeps the allocation. */
-static inline void hb_buf_clear(hb_buf *b) { b->off = b->len = 0; }
+static inline void hb_buf_clear(hb_buf *b)
+{
+    b->off = b->len = 0;
+}
 
 /* Appends n bytes from p. Returns 0, or -1 with errno = ENOMEM. */
 int hb_buf_append(hb_buf *b, const void *p, size_t n);

@@ -16,7 +16,7 @@
 /* Idle longer than this, a kept-alive socket is looked at before reuse. */
 #define IDLE_CHECK_NS 1000000
 
-static hb_status fail(hb_conn *c, hb_status st, const char *fmt, ...)
+static hb_status conn_fail(hb_conn *c, hb_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -64,13 +64,13 @@ void hb_conn_free(hb_conn *c)
 static hb_status wait_failed(hb_conn *c, int err, const char *what)
 {
     if (err == ETIMEDOUT)
-        return fail(c, HB_ERR_TIMEOUT, "timed out after %.3f s %s",
-                    (double)c->sock.timeout / 1e9, what);
+        return conn_fail(c, HB_ERR_TIMEOUT, "timed out after %.3f s %s",
+                         (double)c->sock.timeout / 1e9, what);
     if (err == EINTR)
-        return fail(c, HB_ERR_INTERRUPTED, "interrupted %s", what);
+        return conn_fail(c, HB_ERR_INTERRUPTED, "interrupted %s", what);
     if (err == ENOMEM)
-        return fail(c, HB_ERR_NOMEM, "out of memory %s", what);
-    return fail(c, HB_ERR_IO, "%s %s", strerror(err), what);
+        return conn_fail(c, HB_ERR_NOMEM, "out of memory %s", what);
+    return conn_fail(c, HB_ERR_IO, "%s %s", strerror(err), what);
 }
 
 static hb_status open_socket(hb_conn *c, int64_t deadline)
@@ -88,8 +88,8 @@ static hb_status open_socket(hb_conn *c, int64_t deadline)
         int err = errno;
         if (err == ETIMEDOUT || err == EINTR)
             return wait_failed(c, err, "connecting");
-        return fail(c, HB_ERR_CONNECT, "cannot connect to %s:%s: %s", c->host, c->port,
-                    strerror(err));
+        return conn_fail(c, HB_ERR_CONNECT, "cannot connect to %s:%s: %s", c->host, c->port,
+                         strerror(err));
     }
     if (i > 0) {
         /* Try the address that answered first next time. */
@@ -103,7 +103,7 @@ static hb_status open_socket(hb_conn *c, int64_t deadline)
 
 /* Reads more bytes into rx, with room for at least `want`. Returns the
  * count, 0 at end of stream, or -1 with errno. */
-static ssize_t fill(hb_conn *c, size_t want, int64_t deadline)
+static ssize_t conn_fill(hb_conn *c, size_t want, int64_t deadline)
 {
     if (hb_buf_reserve(&c->rx, want) != 0)
         return -1;
@@ -127,7 +127,7 @@ static hb_status cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return fail(c, HB_ERR_INCOMPLETE, "connection %s%s", n < 0 ? "reset" : "closed", what);
+    return conn_fail(c, HB_ERR_INCOMPLETE, "connection %s%s", n < 0 ? "reset" : "closed", what);
 }
 
 /* Reads the head of the final response into rx, skipping interim ones.
@@ -141,7 +141,7 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
         while ((rc = hb_parse_response(&c->resp, hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx),
                                        pflags)) == HB_PARSE_MORE) {
             size_t had = hb_buf_size(&c->rx);
-            ssize_t n = fill(c, HEAD_READ, deadline);
+            ssize_t n = conn_fill(c, HEAD_READ, deadline);
             if (n <= 0) {
                 if (*got == 0 && had == 0)
                     return cut_short(c, n, " before any response byte");
@@ -151,14 +151,13 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
         }
         if (rc == HB_PARSE_ERROR && c->resp.error == hb_parse_not_http) {
             char got_text[128];
-            hb_parse_excerpt(hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx), got_text,
-                             sizeof got_text);
-            return fail(c, HB_ERR_PROTOCOL, "%s: got \"%s\"", c->resp.error, got_text);
+            hb_parse_excerpt(hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx), got_text, sizeof got_text);
+            return conn_fail(c, HB_ERR_PROTOCOL, "%s: got \"%s\"", c->resp.error, got_text);
         }
         if (rc == HB_PARSE_ERROR)
-            return fail(c, HB_ERR_PROTOCOL, "%s", c->resp.error);
+            return conn_fail(c, HB_ERR_PROTOCOL, "%s", c->resp.error);
         if (c->resp.status == 101)
-            return fail(c, HB_ERR_PROTOCOL, "101 Switching Protocols is not supported");
+            return conn_fail(c, HB_ERR_PROTOCOL, "101 Switching Protocols is not supported");
         if (c->resp.status >= 200)
             return HB_OK;
         /* Interim response (RFC 9110 section 15.2): skip it. */
@@ -197,8 +196,8 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
     c->body_off = r->head_len;
     c->body_len = 0;
     if (r->body == HB_BODY_LENGTH && r->content_length > c->max_body)
-        return fail(c, HB_ERR_PROTOCOL, "Content-Length %llu exceeds max_body %llu",
-                    (unsigned long long)r->content_length, (unsigned long long)c->max_body);
+        return conn_fail(c, HB_ERR_PROTOCOL, "Content-Length %llu exceeds max_body %llu",
+                         (unsigned long long)r->content_length, (unsigned long long)c->max_body);
     for (;;) {
         size_t raw = c->body_off + kept, size = hb_buf_size(&c->rx);
         /* Kept data only ever moves down, below raw: the bytes still to
@@ -207,7 +206,7 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             size_t used, off, n;
             rc = hb_body_feed(&body, hb_buf_rdptr(&c->rx) + raw, size - raw, &used, &off, &n);
             if (rc == HB_PARSE_ERROR)
-                return fail(c, HB_ERR_PROTOCOL, "%s", body.error);
+                return conn_fail(c, HB_ERR_PROTOCOL, "%s", body.error);
             if (n > 0 && take_body(c, raw + off, n, &kept, flags) != 0)
                 goto too_large;
             raw += used;
@@ -223,7 +222,7 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             want = body.left < BODY_READ ? (size_t)body.left : BODY_READ;
         else if (r->body == HB_BODY_CLOSE)
             want = 65536;
-        ssize_t n = fill(c, want, deadline);
+        ssize_t n = conn_fill(c, want, deadline);
         if (n == 0 && hb_body_end(&body) == HB_PARSE_DONE)
             break;
         if (n <= 0) {
@@ -242,8 +241,8 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
     c->reusable = r->keep_alive && !leftover;
     return HB_OK;
 too_large:
-    return fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
-                (unsigned long long)c->max_body);
+    return conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
+                     (unsigned long long)c->max_body);
 }
 
 /* Whether a kept-alive socket idle since the last response is still worth

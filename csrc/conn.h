@@ -12,22 +12,19 @@
 #include "buf.h"
 #include "net.h"
 #include "parser.h"
+#include "request.h"
 
 #define HB_CONN_MAX_ADDRS 8
 #define HB_CONN_MAX_IOV 4
 
-/* Flags for hb_conn_request. */
-#define HB_REQ_HEAD 1       /* HEAD: the response has no body */
-#define HB_REQ_IDEMPOTENT 2 /* may be sent again after a stale keep-alive */
-#define HB_REQ_CLOSE 4      /* the request said Connection: close */
-#define HB_REQ_DISCARD 8    /* count the body but do not keep it */
+/* Flags for hb_conn_request: HB_REQ_* (request.h). */
 
 typedef struct {
     hb_sock sock;
-    char *host, *port;          /* owned copies */
+    char *host, *port; /* owned copies */
     hb_addr addrs[HB_CONN_MAX_ADDRS];
-    int naddrs;                 /* 0 until the first connect resolves */
-    uint64_t max_body;          /* larger bodies are a protocol error */
+    int naddrs;        /* 0 until the first connect resolves */
+    uint64_t max_body; /* larger bodies are a protocol error */
     hb_buf rx;
     /* The last response: its head at hb_buf_rdptr(&rx), body_len body
      * bytes at body_off after it (unless discarded). Valid until the next
@@ -35,16 +32,16 @@ typedef struct {
     hb_response resp;
     size_t body_off;
     uint64_t body_len;
-    size_t pending;             /* bytes of rx the last response holds */
-    unsigned reusable : 1;      /* the socket may carry the next request */
-    uint64_t served;            /* responses on the current socket */
-    int64_t idle_since;         /* when the last response ended (CLOCK_MONOTONIC ns) */
+    size_t pending;        /* bytes of rx the last response holds */
+    unsigned reusable : 1; /* the socket may carry the next request */
+    uint64_t served;       /* responses on the current socket */
+    int64_t idle_since;    /* when the last response ended (CLOCK_MONOTONIC ns) */
     /* Figures over the connection's life. */
-    uint64_t requests;          /* responses received */
-    uint64_t connects;          /* sockets opened */
-    uint64_t retries;           /* stale keep-alives sent again */
+    uint64_t requests; /* responses received */
+    uint64_t connects; /* sockets opened */
+    uint64_t retries;  /* stale keep-alives sent again */
     uint64_t bytes_sent, bytes_received;
-    char error[256];            /* after a failure: what went wrong */
+    char error[256]; /* after a failure: what went wrong */
 } hb_conn;
 
 /* Sets c up, closed, to reach host:port over transport tp. Resolution

@@ -92,3 +92,20 @@ double hb_hist_stdev(const hb_hist *h)
     double var = (h->sumsq - (double)h->count * mean * mean) / (double)(h->count - 1);
     return var > 0 ? sqrt(var) : 0.0;
 }
+
+int hb_tl_index(uint64_t ns)
+{
+    if (ns < 1024)
+        return 0;
+    int e = 63 - __builtin_clzll(ns);
+    int i = (e - 10) * 8 + (int)((ns >> (e - 3)) & 7) + 1;
+    return i < HB_TL_BUCKETS ? i : HB_TL_BUCKETS - 1;
+}
+
+uint64_t hb_tl_upper(int bucket)
+{
+    if (bucket == 0)
+        return 1024;
+    int e = (bucket - 1) / 8 + 10, sub = (bucket - 1) % 8;
+    return ((uint64_t)(8 + sub + 1)) << (e - 3);
+}

@@ -19,9 +19,9 @@
 
 typedef struct {
     uint64_t count;
-    uint64_t min, max;   /* exact; min is UINT64_MAX while empty */
-    double sum, sumsq;   /* for mean and standard deviation */
-    uint64_t clamped;    /* values above the range */
+    uint64_t min, max; /* exact; min is UINT64_MAX while empty */
+    double sum, sumsq; /* for mean and standard deviation */
+    uint64_t clamped;  /* values above the range */
     uint64_t counts[HB_HIST_BUCKETS];
 } hb_hist;
 
@@ -56,5 +56,13 @@ uint64_t hb_hist_percentile(const hb_hist *h, double p);
 
 double hb_hist_mean(const hb_hist *h);
 double hb_hist_stdev(const hb_hist *h);
+
+/* The timeline's coarse buckets: 8 an octave from 1 us (within 12.5%), 224
+ * of them, one counter each: small enough for one set per second of a
+ * run. hb_tl_index is the bucket of a value, hb_tl_upper a bucket's upper
+ * bound in ns. */
+#define HB_TL_BUCKETS 224
+int hb_tl_index(uint64_t ns);
+uint64_t hb_tl_upper(int bucket);
 
 #endif

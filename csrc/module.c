@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "conn.h"
 #include "hist.h"
+#include "request.h"
 #include "route.h"
 #include "server.h"
 
@@ -91,9 +92,9 @@ static int arg_real(PyObject *o, const char *name, int zero_ok, double max, doub
 /* ---------------------------------------------------------------- Response */
 
 typedef struct {
-    PyObject_VAR_HEAD /* ob_size: number of headers */
-    PyObject *head;   /* bytes: the response head as received */
-    PyObject *body;   /* bytes */
+    PyObject_VAR_HEAD  /* ob_size: number of headers */
+    PyObject *head;    /* bytes: the response head as received */
+    PyObject *body;    /* bytes */
     PyObject *headers; /* tuple of (name, value), built on first use */
     int status;
     int minor_version;
@@ -240,8 +241,8 @@ static PyObject *Response_repr(ResponseObject *self)
     PyObject *reason = Response_get_reason(self, NULL);
     if (reason == NULL)
         return NULL;
-    PyObject *r = PyUnicode_FromFormat("<Response [%d %U], %zd body bytes>", self->status,
-                                       reason, PyBytes_GET_SIZE(self->body));
+    PyObject *r = PyUnicode_FromFormat("<Response [%d %U], %zd body bytes>", self->status, reason,
+                                       PyBytes_GET_SIZE(self->body));
     Py_DECREF(reason);
     return r;
 }
@@ -313,13 +314,13 @@ static PyObject *make_response(core_state *st, const hb_conn *c)
 typedef struct {
     PyObject_HEAD
     hb_conn conn;
-    hb_buf tx;         /* the request being built */
-    PyObject *host;    /* str */
+    hb_buf tx;      /* the request being built */
+    PyObject *host; /* str */
     int port;
-    double timeout;    /* seconds; NO_TIMEOUT for None */
+    double timeout;        /* seconds; NO_TIMEOUT for None */
     PyObject *host_header; /* bytes: "host:port" */
-    int busy;          /* a request is under way (GIL released) */
-    int ready;         /* __init__ succeeded */
+    int busy;              /* a request is under way (GIL released) */
+    int ready;             /* __init__ succeeded */
 } ConnectionObject;
 
 static core_state *conn_state(ConnectionObject *self)
@@ -432,8 +433,8 @@ static int get_text(PyObject *o, text *t, int latin1, const char *what)
             }
             PyErr_Clear();
         }
-        PyErr_Format(PyExc_ValueError, "%s must be %s: %R", what,
-                     latin1 ? "Latin-1 text" : "ASCII", o);
+        PyErr_Format(PyExc_ValueError, "%s must be %s: %R", what, latin1 ? "Latin-1 text" : "ASCII",
+                     o);
         return -1;
     }
     if (PyBytes_Check(o)) {
@@ -441,165 +442,101 @@ static int get_text(PyObject *o, text *t, int latin1, const char *what)
         t->n = PyBytes_GET_SIZE(o);
         return 0;
     }
-    PyErr_Format(PyExc_TypeError, "%s must be str or bytes, not %.100s", what,
-                 Py_TYPE(o)->tp_name);
+    PyErr_Format(PyExc_TypeError, "%s must be str or bytes, not %.100s", what, Py_TYPE(o)->tp_name);
     return -1;
 }
 
-/* Rejects what would change the message's framing: CR, LF and NUL
- * anywhere, and for tokens anything outside tchar. */
-static int check_text(const text *t, int token, const char *what)
-{
-    static const char tchar_extra[] = "!#$%&'*+-.^_`|~";
-    if (t->n == 0 && token) {
-        PyErr_Format(PyExc_ValueError, "%s must not be empty", what);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < t->n; i++) {
-        unsigned char ch = (unsigned char)t->p[i];
-        const char *bad = ch == '\r' ? "CR" : ch == '\n' ? "LF" : ch == 0 ? "NUL" : NULL;
-        if (bad == NULL && token && !(ch < 128 && (isalnum(ch) || strchr(tchar_extra, ch))))
-            bad = ch == ' ' ? "a space" : "a character that is not allowed in a token";
-        if (bad != NULL) {
-            PyErr_Format(PyExc_ValueError, "%s contains %s", what, bad);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int has_token(const text *v, const char *tok)
-{
-    size_t tl = strlen(tok);
-    const char *p = v->p, *end = v->p + v->n;
-    while (p < end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        const char *a = p, *b = comma ? comma : end;
-        while (a < b && (*a == ' ' || *a == '\t'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-            b--;
-        if (hb_name_is(a, (size_t)(b - a), tok, tl))
-            return 1;
-        p = comma ? comma + 1 : end;
-    }
-    return 0;
-}
-
-#define NAME_IS(t, lit) hb_name_is((t)->p, (size_t)(t)->n, lit, sizeof(lit) - 1)
-
-/* What the caller's headers said about the ones added by default. */
+/* The caller's headers as fields for hb_req_build: a mapping, or an
+ * iterable of (name, value) pairs; the texts they needed encoded are kept
+ * alive in `owners` until the request is built. */
 typedef struct {
-    int host, length, close;
-    int length_bad;          /* a Content-Length that is no single number */
-    uint64_t length_value;   /* the Content-Length given */
-} given;
+    hb_field *fields;
+    size_t n, cap;
+    PyObject *owners; /* a list, created on the first encoded text */
+} field_list;
 
-static int append_field(hb_buf *b, const text *name, const text *value)
+static void fields_free(field_list *f)
 {
-    if (hb_buf_reserve(b, (size_t)(name->n + value->n + 4)) != 0)
-        return -1;
-    char *w = hb_buf_wrptr(b);
-    memcpy(w, name->p, (size_t)name->n);
-    w += name->n;
-    *w++ = ':';
-    *w++ = ' ';
-    memcpy(w, value->p, (size_t)value->n);
-    w += value->n;
-    *w++ = '\r';
-    *w++ = '\n';
-    hb_buf_commit(b, (size_t)(name->n + value->n + 4));
-    return 0;
+    PyMem_Free(f->fields);
+    Py_CLEAR(f->owners);
 }
 
-static int add_header(hb_buf *b, PyObject *name_obj, PyObject *value_obj, given *g)
+static int keep(field_list *f, PyObject *owner)
 {
-    text name, value;
-    int rc = -1;
-    if (get_text(name_obj, &name, 0, "header name") != 0)
+    if (owner == NULL)
+        return 0;
+    if (f->owners == NULL && (f->owners = PyList_New(0)) == NULL) {
+        Py_DECREF(owner);
         return -1;
-    if (get_text(value_obj, &value, 1, "header value") != 0)
-        goto done_name;
-    if (check_text(&name, 1, "header name") != 0 || check_text(&value, 0, "header value") != 0)
-        goto done;
-    g->host |= NAME_IS(&name, "host");
-    if (NAME_IS(&name, "transfer-encoding")) {
-        /* The client frames a body by Content-Length alone; a given
-         * Transfer-Encoding would have the server read the body (and what
-         * follows it) as something other than what is sent. */
-        PyErr_SetString(PyExc_ValueError,
-                        "Transfer-Encoding cannot be given: the body is sent with Content-Length");
-        goto done;
     }
-    if (NAME_IS(&name, "content-length")) {
-        uint64_t v = 0;
-        int digits = value.n > 0 && value.n <= 18;
-        for (Py_ssize_t i = 0; digits && i < value.n; i++) {
-            digits = value.p[i] >= '0' && value.p[i] <= '9';
-            v = v * 10 + (uint64_t)(value.p[i] - '0');
-        }
-        if (!digits || (g->length && v != g->length_value))
-            g->length_bad = 1;
-        g->length = 1;
-        g->length_value = v;
-    }
-    if (NAME_IS(&name, "connection") && has_token(&value, "close"))
-        g->close = 1;
-    if (append_field(b, &name, &value) != 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    rc = 0;
-done:
-    Py_XDECREF(value.owner);
-done_name:
-    Py_XDECREF(name.owner);
+    int rc = PyList_Append(f->owners, owner);
+    Py_DECREF(owner);
     return rc;
 }
 
-/* headers: a mapping, or an iterable of (name, value) pairs. */
-static int add_headers(hb_buf *b, PyObject *headers, given *g)
+/* name and value, which may be Python objects of any kind, become one
+ * field; a reference to each of them is held by the caller meanwhile (the
+ * pair, or the dict). */
+static int add_field(field_list *f, PyObject *name_obj, PyObject *value_obj)
 {
+    text name, value;
+    if (get_text(name_obj, &name, 0, "header name") != 0)
+        return -1;
+    if (keep(f, name.owner) != 0 || get_text(value_obj, &value, 1, "header value") != 0 ||
+        keep(f, value.owner) != 0)
+        return -1;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 16;
+        hb_field *p = PyMem_Realloc(f->fields, cap * sizeof *p);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        f->fields = p;
+        f->cap = cap;
+    }
+    f->fields[f->n++] = (hb_field){{name.p, (size_t)name.n}, {value.p, (size_t)value.n}};
+    return 0;
+}
+
+static int get_fields(PyObject *headers, field_list *f, PyObject **pairs)
+{
+    *pairs = NULL;
     if (headers == Py_None)
         return 0;
     if (PyDict_Check(headers)) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        while (PyDict_Next(headers, &pos, &k, &v))
-            if (add_header(b, k, v, g) != 0)
-                return -1;
-        return 0;
+        /* A copy of the items: converting one may run Python code. */
+        *pairs = PyDict_Items(headers);
+    } else if (PyMapping_Check(headers) && PyObject_HasAttrString(headers, "items")) {
+        PyObject *items = PyObject_CallMethod(headers, "items", NULL);
+        *pairs = items ? PySequence_List(items) : NULL;
+        Py_XDECREF(items);
+    } else {
+        *pairs = PySequence_List(headers);
+        if (*pairs == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "headers must be a mapping or an iterable of (name, value) pairs");
+        }
     }
-    PyObject *items = NULL;
-    if (PyMapping_Check(headers) && PyObject_HasAttrString(headers, "items")) {
-        items = PyObject_CallMethod(headers, "items", NULL);
-        if (items == NULL)
+    if (*pairs == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(*pairs); i++) {
+        PyObject *seq =
+            PySequence_Fast(PyList_GET_ITEM(*pairs, i), "each header must be a (name, value) pair");
+        if (seq == NULL)
+            return -1;
+        /* The pair's items stay alive in `pairs`, which now holds seq (and
+         * drops what it held, which seq may be). */
+        if (PyList_SetItem(*pairs, i, seq) != 0)
+            return -1;
+        if (PySequence_Fast_GET_SIZE(seq) != 2) {
+            PyErr_SetString(PyExc_ValueError, "each header must be a (name, value) pair");
+            return -1;
+        }
+        if (add_field(f, PySequence_Fast_GET_ITEM(seq, 0), PySequence_Fast_GET_ITEM(seq, 1)) != 0)
             return -1;
     }
-    PyObject *it = PyObject_GetIter(items ? items : headers);
-    Py_XDECREF(items);
-    if (it == NULL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "headers must be a mapping or an iterable of (name, value) pairs");
-        return -1;
-    }
-    PyObject *pair;
-    int rc = 0;
-    while (rc == 0 && (pair = PyIter_Next(it)) != NULL) {
-        PyObject *seq = PySequence_Fast(pair, "each header must be a (name, value) pair");
-        if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != 2) {
-            if (seq != NULL)
-                PyErr_SetString(PyExc_ValueError, "each header must be a (name, value) pair");
-            rc = -1;
-        } else {
-            rc = add_header(b, PySequence_Fast_GET_ITEM(seq, 0), PySequence_Fast_GET_ITEM(seq, 1),
-                            g);
-        }
-        Py_XDECREF(seq);
-        Py_DECREF(pair);
-    }
-    Py_DECREF(it);
-    return rc == 0 && !PyErr_Occurred() ? 0 : -1;
+    return 0;
 }
 
 static PyObject *raise_status(core_state *st, hb_conn *c, hb_status s)
@@ -623,11 +560,6 @@ static PyObject *raise_status(core_state *st, hb_conn *c, hb_status s)
     return NULL;
 }
 
-static int is_method(const text *m, const char *lit)
-{
-    return m->n == (Py_ssize_t)strlen(lit) && memcmp(m->p, lit, (size_t)m->n) == 0;
-}
-
 /* body: a bytes-like object, or str sent as UTF-8. */
 static int get_body(PyObject *o, Py_buffer *body)
 {
@@ -639,84 +571,42 @@ static int get_body(PyObject *o, Py_buffer *body)
     return PyObject_GetBuffer(o, body, PyBUF_SIMPLE);
 }
 
-/* Checks and writes a request into b (cleared first): the request line, the
- * caller's fields, Host (host_header) and Content-Length unless given, and
- * the body if it is at most copy_max bytes (the caller sends a larger one
- * after b). Sets *flags to the HB_REQ_* that fit. Returns 0, or -1 with an
- * exception (ValueError for CR, LF or NUL anywhere, before anything is
- * sent). */
+/* Converts the request's parts and has hb_req_build check and write them
+ * into b. Returns 0 with *flags set, or -1 with an exception: ValueError
+ * for what hb_req_build refuses, before anything is sent. */
 static int build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyObject *headers,
                          const Py_buffer *body, PyObject *host_header, Py_ssize_t copy_max,
                          int *flags)
 {
     text method, target;
-    given g = {0};
-    if (get_text(method_o, &method, 0, "method") != 0)
-        return -1;
-    if (get_text(target_o, &target, 0, "target") != 0)
-        return -1;
-    if (check_text(&method, 1, "method") != 0 || check_text(&target, 0, "target") != 0)
-        return -1;
-    if (target.n == 0 || memchr(target.p, ' ', (size_t)target.n) != NULL) {
-        PyErr_SetString(PyExc_ValueError, target.n ? "target contains a space"
-                                                   : "target must not be empty");
-        return -1;
-    }
-    hb_buf_clear(b);
-    if (hb_buf_append(b, method.p, (size_t)method.n) != 0 || hb_buf_append(b, " ", 1) != 0 ||
-        hb_buf_append(b, target.p, (size_t)target.n) != 0 ||
-        hb_buf_append(b, " HTTP/1.1\r\n", 11) != 0) {
+    field_list fields = {NULL, 0, 0, NULL};
+    PyObject *pairs = NULL;
+    int rc = -1;
+    if (get_text(method_o, &method, 0, "method") != 0 ||
+        get_text(target_o, &target, 0, "target") != 0 || get_fields(headers, &fields, &pairs) != 0)
+        goto done;
+    char err[160];
+    hb_span body_span = {body->obj ? body->buf : NULL, body->obj ? (size_t)body->len : 0};
+    int built = hb_req_build(
+        b, (hb_span){method.p, (size_t)method.n}, (hb_span){target.p, (size_t)target.n},
+        fields.fields, fields.n, body_span, (size_t)copy_max,
+        (hb_span){PyBytes_AS_STRING(host_header), (size_t)PyBytes_GET_SIZE(host_header)}, flags,
+        err, sizeof err);
+    if (built == -2)
         PyErr_NoMemory();
-        return -1;
-    }
-    if (add_headers(b, headers, &g) != 0)
-        return -1;
-    int wants_body = is_method(&method, "POST") || is_method(&method, "PUT") ||
-                     is_method(&method, "PATCH");
-    /* A Content-Length given must be the body's: a larger one would have
-     * the server wait for bytes never sent, a smaller one read the rest of
-     * the body as a second request (RFC 9112 section 6.3). */
-    uint64_t body_len = body->obj != NULL ? (uint64_t)body->len : 0;
-    if (g.length && (g.length_bad || g.length_value != body_len)) {
-        PyErr_Format(PyExc_ValueError,
-                     "the Content-Length given does not match the body's %llu bytes",
-                     (unsigned long long)body_len);
-        return -1;
-    }
-    char clen[48];
-    int ok = 1;
-    if (!g.host) {
-        text n = {"Host", 4, NULL};
-        text v = {PyBytes_AS_STRING(host_header), PyBytes_GET_SIZE(host_header), NULL};
-        ok = append_field(b, &n, &v) == 0;
-    }
-    if (ok && !g.length && (body->obj != NULL || wants_body)) {
-        int n = snprintf(clen, sizeof clen, "Content-Length: %zd\r\n", body->obj ? body->len : 0);
-        ok = hb_buf_append(b, clen, (size_t)n) == 0;
-    }
-    ok = ok && hb_buf_append(b, "\r\n", 2) == 0;
-    if (ok && body->obj != NULL && body->len <= copy_max)
-        ok = hb_buf_append(b, body->buf, (size_t)body->len) == 0;
-    if (!ok) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *flags = 0;
-    if (is_method(&method, "HEAD"))
-        *flags |= HB_REQ_HEAD;
-    /* RFC 9110 section 9.2.2. */
-    if (is_method(&method, "GET") || is_method(&method, "HEAD") || is_method(&method, "PUT") ||
-        is_method(&method, "DELETE") || is_method(&method, "OPTIONS") ||
-        is_method(&method, "TRACE"))
-        *flags |= HB_REQ_IDEMPOTENT;
-    if (g.close)
-        *flags |= HB_REQ_CLOSE;
-    return 0;
+    else if (built != 0)
+        PyErr_SetString(PyExc_ValueError, err);
+    else
+        rc = 0;
+done:
+    Py_XDECREF(pairs);
+    fields_free(&fields);
+    return rc;
 }
 
 /* request(method, target, headers=None, body=None) -> Response */
-static PyObject *Connection_request(ConnectionObject *self, PyObject *const *args,
-                                    Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *Connection_request(ConnectionObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames)
 {
     static const char *const names[] = {"method", "target", "headers", "body"};
     PyObject *argv[4] = {NULL, NULL, Py_None, Py_None};
@@ -823,11 +713,11 @@ static PyObject *Connection_repr(ConnectionObject *self)
                                 self->conn.sock.fd >= 0 ? "open" : "closed");
 }
 
-#define COUNTER(field, doc)                                                          \
-    static PyObject *Connection_get_##field(ConnectionObject *self, void *closure)  \
-    {                                                                                \
-        (void)closure;                                                               \
-        return PyLong_FromUnsignedLongLong(self->conn.field);                        \
+#define COUNTER(field, doc)                                                                        \
+    static PyObject *Connection_get_##field(ConnectionObject *self, void *closure)                 \
+    {                                                                                              \
+        (void)closure;                                                                             \
+        return PyLong_FromUnsignedLongLong(self->conn.field);                                      \
     }
 COUNTER(requests, "")
 COUNTER(connects, "")
@@ -904,7 +794,7 @@ static PyType_Spec Connection_spec = {
 typedef struct {
     PyObject_HEAD
     hb_srv *srv;
-    int starting;      /* __init__ is under way with the GIL released */
+    int starting; /* __init__ is under way with the GIL released */
 } ServerCoreObject;
 
 static void ServerCore_stop_now(ServerCoreObject *self)
@@ -912,8 +802,7 @@ static void ServerCore_stop_now(ServerCoreObject *self)
     hb_srv *srv = self->srv;
     self->srv = NULL;
     if (srv != NULL) {
-        Py_BEGIN_ALLOW_THREADS
-        hb_srv_stop(srv);
+        Py_BEGIN_ALLOW_THREADS hb_srv_stop(srv);
         Py_END_ALLOW_THREADS
     }
 }
@@ -928,9 +817,10 @@ static void ServerCore_dealloc(ServerCoreObject *self)
 
 static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host", "port", "threaded", "threads", "static_dir", "zero_copy",
-                             "max_body", "header_timeout", "send_timeout", "idle_timeout",
-                             "version", "max_buffered", NULL};
+    static char *kwlist[] = {
+        "host",     "port",           "threaded",     "threads",      "static_dir", "zero_copy",
+        "max_body", "header_timeout", "send_timeout", "idle_timeout", "version",    "max_buffered",
+        NULL};
     hb_srv_config cfg;
     int threaded;
     PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3];
@@ -967,10 +857,8 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
     char err[256] = "";
     hb_srv *srv;
     self->starting = 1;
-    Py_BEGIN_ALLOW_THREADS
-    srv = hb_srv_start(&cfg, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    self->starting = 0;
+    Py_BEGIN_ALLOW_THREADS srv = hb_srv_start(&cfg, err, sizeof err);
+    Py_END_ALLOW_THREADS self->starting = 0;
     if (srv == NULL) {
         PyErr_SetString(PyExc_OSError, err);
         return -1;
@@ -1168,8 +1056,7 @@ static PyObject *Histogram_restore(HistogramObject *self, PyObject *state)
     sumsq = PyFloat_AsDouble(o[4]);
     if (PyErr_Occurred())
         return NULL;
-    if (!(sum >= 0 && sumsq >= 0 && isfinite(sum) && isfinite(sumsq)) ||
-        (count && min > max)) {
+    if (!(sum >= 0 && sumsq >= 0 && isfinite(sum) && isfinite(sumsq)) || (count && min > max)) {
         PyErr_SetString(PyExc_ValueError, "not a histogram's state: sums or bounds out of range");
         return NULL;
     }
@@ -1290,8 +1177,7 @@ static void Bench_dealloc(BenchObject *self)
     if (self->b != NULL) {
         hb_bench *b = self->b;
         self->b = NULL;
-        Py_BEGIN_ALLOW_THREADS
-        hb_bench_free(b);
+        Py_BEGIN_ALLOW_THREADS hb_bench_free(b);
         Py_END_ALLOW_THREADS
     }
     Py_XDECREF(self->request);
@@ -1301,12 +1187,11 @@ static void Bench_dealloc(BenchObject *self)
 
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host", "port", "request", "head", "requests", "duration",
-                             "concurrency", "threads", "keepalive", "rate", "timeout",
-                             "lengths_vary", NULL};
+    static char *kwlist[] = {"host",     "port",         "request", "head",      "requests",
+                             "duration", "concurrency",  "threads", "keepalive", "rate",
+                             "timeout",  "lengths_vary", NULL};
     const char *host;
-    PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o,
-        *timeout_o;
+    PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
     long long port, requests, conc, threads;
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
@@ -1342,10 +1227,10 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     char portbuf[16], err[256];
     snprintf(portbuf, sizeof portbuf, "%lld", port);
     int n;
-    Py_BEGIN_ALLOW_THREADS
-    n = hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    if (n < 1) {
+    Py_BEGIN_ALLOW_THREADS n =
+        hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
+    Py_END_ALLOW_THREADS if (n < 1)
+    {
         self->starting = 0;
         PyErr_SetString(st->ConnectError, err);
         return -1;
@@ -1355,10 +1240,8 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     cfg.request = PyBytes_AS_STRING(request);
     cfg.request_len = (size_t)PyBytes_GET_SIZE(request);
     hb_bench *b;
-    Py_BEGIN_ALLOW_THREADS
-    b = hb_bench_start(&cfg);
-    Py_END_ALLOW_THREADS
-    self->starting = 0;
+    Py_BEGIN_ALLOW_THREADS b = hb_bench_start(&cfg);
+    Py_END_ALLOW_THREADS self->starting = 0;
     if (b == NULL) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
@@ -1375,10 +1258,8 @@ static PyObject *Bench_wait(BenchObject *self, PyObject *arg)
     if (self->b == NULL)
         Py_RETURN_TRUE;
     int done;
-    Py_BEGIN_ALLOW_THREADS
-    done = hb_bench_wait(self->b, (int64_t)(seconds * 1e9));
-    Py_END_ALLOW_THREADS
-    return PyBool_FromLong(done);
+    Py_BEGIN_ALLOW_THREADS done = hb_bench_wait(self->b, (int64_t)(seconds * 1e9));
+    Py_END_ALLOW_THREADS return PyBool_FromLong(done);
 }
 
 static PyObject *Bench_stop(BenchObject *self, PyObject *unused)
@@ -1398,6 +1279,130 @@ static PyObject *Bench_progress(BenchObject *self, PyObject *unused)
     return Py_BuildValue("(KK)", (unsigned long long)c, (unsigned long long)f);
 }
 
+/* The run's figures by name, each named once: what result() returns. */
+#define RESULT_AT(name, member)                                                                    \
+    {                                                                                              \
+        name, offsetof(hb_bench_result, member)                                                    \
+    }
+typedef struct {
+    const char *name;
+    size_t off;
+} result_field;
+
+static const result_field RESULT_COUNTS[] = {
+    RESULT_AT("issued", issued),
+    RESULT_AT("complete", complete),
+    RESULT_AT("failed", failed),
+    RESULT_AT("cancelled", cancelled),
+    RESULT_AT("connect", fail_connect),
+    RESULT_AT("receive", fail_receive),
+    RESULT_AT("length", fail_length),
+    RESULT_AT("exceptions", fail_exceptions),
+    RESULT_AT("timeout", fail_timeout),
+    RESULT_AT("non_2xx", non_2xx),
+    RESULT_AT("bytes_received", bytes_received),
+    RESULT_AT("body_bytes", body_bytes),
+    RESULT_AT("bytes_sent", bytes_sent),
+    RESULT_AT("keepalive_requests", keepalive_requests),
+    RESULT_AT("connects", connects),
+    RESULT_AT("reconnects", reconnects),
+};
+static const result_field RESULT_SECONDS[] = {
+    RESULT_AT("elapsed", elapsed),
+    RESULT_AT("cpu_user", cpu_user),
+    RESULT_AT("cpu_sys", cpu_sys),
+};
+static const result_field RESULT_HISTOGRAMS[] = {
+    RESULT_AT("total", total),           RESULT_AT("uncorrected", uncorrected),
+    RESULT_AT("connect_time", connect),  RESULT_AT("waiting", waiting),
+    RESULT_AT("processing", processing),
+};
+static const result_field RESULT_TEXTS[] = {
+    RESULT_AT("server_software", server),
+    RESULT_AT("error", error),
+    RESULT_AT("first_head", first_head),
+};
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* d[name] = value, taking the reference; -1 (with an exception) when value
+ * is NULL or the store fails. */
+static int put(PyObject *d, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int rc = PyDict_SetItemString(d, name, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* [(second, complete, failed, p50 ns, p99 ns)] per second of the run. */
+static PyObject *timeline_list(const hb_bench_result *r)
+{
+    PyObject *list = PyList_New(r->nseconds);
+    for (int s = 0; list != NULL && s < r->nseconds; s++) {
+        const hb_second *sec = &r->timeline[s];
+        uint64_t p50, p99;
+        hb_bench_second_percentiles(sec, &p50, &p99);
+        PyObject *t = Py_BuildValue("(iIIKK)", s, sec->complete, sec->failed,
+                                    (unsigned long long)p50, (unsigned long long)p99);
+        if (t == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, s, t);
+    }
+    return list;
+}
+
+/* {status: count} for the statuses seen. */
+static PyObject *status_dict(const hb_bench_result *r)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < 600; i++) {
+        if (r->status[i] == 0)
+            continue;
+        PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(r->status[i]);
+        int rc = k && v ? PyDict_SetItem(d, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (rc != 0)
+            Py_CLEAR(d);
+    }
+    return d;
+}
+
+static PyObject *result_dict(core_state *st, const hb_bench_result *r)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    const char *base = (const char *)r;
+    for (size_t i = 0; i < COUNT_OF(RESULT_COUNTS); i++)
+        if (put(d, RESULT_COUNTS[i].name,
+                PyLong_FromUnsignedLongLong(*(const uint64_t *)(base + RESULT_COUNTS[i].off))))
+            goto error;
+    for (size_t i = 0; i < COUNT_OF(RESULT_SECONDS); i++)
+        if (put(d, RESULT_SECONDS[i].name,
+                PyFloat_FromDouble(*(const double *)(base + RESULT_SECONDS[i].off))))
+            goto error;
+    for (size_t i = 0; i < COUNT_OF(RESULT_HISTOGRAMS); i++)
+        if (put(d, RESULT_HISTOGRAMS[i].name,
+                new_histogram(st, (const hb_hist *)(base + RESULT_HISTOGRAMS[i].off))))
+            goto error;
+    for (size_t i = 0; i < COUNT_OF(RESULT_TEXTS); i++) {
+        const char *text = base + RESULT_TEXTS[i].off;
+        if (put(d, RESULT_TEXTS[i].name,
+                PyUnicode_DecodeLatin1(text, (Py_ssize_t)strlen(text), NULL)))
+            goto error;
+    }
+    if (put(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
+        put(d, "status_counts", status_dict(r)) || put(d, "timeline", timeline_list(r)))
+        goto error;
+    return d;
+error:
+    Py_DECREF(d);
+    return NULL;
+}
+
 /* result() -> dict: every figure of the run; call after wait() is True. */
 static PyObject *Bench_result(BenchObject *self, PyObject *unused)
 {
@@ -1411,62 +1416,7 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     if (r == NULL)
         return PyErr_NoMemory();
     hb_bench_collect(self->b, r);
-    PyObject *status = PyDict_New(), *out = NULL, *timeline = PyList_New(0);
-    /* (second, complete, failed, p50 ns, p99 ns) per second of the run, the
-     * percentiles as the upper bound of their timeline bucket. */
-    for (int s = 0; timeline != NULL && s < r->nseconds; s++) {
-        const hb_second *sec = &r->timeline[s];
-        uint64_t p[2] = {0, 0}, rank[2] = {(sec->complete + 1) / 2,
-                                           sec->complete - sec->complete / 100};
-        uint64_t seen = 0;
-        for (int k = 0, which = 0; sec->complete > 0 && k < HB_TL_BUCKETS && which < 2; k++) {
-            seen += sec->buckets[k];
-            while (which < 2 && seen >= rank[which])
-                p[which++] = hb_tl_upper(k);
-        }
-        PyObject *t = Py_BuildValue("(iIIKK)", s, sec->complete, sec->failed,
-                                    (unsigned long long)p[0], (unsigned long long)p[1]);
-        if (t == NULL || PyList_Append(timeline, t) != 0)
-            Py_CLEAR(timeline);
-        Py_XDECREF(t);
-    }
-    if (timeline == NULL)
-        Py_CLEAR(status);
-    for (int i = 0; status != NULL && i < 600; i++) {
-        if (r->status[i] == 0)
-            continue;
-        PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(r->status[i]);
-        int rc = k && v ? PyDict_SetItem(status, k, v) : -1;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
-        if (rc != 0)
-            Py_CLEAR(status);
-    }
-    if (status != NULL)
-        out = Py_BuildValue(
-            "{sKsKsKsKsKsKsKsKsKsKsNsKsKsKsKsKsKsLsNsdsdsdsNsNsNsNsNsNsNsN}",
-            "issued", (unsigned long long)r->issued, "complete", (unsigned long long)r->complete,
-            "failed", (unsigned long long)r->failed, "cancelled", (unsigned long long)r->cancelled, "connect", (unsigned long long)r->fail_connect,
-            "receive", (unsigned long long)r->fail_receive, "length",
-            (unsigned long long)r->fail_length, "exceptions", (unsigned long long)r->fail_exceptions,
-            "timeout", (unsigned long long)r->fail_timeout, "non_2xx",
-            (unsigned long long)r->non_2xx, "status_counts", status, "bytes_received",
-            (unsigned long long)r->bytes_received, "body_bytes", (unsigned long long)r->body_bytes,
-            "bytes_sent", (unsigned long long)r->bytes_sent, "keepalive_requests",
-            (unsigned long long)r->keepalive_requests, "connects", (unsigned long long)r->connects,
-            "reconnects", (unsigned long long)r->reconnects, "document_length",
-            (long long)r->document_length, "server_software",
-            PyUnicode_DecodeLatin1(r->server, (Py_ssize_t)strlen(r->server), NULL), "elapsed",
-            r->elapsed,
-            "cpu_user", r->cpu_user, "cpu_sys", r->cpu_sys, "total", new_histogram(st, &r->total),
-            "uncorrected", new_histogram(st, &r->uncorrected), "connect_time",
-            new_histogram(st, &r->connect), "waiting", new_histogram(st, &r->waiting),
-            "processing", new_histogram(st, &r->processing), "error",
-            PyUnicode_DecodeLatin1(r->error, (Py_ssize_t)strlen(r->error), NULL), "timeline",
-            timeline, "first_head",
-            PyUnicode_DecodeLatin1(r->first_head, (Py_ssize_t)strlen(r->first_head), NULL));
-    else
-        Py_XDECREF(timeline);
+    PyObject *out = result_dict(st, r);
     hb_bench_result_free(r);
     PyMem_Free(r);
     return out;
@@ -1520,8 +1470,7 @@ static PyObject *core_build_request(PyObject *module, PyObject *args, PyObject *
 }
 
 static PyMethodDef core_functions[] = {
-    {"build_request", (PyCFunction)(void (*)(void))core_build_request,
-     METH_VARARGS | METH_KEYWORDS,
+    {"build_request", (PyCFunction)(void (*)(void))core_build_request, METH_VARARGS | METH_KEYWORDS,
      "build_request(method, target, headers, body, host) -> (bytes, flags): the request "
      "Connection.request would send."},
     {0},

@@ -35,11 +35,11 @@
  * into exceptions. */
 typedef enum {
     HB_OK = 0,
-    HB_ERR_CONNECT,     /* could not resolve or connect */
-    HB_ERR_TIMEOUT,     /* a deadline passed */
-    HB_ERR_PROTOCOL,    /* the peer sent invalid or unsupported HTTP */
-    HB_ERR_INCOMPLETE,  /* the peer closed or reset before the response was complete */
-    HB_ERR_IO,          /* some other system error */
+    HB_ERR_CONNECT,    /* could not resolve or connect */
+    HB_ERR_TIMEOUT,    /* a deadline passed */
+    HB_ERR_PROTOCOL,   /* the peer sent invalid or unsupported HTTP */
+    HB_ERR_INCOMPLETE, /* the peer closed or reset before the response was complete */
+    HB_ERR_IO,         /* some other system error */
     HB_ERR_NOMEM,
     HB_ERR_INTERRUPTED, /* the interrupt callback asked to stop */
 } hb_status;
@@ -95,12 +95,12 @@ typedef struct {
 } hb_transport;
 
 struct hb_sock {
-    int fd;                       /* -1 when closed */
+    int fd; /* -1 when closed */
     const hb_transport *tp;
-    void *ctx;                    /* the transport's own state */
-    int wants;                    /* after EAGAIN: HB_SOCK_WANT_READ or _WRITE */
-    int64_t timeout;              /* the per-request timeout, ns */
-    int64_t rcvtimeo, sndtimeo;   /* what the kernel has been told, ns */
+    void *ctx;                  /* the transport's own state */
+    int wants;                  /* after EAGAIN: HB_SOCK_WANT_READ or _WRITE */
+    int64_t timeout;            /* the per-request timeout, ns */
+    int64_t rcvtimeo, sndtimeo; /* what the kernel has been told, ns */
     /* Called (when set) each time a wait is cut short by a signal: returns
      * nonzero to give up with EINTR, zero to go on waiting. */
     int (*interrupted)(void *arg);

@@ -12,22 +12,17 @@
 #include <string.h>
 
 /* tchar (RFC 9110 section 5.6.2). */
-static const unsigned char is_tchar[256] = {
-    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
-    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
-    ['`'] = 1, ['|'] = 1, ['~'] = 1,
-    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
-    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
-    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1,
-    ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
-    ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
-    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
-    ['Y'] = 1, ['Z'] = 1,
-    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
-    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
-    ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
-    ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
-    ['y'] = 1, ['z'] = 1,
+const unsigned char hb_tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,  ['~'] = 1, ['0'] = 1,
+    ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,  ['7'] = 1, ['8'] = 1,
+    ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1,  ['F'] = 1, ['G'] = 1,
+    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1,  ['N'] = 1, ['O'] = 1,
+    ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,  ['V'] = 1, ['W'] = 1,
+    ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1,  ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1,  ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1,  ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
 
 /* field-vchar / SP / HTAB (RFC 9110 section 5.5): every byte but the
@@ -37,7 +32,10 @@ static int is_text(unsigned char ch)
     return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
 }
 
-static int is_ows(char ch) { return ch == ' ' || ch == '\t'; }
+static int is_ows(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
 
 static int hex_value(unsigned char ch)
 {
@@ -178,8 +176,8 @@ static size_t line_end(const char *buf, size_t pos, size_t end, size_t *next)
 
 /* Pass two, field lines: buf[pos..end) holds complete lines, the blank one
  * last (RFC 9112 section 5, RFC 9110 section 5.5). */
-static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
-                                const char *buf, size_t pos, size_t end, int allow_fold)
+static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded, const char *buf,
+                                size_t pos, size_t end, int allow_fold)
 {
     unsigned n = 0;
     for (;;) {
@@ -195,9 +193,9 @@ static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
                 return "whitespace before the first header field";
             if (!allow_fold)
                 return "obsolete line folding in header field";
-            const char *bad = text_defect(buf + pos, eol - pos, "NUL in header value",
-                                          "bare CR in header value",
-                                          "invalid character in header value");
+            const char *bad =
+                text_defect(buf + pos, eol - pos, "NUL in header value", "bare CR in header value",
+                            "invalid character in header value");
             if (bad)
                 return bad;
             size_t vend = eol;
@@ -210,7 +208,7 @@ static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
             continue;
         }
         size_t p = pos;
-        while (is_tchar[(unsigned char)buf[p]])
+        while (hb_tchar[(unsigned char)buf[p]])
             p++;
         char ch = buf[p];
         if (ch != ':' || p == pos) {
@@ -230,9 +228,9 @@ static const char *parse_fields(hb_header *h, unsigned *num, unsigned *folded,
         size_t vend = eol;
         while (vend > p && is_ows(buf[vend - 1]))
             vend--;
-        const char *bad = text_defect(buf + p, vend - p, "NUL in header value",
-                                      "bare CR in header value",
-                                      "invalid character in header value");
+        const char *bad =
+            text_defect(buf + p, vend - p, "NUL in header value", "bare CR in header value",
+                        "invalid character in header value");
         if (bad)
             return bad;
         h[n].value_off = (uint32_t)p;
@@ -250,7 +248,10 @@ typedef struct {
     const char *p, *end;
 } list_iter;
 
-static int is_list_ws(char ch) { return is_ows(ch) || ch == '\r' || ch == '\n'; }
+static int is_list_ws(char ch)
+{
+    return is_ows(ch) || ch == '\r' || ch == '\n';
+}
 
 static int list_next(list_iter *it, const char **elem, size_t *elen)
 {
@@ -306,7 +307,7 @@ static const char *parse_content_length(const char *v, size_t n, int *seen, uint
 static size_t coding_name(const char *e, size_t n, int *params)
 {
     size_t i = 0, k;
-    while (i < n && is_tchar[(unsigned char)e[i]])
+    while (i < n && hb_tchar[(unsigned char)e[i]])
         i++;
     size_t name = i;
     *params = 0;
@@ -318,7 +319,7 @@ static size_t coding_name(const char *e, size_t n, int *params)
         *params = 1;
         for (i++; i < n && is_ows(e[i]); i++)
             ;
-        for (k = i; i < n && is_tchar[(unsigned char)e[i]]; i++)
+        for (k = i; i < n && hb_tchar[(unsigned char)e[i]]; i++)
             ;
         if (i == k)
             return 0;
@@ -335,7 +336,7 @@ static size_t coding_name(const char *e, size_t n, int *params)
                 return 0;
             i++;
         } else {
-            for (k = i; i < n && is_tchar[(unsigned char)e[i]]; i++)
+            for (k = i; i < n && hb_tchar[(unsigned char)e[i]]; i++)
                 ;
             if (i == k)
                 return 0;
@@ -408,8 +409,7 @@ static const char *parse_status_line(hb_response *r, const char *buf, size_t eol
         return "invalid status code";
     size_t reason = eol > 12 ? 13 : 12;
     const char *bad = text_defect(buf + reason, eol - reason, "NUL in reason phrase",
-                                  "bare CR in reason phrase",
-                                  "invalid character in reason phrase");
+                                  "bare CR in reason phrase", "invalid character in reason phrase");
     if (bad)
         return bad;
     r->minor_version = buf[7] - '0';
@@ -514,19 +514,19 @@ int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
 
 /* The chunked decoder's states; zero is the start of a chunk-size line. */
 enum {
-    C_SIZE = 0, /* hex digits */
-    C_SIZE_WS,  /* after the digits: BWS, ';' or CR */
-    C_EXT,      /* chunk-ext, up to CR */
-    C_SIZE_LF,  /* LF after the chunk line's CR */
-    C_DATA,
-    C_DATA_CR,
-    C_DATA_LF,
-    C_TRAILER,  /* start of a trailer line, or the final CRLF */
-    C_TNAME,
-    C_TVALUE,
-    C_TLF,
-    C_END_LF,
-    C_DONE,
+    CK_SIZE = 0, /* hex digits */
+    CK_SIZE_WS,  /* after the digits: BWS, ';' or CR */
+    CK_EXT,      /* chunk-ext, up to CR */
+    CK_SIZE_LF,  /* LF after the chunk line's CR */
+    CK_DATA,
+    CK_DATA_CR,
+    CK_DATA_LF,
+    CK_TRAILER, /* start of a trailer line, or the final CRLF */
+    CK_TNAME,
+    CK_TVALUE,
+    CK_TLF,
+    CK_END_LF,
+    CK_DONE,
 };
 
 static int chunk_error(hb_chunked *c, const char *why)
@@ -535,15 +535,15 @@ static int chunk_error(hb_chunked *c, const char *why)
     return HB_PARSE_ERROR;
 }
 
-int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
-                     size_t *data_off, size_t *data_len)
+int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used, size_t *data_off,
+                     size_t *data_len)
 {
     size_t i = 0;
     *data_off = *data_len = 0;
     while (i < len) {
         unsigned char ch = (unsigned char)buf[i];
         switch (c->state) {
-        case C_SIZE: {
+        case CK_SIZE: {
             int v = hex_value(ch);
             if (v >= 0) {
                 if (++c->digits > HB_MAX_CHUNK_DIGITS)
@@ -555,68 +555,68 @@ int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
             }
             if (c->digits == 0)
                 return chunk_error(c, "invalid chunk size");
-            c->state = C_SIZE_WS;
+            c->state = CK_SIZE_WS;
         }
             /* fall through */
-        case C_SIZE_WS:
+        case CK_SIZE_WS:
             if (ch == '\r')
-                c->state = C_SIZE_LF;
+                c->state = CK_SIZE_LF;
             else if (ch == ';')
-                c->state = C_EXT;
+                c->state = CK_EXT;
             else if (ch == '\n')
                 return chunk_error(c, "bare LF in chunk line");
             else if (!is_ows((char)ch))
                 return chunk_error(c, "invalid chunk size");
             break;
-        case C_EXT:
+        case CK_EXT:
             if (ch == '\r')
-                c->state = C_SIZE_LF;
+                c->state = CK_SIZE_LF;
             else if (ch == '\n')
                 return chunk_error(c, "bare LF in chunk line");
             else if (!is_text(ch))
                 return chunk_error(c, ch == 0 ? "NUL in chunk extension"
                                               : "invalid character in chunk extension");
             break;
-        case C_SIZE_LF:
+        case CK_SIZE_LF:
             if (ch != '\n')
                 return chunk_error(c, "bare CR in chunk line");
-            c->state = c->remaining ? C_DATA : C_TRAILER;
+            c->state = c->remaining ? CK_DATA : CK_TRAILER;
             c->line_len = 0;
             i++;
             continue;
-        case C_DATA: {
+        case CK_DATA: {
             size_t n = len - i;
             if ((uint64_t)n > c->remaining)
                 n = (size_t)c->remaining;
             c->remaining -= n;
             if (c->remaining == 0)
-                c->state = C_DATA_CR;
+                c->state = CK_DATA_CR;
             *data_off = i;
             *data_len = n;
             *used = i + n;
             return HB_PARSE_MORE;
         }
-        case C_DATA_CR:
-        case C_DATA_LF:
-            if (ch != (c->state == C_DATA_CR ? '\r' : '\n'))
+        case CK_DATA_CR:
+        case CK_DATA_LF:
+            if (ch != (c->state == CK_DATA_CR ? '\r' : '\n'))
                 return chunk_error(c, "chunk data not followed by CRLF");
-            if (c->state == C_DATA_LF) {
+            if (c->state == CK_DATA_LF) {
                 c->digits = 0;
                 c->line_len = 0;
                 c->remaining = 0;
-                c->state = C_SIZE;
+                c->state = CK_SIZE;
             } else {
-                c->state = C_DATA_LF;
+                c->state = CK_DATA_LF;
             }
             i++;
             continue;
-        case C_TRAILER:
+        case CK_TRAILER:
             if (ch == '\r')
-                c->state = C_END_LF;
+                c->state = CK_END_LF;
             else if (ch == '\n')
                 return chunk_error(c, "bare LF in trailer section");
-            else if (is_tchar[ch])
-                c->state = C_TNAME;
+            else if (hb_tchar[ch])
+                c->state = CK_TNAME;
             else if (ch == ':')
                 return chunk_error(c, "empty trailer field name");
             else if (is_ows((char)ch))
@@ -624,52 +624,50 @@ int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
             else
                 return chunk_error(c, "invalid character in trailer field name");
             break;
-        case C_TNAME:
+        case CK_TNAME:
             if (ch == ':')
-                c->state = C_TVALUE;
+                c->state = CK_TVALUE;
             else if (is_ows((char)ch))
                 return chunk_error(c, "whitespace before colon in trailer field");
             else if (ch == '\r' || ch == '\n')
                 return chunk_error(c, "trailer line without colon");
-            else if (!is_tchar[ch])
+            else if (!hb_tchar[ch])
                 return chunk_error(c, "invalid character in trailer field name");
             break;
-        case C_TVALUE:
+        case CK_TVALUE:
             if (ch == '\r')
-                c->state = C_TLF;
+                c->state = CK_TLF;
             else if (ch == '\n')
                 return chunk_error(c, "bare LF in trailer section");
             else if (!is_text(ch))
                 return chunk_error(c, ch == 0 ? "NUL in trailer field value"
                                               : "invalid character in trailer field value");
             break;
-        case C_TLF:
+        case CK_TLF:
             if (ch != '\n')
                 return chunk_error(c, "bare CR in trailer section");
             if (++c->trailers > HB_MAX_HEADERS)
                 return chunk_error(c, "more than 100 trailer fields");
             c->line_len = 0;
-            c->state = C_TRAILER;
+            c->state = CK_TRAILER;
             break;
-        case C_END_LF:
+        case CK_END_LF:
             if (ch != '\n')
                 return chunk_error(c, "bare CR in trailer section");
-            c->state = C_DONE;
+            c->state = CK_DONE;
             *used = i + 1;
             return HB_PARSE_DONE;
-        default:
-            return chunk_error(c, "chunked body already complete");
+        default: return chunk_error(c, "chunked body already complete");
         }
         /* A byte of a chunk line or of the trailer section: count it
          * against the limits (line content only, CR and LF aside). */
         i++;
-        if (c->state >= C_TRAILER) {
+        if (c->state >= CK_TRAILER) {
             if (++c->trailer_len > HB_MAX_HEAD)
                 return chunk_error(c, "trailer section longer than 65536 bytes");
-            if ((c->state == C_TNAME || c->state == C_TVALUE) && ++c->line_len > HB_MAX_LINE)
+            if ((c->state == CK_TNAME || c->state == CK_TVALUE) && ++c->line_len > HB_MAX_LINE)
                 return chunk_error(c, "trailer line longer than 8192 bytes");
-        } else if ((c->state == C_SIZE_WS || c->state == C_EXT) &&
-                   ++c->line_len > HB_MAX_LINE) {
+        } else if ((c->state == CK_SIZE_WS || c->state == CK_EXT) && ++c->line_len > HB_MAX_LINE) {
             return chunk_error(c, "chunk line longer than 8192 bytes");
         }
     }
@@ -682,7 +680,7 @@ int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
 static const char *parse_request_line(hb_request *r, const char *buf, size_t eol)
 {
     size_t p = 0;
-    while (p < eol && is_tchar[(unsigned char)buf[p]])
+    while (p < eol && hb_tchar[(unsigned char)buf[p]])
         p++;
     if (p == 0 || p == eol || buf[p] != ' ')
         return "invalid method";
@@ -698,8 +696,8 @@ static const char *parse_request_line(hb_request *r, const char *buf, size_t eol
     r->target_off = (uint32_t)t;
     r->target_len = (uint32_t)(p - t);
     p++;
-    if (eol - p != 8 || memcmp(buf + p, "HTTP/", 5) != 0 || buf[p + 5] < '0' ||
-        buf[p + 5] > '9' || buf[p + 6] != '.' || buf[p + 7] < '0' || buf[p + 7] > '9')
+    if (eol - p != 8 || memcmp(buf + p, "HTTP/", 5) != 0 || buf[p + 5] < '0' || buf[p + 5] > '9' ||
+        buf[p + 6] != '.' || buf[p + 7] < '0' || buf[p + 7] > '9')
         return "invalid HTTP version";
     if (buf[p + 5] != '1') {
         r->status = 505;
@@ -773,7 +771,7 @@ int hb_parse_request(hb_request *r, const char *buf, size_t len)
      * begin one (a TLS ClientHello, binary) is refused at once, not after
      * the header deadline. */
     for (size_t i = 0; i < len && i < 16 && buf[i] != ' '; i++) {
-        if (!is_tchar[(unsigned char)buf[i]]) {
+        if (!hb_tchar[(unsigned char)buf[i]]) {
             r->status = 400;
             r->error = (unsigned char)buf[0] == 0x16
                            ? "TLS (0x16) sent to a plain HTTP server: is the URL http?"
@@ -819,8 +817,7 @@ int hb_body_feed(hb_body *b, const char *buf, size_t len, size_t *used, size_t *
 {
     *used = *data_off = *data_len = 0;
     switch (b->kind) {
-    case HB_BODY_NONE:
-        return HB_PARSE_DONE;
+    case HB_BODY_NONE: return HB_PARSE_DONE;
     case HB_BODY_LENGTH: {
         size_t n = (uint64_t)len < b->left ? len : (size_t)b->left;
         *used = *data_len = n;
@@ -849,7 +846,7 @@ int hb_body_end(hb_body *b)
 {
     if (b->kind == HB_BODY_CLOSE || b->kind == HB_BODY_NONE ||
         (b->kind == HB_BODY_LENGTH && b->left == 0) ||
-        (b->kind == HB_BODY_CHUNKED && b->ck.state == C_DONE))
+        (b->kind == HB_BODY_CHUNKED && b->ck.state == CK_DONE))
         return HB_PARSE_DONE;
     b->error = b->kind == HB_BODY_LENGTH ? "connection closed before the end of the body"
                                          : "connection closed inside the chunked body";

@@ -13,15 +13,15 @@
 #include <string.h>
 
 /* Statuses every parser returns. */
-#define HB_PARSE_DONE 0    /* the element is complete */
-#define HB_PARSE_MORE 1    /* everything given was used; need more bytes */
+#define HB_PARSE_DONE 0     /* the element is complete */
+#define HB_PARSE_MORE 1     /* everything given was used; need more bytes */
 #define HB_PARSE_ERROR (-1) /* bad input; `error` names the defect */
 
 /* Limits, as the trusted clients and servers enforce them. */
-#define HB_MAX_LINE 8192          /* start line or one field line, without CRLF */
-#define HB_MAX_HEAD 65536         /* whole header (or trailer) section, with CRLFs */
-#define HB_MAX_HEADERS 100        /* field lines in a section */
-#define HB_MAX_CHUNK_DIGITS 16    /* hex digits in a chunk size */
+#define HB_MAX_LINE 8192       /* start line or one field line, without CRLF */
+#define HB_MAX_HEAD 65536      /* whole header (or trailer) section, with CRLFs */
+#define HB_MAX_HEADERS 100     /* field lines in a section */
+#define HB_MAX_CHUNK_DIGITS 16 /* hex digits in a chunk size */
 
 /* One field line; offsets are from the start of the message. */
 typedef struct {
@@ -47,15 +47,15 @@ typedef struct {
 typedef struct {
     hb_head_scan scan;
     /* Valid after HB_PARSE_DONE: */
-    size_t head_len;          /* bytes of the head, final CRLF included */
-    int minor_version;        /* HTTP/1.x */
-    int status;               /* 100..599 */
+    size_t head_len;   /* bytes of the head, final CRLF included */
+    int minor_version; /* HTTP/1.x */
+    int status;        /* 100..599 */
     uint32_t reason_off, reason_len;
     unsigned num_headers;
-    unsigned folded : 1;      /* some value holds obs-fold (CRLF + WS) */
-    unsigned keep_alive : 1;  /* the connection may carry another request */
+    unsigned folded : 1;     /* some value holds obs-fold (CRLF + WS) */
+    unsigned keep_alive : 1; /* the connection may carry another request */
     hb_body_kind body;
-    uint64_t content_length;  /* for HB_BODY_LENGTH */
+    uint64_t content_length; /* for HB_BODY_LENGTH */
     /* Valid after HB_PARSE_ERROR: a static string naming the defect. */
     const char *error;
     hb_header headers[HB_MAX_HEADERS]; /* the first num_headers are set */
@@ -81,13 +81,13 @@ typedef struct {
     hb_head_scan scan;
     /* Valid after HB_PARSE_DONE: */
     size_t head_len;
-    uint32_t method_len;            /* the method starts the head */
+    uint32_t method_len; /* the method starts the head */
     uint32_t target_off, target_len;
     int minor_version;
     unsigned num_headers;
-    unsigned keep_alive : 1;        /* the client allows another request */
-    unsigned expect_continue : 1;   /* Expect: 100-continue */
-    hb_body_kind body;              /* NONE, LENGTH or CHUNKED */
+    unsigned keep_alive : 1;      /* the client allows another request */
+    unsigned expect_continue : 1; /* Expect: 100-continue */
+    hb_body_kind body;            /* NONE, LENGTH or CHUNKED */
     uint64_t content_length;
     /* Valid after HB_PARSE_ERROR: the defect, and the status to answer it
      * with: 400, 414 (request line too long), 431 (header fields too large
@@ -110,11 +110,11 @@ int hb_parse_request(hb_request *r, const char *buf, size_t len);
 /* Chunked transfer coding decoder (RFC 9112 section 7.1). */
 typedef struct {
     int state;
-    unsigned digits;     /* hex digits of the current chunk size */
-    size_t line_len;     /* bytes in the current chunk or trailer line */
-    size_t trailer_len;  /* bytes of the trailer section */
-    unsigned trailers;   /* trailer field lines */
-    uint64_t remaining;  /* chunk size, then data bytes still to come */
+    unsigned digits;    /* hex digits of the current chunk size */
+    size_t line_len;    /* bytes in the current chunk or trailer line */
+    size_t trailer_len; /* bytes of the trailer section */
+    unsigned trailers;  /* trailer field lines */
+    uint64_t remaining; /* chunk size, then data bytes still to come */
     const char *error;
 } hb_chunked;
 
@@ -126,8 +126,8 @@ typedef struct {
  * HB_PARSE_MORE when called for again (with the rest of buf, or with more
  * bytes when *used == len), or HB_PARSE_ERROR with c->error set. Chunk
  * extensions and trailer fields are checked and skipped. */
-int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
-                     size_t *data_off, size_t *data_len);
+int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used, size_t *data_off,
+                     size_t *data_len);
 
 /* One message body's framing (RFC 9112 section 6.3), chosen once from its
  * head: the one decoder the client, the loop, the server and the C tests
@@ -135,10 +135,10 @@ int hb_parse_chunked(hb_chunked *c, const char *buf, size_t len, size_t *used,
  * hb_body_init. */
 typedef struct {
     hb_body_kind kind;
-    uint64_t left;       /* HB_BODY_LENGTH: bytes still to come */
-    uint64_t got;        /* data bytes so far (framing excluded) */
-    hb_chunked ck;       /* HB_BODY_CHUNKED */
-    const char *error;   /* after HB_PARSE_ERROR: the defect */
+    uint64_t left;     /* HB_BODY_LENGTH: bytes still to come */
+    uint64_t got;      /* data bytes so far (framing excluded) */
+    hb_chunked ck;     /* HB_BODY_CHUNKED */
+    const char *error; /* after HB_PARSE_ERROR: the defect */
 } hb_body;
 
 /* Readies b for a body of `kind`; length is the Content-Length for
@@ -169,6 +169,9 @@ extern const char hb_parse_not_http[];
 /* Writes the first bytes of buf (at most 24) into out as printable text,
  * others as \xNN, NUL-terminated within outlen. */
 void hb_parse_excerpt(const char *buf, size_t len, char *out, size_t outlen);
+
+/* Nonzero for the bytes of a token, tchar (RFC 9110 section 5.6.2). */
+extern const unsigned char hb_tchar[256];
 
 /* Case-insensitive comparison of an ASCII name against a lower-case one. */
 int hb_name_is(const char *name, size_t len, const char *lower, size_t lower_len);

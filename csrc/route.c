@@ -90,8 +90,7 @@ static int is(const char *p, size_t n, const char *lit)
 
 /* The value of `name` in a query string as a number no larger than max.
  * Returns 0, or -1 when it is missing, not all digits, or too large. */
-static int query_number(const char *q, size_t qlen, const char *name, uint64_t max,
-                        uint64_t *out)
+static int query_number(const char *q, size_t qlen, const char *name, uint64_t max, uint64_t *out)
 {
     size_t nl = strlen(name);
     const char *p = q, *end = q + qlen;
@@ -123,10 +122,10 @@ static const char *content_type_of(const char *path, size_t n)
     static const struct {
         const char *ext, *type;
     } types[] = {
-        {".html", "text/html"}, {".htm", "text/html"}, {".txt", "text/plain"},
-        {".css", "text/css"}, {".js", "text/javascript"}, {".json", "application/json"},
-        {".svg", "image/svg+xml"}, {".png", "image/png"}, {".jpg", "image/jpeg"},
-        {".jpeg", "image/jpeg"}, {".gif", "image/gif"}, {".ico", "image/x-icon"},
+        {".html", "text/html"},      {".htm", "text/html"},       {".txt", "text/plain"},
+        {".css", "text/css"},        {".js", "text/javascript"},  {".json", "application/json"},
+        {".svg", "image/svg+xml"},   {".png", "image/png"},       {".jpg", "image/jpeg"},
+        {".jpeg", "image/jpeg"},     {".gif", "image/gif"},       {".ico", "image/x-icon"},
         {".pdf", "application/pdf"}, {".xml", "application/xml"},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -306,7 +305,8 @@ void hb_route(const hb_route_static *st, const char *method, size_t mlen, const 
         }
         plan->delay_ns = (int64_t)n * 1000000;
     } else {
-        hb_route_error(plan, 404, "no such endpoint: try /rnd?c=N, /echo, /static/PATH, "
-                                  "/status/CODE, /delay?ms=N or /chunked?c=N\n");
+        hb_route_error(plan, 404,
+                       "no such endpoint: try /rnd?c=N, /echo, /static/PATH, "
+                       "/status/CODE, /delay?ms=N or /chunked?c=N\n");
     }
 }

@@ -37,14 +37,14 @@ typedef struct {
     int status;
     hb_src src;
     uint64_t length;
-    const char *text;          /* HB_SRC_TEXT */
-    const char *content_type;  /* NULL: none */
-    const char *allow;         /* for 405: the methods allowed */
-    int file_fd;               /* HB_SRC_FILE; owned by the plan, -1 otherwise */
+    const char *text;         /* HB_SRC_TEXT */
+    const char *content_type; /* NULL: none */
+    const char *allow;        /* for 405: the methods allowed */
+    int file_fd;              /* HB_SRC_FILE; owned by the plan, -1 otherwise */
     int64_t delay_ns;
-    unsigned head_only : 1;    /* HEAD: headers as for GET, no body */
-    unsigned keep_body : 1;    /* the request body is needed (echo) */
-    unsigned close : 1;        /* close the connection after this response */
+    unsigned head_only : 1; /* HEAD: headers as for GET, no body */
+    unsigned keep_body : 1; /* the request body is needed (echo) */
+    unsigned close : 1;     /* close the connection after this response */
 } hb_plan;
 
 /* The static directory, opened once: a directory fd, or -1 for none. */

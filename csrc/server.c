@@ -59,11 +59,17 @@ struct hb_srv {
     int acceptor_started;
     pthread_mutex_t mu;
     pthread_cond_t idle;
-    hb_sess *live;     /* sessions with a thread */
+    hb_sess *live; /* sessions with a thread */
     int nlive;
-    volatile int stopping;
+    int stopping; /* atomic: set once by hb_srv_stop */
     uint64_t connections;
 };
+
+/* Whether hb_srv_stop has begun. */
+static int srv_stopping(hb_srv *srv)
+{
+    return __atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE);
+}
 
 /* Distinct addresses tag the listening socket and the stop and timer fds
  * among the sessions in epoll's data. */
@@ -178,7 +184,7 @@ static void close_session(hb_loop *l, hb_sess *s)
     free(s);
 }
 
-static void set_events(hb_loop *l, hb_sess *s, unsigned events)
+static void loop_events(hb_loop *l, hb_sess *s, unsigned events)
 {
     if (s->events == events)
         return;
@@ -190,21 +196,15 @@ static void set_events(hb_loop *l, hb_sess *s, unsigned events)
 static void drive(hb_loop *l, hb_sess *s, int64_t now)
 {
     switch (hb_sess_advance(s, now)) {
-    case HB_WANT_READ:
-        set_events(l, s, EPOLLIN);
-        break;
-    case HB_WANT_WRITE:
-        set_events(l, s, EPOLLOUT);
-        break;
+    case HB_WANT_READ: loop_events(l, s, EPOLLIN); break;
+    case HB_WANT_WRITE: loop_events(l, s, EPOLLOUT); break;
     case HB_WANT_TIMER:
         /* Nothing is read while a delay runs: pipelined requests wait. */
-        set_events(l, s, 0);
+        loop_events(l, s, 0);
         if (s->heap_index < 0 && heap_push(l, s) != 0)
             close_session(l, s);
         break;
-    case HB_WANT_CLOSE:
-        close_session(l, s);
-        break;
+    case HB_WANT_CLOSE: close_session(l, s); break;
     }
 }
 
@@ -345,7 +345,7 @@ static void *conn_main(void *arg)
     hb_sess *s = arg;
     hb_srv *srv = s->driver;
 
-    while (!srv->stopping) {
+    while (!srv_stopping(srv)) {
         int64_t now = hb_now_ns();
         if (hb_sess_expired(s, now))
             break;
@@ -355,7 +355,7 @@ static void *conn_main(void *arg)
         if (want == HB_WANT_TIMER) {
             /* Sleep out the delay, waking early only to stop. */
             int64_t left;
-            while (!srv->stopping && (left = s->wake_at - hb_now_ns()) > 0) {
+            while (!srv_stopping(srv) && (left = s->wake_at - hb_now_ns()) > 0) {
                 struct pollfd p = {.fd = srv->stop_fd, .events = POLLIN};
                 struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
                 ppoll(&p, 1, &ts, NULL);
@@ -385,7 +385,7 @@ static void *acceptor_main(void *arg)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, THREAD_STACK);
 
-    while (!srv->stopping) {
+    while (!srv_stopping(srv)) {
         int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -407,7 +407,7 @@ static void *acceptor_main(void *arg)
         /* Counted before the thread can answer anything on it. */
         __atomic_add_fetch(&srv->connections, 1, __ATOMIC_RELAXED);
         pthread_t t;
-        int rc = srv->stopping ? -1 : pthread_create(&t, &attr, conn_main, s);
+        int rc = srv_stopping(srv) ? -1 : pthread_create(&t, &attr, conn_main, s);
         if (rc != 0) {
             list_remove(&srv->live, s);
             srv->nlive--;
@@ -573,7 +573,7 @@ void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out)
 
 void hb_srv_stop(hb_srv *srv)
 {
-    srv->stopping = 1;
+    __atomic_store_n(&srv->stopping, 1, __ATOMIC_RELEASE);
     if (srv->stop_fd >= 0) {
         uint64_t one = 1;
         if (write(srv->stop_fd, &one, sizeof one) < 0)

@@ -21,27 +21,27 @@ typedef enum { HB_SRV_EPOLL = 0, HB_SRV_THREADS = 1 } hb_srv_mode;
 #define HB_SRV_MAX_THREADS 1024
 
 typedef struct {
-    const char *host;         /* address to bind */
-    int port;                 /* 0: any free port */
+    const char *host; /* address to bind */
+    int port;         /* 0: any free port */
     hb_srv_mode mode;
-    int threads;              /* event loops (HB_SRV_EPOLL), 1..HB_SRV_MAX_THREADS */
-    const char *static_dir;   /* NULL: /static/ answers 404 */
-    int zero_copy;            /* static files by sendfile(2), else read/write */
-    uint64_t max_body;        /* larger request bodies get 413 */
-    uint64_t max_buffered;    /* request bodies held at once, in all: past it 503 */
-    double header_timeout;    /* seconds for a request head */
-    double send_timeout;      /* seconds without send progress */
-    double idle_timeout;      /* seconds a kept-alive connection may idle */
-    const char *version;      /* for the Server field */
+    int threads;            /* event loops (HB_SRV_EPOLL), 1..HB_SRV_MAX_THREADS */
+    const char *static_dir; /* NULL: /static/ answers 404 */
+    int zero_copy;          /* static files by sendfile(2), else read/write */
+    uint64_t max_body;      /* larger request bodies get 413 */
+    uint64_t max_buffered;  /* request bodies held at once, in all: past it 503 */
+    double header_timeout;  /* seconds for a request head */
+    double send_timeout;    /* seconds without send progress */
+    double idle_timeout;    /* seconds a kept-alive connection may idle */
+    const char *version;    /* for the Server field */
 } hb_srv_config;
 
 typedef struct hb_srv hb_srv;
 
 typedef struct {
-    uint64_t connections;     /* accepted (counted before the first read) */
-    uint64_t requests;        /* responses (counted before their first byte is sent) */
-    uint64_t rejected;        /* of which answers to bad requests */
-    uint64_t timeouts;        /* connections cut off by a deadline */
+    uint64_t connections; /* accepted (counted before the first read) */
+    uint64_t requests;    /* responses (counted before their first byte is sent) */
+    uint64_t rejected;    /* of which answers to bad requests */
+    uint64_t timeouts;    /* connections cut off by a deadline */
 } hb_srv_stats;
 
 /* Binds, listens and starts serving. Returns the server, or NULL with a

@@ -325,12 +325,9 @@ static uint64_t source_left(const hb_sess *s)
         return 0;
     switch (p->src) {
     case HB_SRC_RND:
-    case HB_SRC_FILE:
-        return p->length - s->sent;
-    case HB_SRC_ECHO:
-        return hb_buf_size(&s->body) - s->sent;
-    default:
-        return 0;
+    case HB_SRC_FILE: return p->length - s->sent;
+    case HB_SRC_ECHO: return hb_buf_size(&s->body) - s->sent;
+    default: return 0;
     }
 }
 
@@ -427,8 +424,8 @@ static int send_some(hb_sess *s, int64_t now)
             more = HB_SOCK_MORE;
         }
         if (n == 0)
-            return source_left(s) == 0 && (p->src != HB_SRC_CHUNKED || s->final_chunk ||
-                                           p->head_only)
+            return source_left(s) == 0 &&
+                           (p->src != HB_SRC_CHUNKED || s->final_chunk || p->head_only)
                        ? 1
                        : -1;
         ssize_t r = s->sock.tp->writev(&s->sock, iov, n, more);
@@ -575,10 +572,8 @@ static hb_want sess_head(hb_sess *s, int64_t now)
                 s->since = fresh(s, now);
             }
             return GO_ON;
-        case FILL_WAIT:
-            return waiting(s);
-        default:
-            return HB_WANT_CLOSE;
+        case FILL_WAIT: return waiting(s);
+        default: return HB_WANT_CLOSE;
         }
     }
     s->head_begun = 0;
@@ -627,10 +622,8 @@ static hb_want sess_body(hb_sess *s, int64_t now)
         /* Progress restarts the clock. */
         wait_from(s, fresh(s, now), s->sh->header_timeout);
         return GO_ON;
-    case FILL_WAIT:
-        return waiting(s);
-    default:
-        return HB_WANT_CLOSE;
+    case FILL_WAIT: return waiting(s);
+    default: return HB_WANT_CLOSE;
     }
 }
 
@@ -681,10 +674,8 @@ static hb_want sess_linger(hb_sess *s)
         s->lingered += got;
         s->drained = 0;
         return s->lingered > LINGER_MAX ? HB_WANT_CLOSE : GO_ON;
-    case FILL_WAIT:
-        return waiting(s);
-    default:
-        return HB_WANT_CLOSE;
+    case FILL_WAIT: return waiting(s);
+    default: return HB_WANT_CLOSE;
     }
 }
 

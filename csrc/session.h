@@ -20,21 +20,21 @@
 
 /* What the sessions of one server share. Counters are updated atomically. */
 typedef struct {
-    const hb_transport *transport;  /* every session's way to its socket; NULL: plain TCP */
+    const hb_transport *transport; /* every session's way to its socket; NULL: plain TCP */
     hb_route_static st;
-    const char *rnd;                /* HB_RND_BLOCK bytes */
-    int zero_copy;                  /* static files by sendfile(2) */
-    uint64_t max_body;              /* larger request bodies get 413 */
-    uint64_t max_buffered;          /* request bodies held at once, all sessions: past it 503 */
-    int64_t header_timeout;         /* ns for a request head, and between body reads */
-    int64_t send_timeout;           /* ns without send progress */
-    int64_t idle_timeout;           /* ns a kept-alive connection may sit idle */
-    char server_field[64];          /* "Server: httpbench/VERSION\r\n" */
+    const char *rnd;        /* HB_RND_BLOCK bytes */
+    int zero_copy;          /* static files by sendfile(2) */
+    uint64_t max_body;      /* larger request bodies get 413 */
+    uint64_t max_buffered;  /* request bodies held at once, all sessions: past it 503 */
+    int64_t header_timeout; /* ns for a request head, and between body reads */
+    int64_t send_timeout;   /* ns without send progress */
+    int64_t idle_timeout;   /* ns a kept-alive connection may sit idle */
+    char server_field[64];  /* "Server: httpbench/VERSION\r\n" */
     size_t server_field_len;
-    uint64_t requests;              /* responses begun (counted before their first byte) */
-    uint64_t rejected;              /* of which 4xx/5xx for bad requests */
-    uint64_t timeouts;              /* sessions cut off by a deadline */
-    uint64_t buffered;              /* request body bytes held now (reserved) */
+    uint64_t requests; /* responses begun (counted before their first byte) */
+    uint64_t rejected; /* of which 4xx/5xx for bad requests */
+    uint64_t timeouts; /* sessions cut off by a deadline */
+    uint64_t buffered; /* request body bytes held now (reserved) */
 } hb_sess_shared;
 
 /* What a session waits for. */
@@ -46,28 +46,28 @@ typedef enum {
 } hb_want;
 
 typedef struct hb_sess {
-    hb_sock sock;         /* the connection, through the transport */
+    hb_sock sock; /* the connection, through the transport */
     hb_sess_shared *sh;
     int state;
-    int drained;          /* the last read found the socket empty */
-    int blocking;         /* fd is a blocking socket: each wait is bounded by
+    int drained;                /* the last read found the socket empty */
+    int blocking;               /* fd is a blocking socket: each wait is bounded by
                            * SO_RCVTIMEO / SO_SNDTIMEO, set from the deadline */
     int64_t rcvtimeo, sndtimeo; /* what the kernel has been told, ns; 0: unset */
-    int head_begun;       /* a byte of the next request (an empty line too) came */
-    uint64_t reserved;    /* bytes of sh->buffered this session holds */
+    int head_begun;             /* a byte of the next request (an empty line too) came */
+    uint64_t reserved;          /* bytes of sh->buffered this session holds */
     hb_buf rx, tx, body;
     hb_request req;
-    hb_body reqbody;      /* the request body's framing and bytes so far */
-    uint64_t lingered;    /* bytes drained while closing */
+    hb_body reqbody;   /* the request body's framing and bytes so far */
+    uint64_t lingered; /* bytes drained while closing */
     hb_plan plan;
-    uint64_t sent;        /* body bytes sent (or, chunked, framed) so far */
-    int final_chunk;      /* chunked: the last chunk is queued */
+    uint64_t sent;   /* body bytes sent (or, chunked, framed) so far */
+    int final_chunk; /* chunked: the last chunk is queued */
     int close_after;
     char content_type[256]; /* echoed by /echo */
-    int64_t since;        /* when the current wait began, or its last progress */
-    int64_t deadline;     /* when it gives up; 0: never. Kept current in every
+    int64_t since;          /* when the current wait began, or its last progress */
+    int64_t deadline;       /* when it gives up; 0: never. Kept current in every
                            * state, so a blocking wait can be bounded by it */
-    int64_t wake_at;      /* for HB_WANT_TIMER */
+    int64_t wake_at;        /* for HB_WANT_TIMER */
     /* The driver's own fields. */
     void *driver;
     struct hb_sess *prev, *next;

@@ -21,7 +21,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from types import FrameType
 from typing import IO
 
@@ -190,7 +190,8 @@ def _duration(flag: str, text: str) -> float:
     except ValueError:
         parts = _TIME_PART.findall(t)
         if not parts or "".join(n + u for n, u in parts) != t:
-            raise UsageError(f"{flag} takes a time like 10, 10s, 500ms or 2m, not {text!r}") from None
+            raise UsageError(f"{flag} takes a time like 10, 10s, 500ms or 2m, "
+                             f"not {text!r}") from None
         value = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     return _check.seconds(flag, value)
 

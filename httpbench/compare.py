@@ -46,7 +46,8 @@ class Comparison:
                 "agent": agent, "version": r.agent_version, "scenario": scenario,
                 "requests": r.issued, "rps": r.rps, "mean_ms": r.latency.mean * 1e3,
                 "p99_ms": r.latency.p99 * 1e3, "failed": r.failed, "non_2xx": r.non_2xx,
-                "reconnects": r.reconnects, "of_fastest": r.rps / best[scenario] if best[scenario] else 0.0,
+                "reconnects": r.reconnects,
+                "of_fastest": r.rps / best[scenario] if best[scenario] else 0.0,
             })
         return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -100,7 +101,8 @@ class Latency:
         nanoseconds per unit, says otherwise), Percentile, TotalCount and
         1/(1-Percentile), then the mean, deviation, max and count."""
         h = self.histogram
-        lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}", ""]
+        lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} "
+                 f"{'1/(1-Percentile)':>14}", ""]
         buckets = h.buckets()
         total = h.count
 
@@ -118,7 +120,8 @@ class Latency:
             p += 100.0 / (ticks_per_half * 2 ** (halvings + 1))
         if total:
             lines.append(f"{h.max / scale:12.3f} {1.0:2.12f} {total:10d}")
-        lines.append(f"#[Mean    = {h.mean / scale:12.3f}, StdDeviation   = {h.stdev / scale:12.3f}]")
+        lines.append(f"#[Mean    = {h.mean / scale:12.3f}, "
+                     f"StdDeviation   = {h.stdev / scale:12.3f}]")
         lines.append(f"#[Max     = {h.max / scale:12.3f}, Total count    = {total:12d}]")
         lines.append(f"#[Buckets = {len(buckets):12d}, SubBuckets     = {128:12d}]")
         return "\n".join(lines) + "\n"
@@ -137,17 +140,6 @@ class Latency:
                 f"p99={self.p99 * 1e3:.3f}ms max={self.max * 1e3:.3f}ms>")
 
 
-# Figures stored as they are; the histograms go through Latency.
-_PLAIN = (
-    "url", "method", "start_time", "host", "port", "path", "requests", "issued", "complete",
-    "failed", "cancelled", "failures", "non_2xx", "status_counts", "time_taken", "bytes_received", "body_bytes",
-    "bytes_sent", "document_length", "server_software", "keepalive_requests", "connects",
-    "reconnects", "concurrency", "threads", "cpu_user", "cpu_sys", "rate", "interrupted",
-    "first_error",
-)
-_LATENCIES = ("latency", "latency_uncorrected", "connect_time", "processing", "waiting")
-# Who measured: the agent, its version and the Python it ran on.
-_ABOUT = ("agent", "agent_version", "python_version")
 # Figures a result saved by an earlier version may lack, and their value then.
 _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None}
 
@@ -165,6 +157,7 @@ class Second(NamedTuple):
     p99: float | None
 
 
+@dataclasses.dataclass(kw_only=True, eq=False)
 class Result:
     """The figures of one run, by the names ab users know (see README)."""
 
@@ -203,20 +196,17 @@ class Result:
     connect_time: Latency
     processing: Latency           # total less connect
     waiting: Latency              # to the first response byte
+    # Per second of a C-loop run (any form _second reads; kept as Second).
+    timeline: list[Second] = dataclasses.field(default_factory=list)
+    # The first response's head as received (the command line's -v 2).
+    first_head: str = ""
+    # Who measured: the agent, its version and the Python it ran on.
+    agent: str = "httpbench"
+    agent_version: str = __version__
+    python_version: str = dataclasses.field(default_factory=platform.python_version)
 
-    agent: str
-    agent_version: str
-    python_version: str
-
-    def __init__(self, **fields: Any) -> None:
-        for name in _PLAIN + _LATENCIES:
-            setattr(self, name, fields[name])
-        self.timeline: list[Second] = [_second(x) for x in fields.get("timeline", [])]
-        # The first response's head as received (the command line's -v 2).
-        self.first_head: str = fields.get("first_head", "")
-        self.agent = fields.get("agent", "httpbench")
-        self.agent_version = fields.get("agent_version", __version__)
-        self.python_version = fields.get("python_version", platform.python_version())
+    def __post_init__(self) -> None:
+        self.timeline = [_second(x) for x in self.timeline]
 
     @property
     def rps(self) -> float:
@@ -313,8 +303,18 @@ class Result:
         return ax
 
     def __repr__(self) -> str:
-        return (f"<Result {self.method} {self.url}: {self.complete} complete, {self.failed} failed, "
+        return (f"<Result {self.method} {self.url}: {self.complete} complete, "
+                f"{self.failed} failed, "
                 f"{self.rps:,.0f} req/s, p99 {self.latency.p99 * 1e3:.3f} ms>")
+
+
+# The field lists, from the one place the fields are named: figures kept as
+# they are, the histograms (through Latency), who measured. The timeline is
+# written out by name; the first head is not saved.
+_LATENCIES = tuple(f.name for f in dataclasses.fields(Result) if f.type == "Latency")
+_ABOUT = ("agent", "agent_version", "python_version")
+_PLAIN = tuple(f.name for f in dataclasses.fields(Result)
+               if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head"))
 
 
 def _ms(seconds: float) -> str:
@@ -360,12 +360,14 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Transfer rate:          {kbps:.2f} [Kbytes/sec] received"
     if r.complete:
         cpu_us = r.cpu_time / r.complete * 1e6
-        yield (f"Client CPU per request: {cpu_us:.2f} [us] (user {r.cpu_user / r.complete * 1e6:.2f}"
+        user_us = r.cpu_user / r.complete * 1e6
+        yield (f"Client CPU per request: {cpu_us:.2f} [us] (user {user_us:.2f}"
                f" + system {r.cpu_sys / r.complete * 1e6:.2f})")
     if r.interrupted:
         yield "Interrupted:            the run was stopped before its end"
     if r.rate:
-        yield f"Target rate:            {r.rate:.2f} [#/sec], latency from each request's intended start"
+        yield (f"Target rate:            {r.rate:.2f} [#/sec], latency from each request's "
+               "intended start")
     yield ""
     yield "Connection Times (ms)"
     yield f"{'':<12}{'min':>9}{'mean':>9}{'[+/-sd]':>8}{'median':>9}{'max':>9}"
@@ -461,7 +463,8 @@ def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
     for b_lo, _, n in buckets:
         counts[min(bins - 1, int((math.log(b_lo * 1e3) - math.log(lo)) / step))] += n
     edges = [math.exp(math.log(lo) + i * step) for i in range(bins + 1)]
-    ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges, edges[1:])], align="edge")
+    widths = [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    ax.bar(edges[:-1], counts, width=widths, align="edge")
     ax.set_xscale("log")
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("requests")

@@ -13,7 +13,7 @@ from typing import IO, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
-from .result import FAILURE_CLASSES, Latency, Result
+from .result import FAILURE_CLASSES, Latency, Result, Second
 
 __all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header"]
 
@@ -303,7 +303,7 @@ def run(
         latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),
         connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),
         waiting=Latency(raw["waiting"]),
-        timeline=[(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
+        timeline=[Second(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
         first_head=raw.get("first_head", ""),
     )
 

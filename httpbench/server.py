@@ -101,7 +101,7 @@ class Server:
         deadline (timeouts)."""
         core = self._core
         figures = core.stats() if core is not None else self._final
-        return dict(zip(("connections", "requests", "rejected", "timeouts"), figures))
+        return dict(zip(("connections", "requests", "rejected", "timeouts"), figures, strict=True))
 
     def close(self) -> None:
         """Stops serving: every connection is closed, every thread ends."""

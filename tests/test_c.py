@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from _support import tool_env
+from helpers import tool_env
 
 ROOT = Path(__file__).resolve().parent.parent
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -36,6 +36,7 @@ DRIVERS = {
     "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
     "fuzz_session": ("corpus_session", ["csrc/session.c", "csrc/route.c", "csrc/parser.c",
                                         "csrc/buf.c", "csrc/net.c"]),
+    "fuzz_build": ("corpus_build", ["csrc/request.c", "csrc/parser.c", "csrc/buf.c"]),
 }
 
 

@@ -115,7 +115,7 @@ def test_server_closing_connections_shows_as_reconnects():
         r = run_agent("http.client", srv.url("/rnd?c=10"), requests=20)
         assert r.reconnects == 0
     ok = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
-    from conftest import ScriptedServer
+    from helpers import ScriptedServer
 
     scripted = ScriptedServer([[("recv",), ("send", ok), ("close",)]] * 10)
     try:

@@ -104,15 +104,17 @@ def test_racing_inits_start_one_server_or_run(kind):
             barrier = threading.Barrier(2)
             outcomes: list[str] = []
 
-            def start() -> None:
+            def start(obj: object, args: tuple, barrier: threading.Barrier,
+                      outcomes: list[str]) -> None:
                 barrier.wait()
                 try:
-                    obj.__init__(*args)
+                    obj.__init__(*args)  # type: ignore[misc]
                     outcomes.append("started")
                 except RuntimeError as e:
                     outcomes.append(str(e))
 
-            threads = [threading.Thread(target=start) for _ in range(2)]
+            threads = [threading.Thread(target=start, args=(obj, args, barrier, outcomes))
+                       for _ in range(2)]
             for t in threads:
                 t.start()
             for t in threads:

@@ -14,7 +14,7 @@ import pytest
 
 import httpbench
 
-import _support
+import helpers
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -114,7 +114,7 @@ def test_stdlib_http10_server_closes_every_time(tmp_path):
 @pytest.fixture(scope="module")
 def nginx() -> Iterator[tuple[int, Path]]:
     # keepalive_requests 5: nginx says close on every fifth response.
-    with _support.nginx(keepalive_requests=5,
+    with helpers.nginx(keepalive_requests=5,
                         extra="gzip on; gzip_types text/plain; gzip_min_length 0;") as server:
         if server is None:
             pytest.skip("nginx is not installed (apt-get install nginx-light)")

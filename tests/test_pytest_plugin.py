@@ -174,7 +174,7 @@ def rounds_of(rps: list[float], p99: list[float] | None = None) -> Rounds:
     """Rounds of doctored figures: just what the statistics read."""
     p99 = p99 or [0.001] * len(rps)
     return Rounds([SimpleNamespace(rps=x, latency=SimpleNamespace(p50=y / 2, p99=y),
-                                   failed=0) for x, y in zip(rps, p99)])
+                                   failed=0) for x, y in zip(rps, p99, strict=True)])
 
 
 def saved(rps: float, p99: float) -> dict:

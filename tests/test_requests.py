@@ -1,7 +1,5 @@
 """What Connection.request puts on the wire, and what it refuses to send."""
 
-from collections import OrderedDict
-
 import pytest
 
 import httpbench

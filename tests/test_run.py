@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import random
 import re
 import resource
 import shutil
@@ -15,11 +14,10 @@ import textwrap
 import threading
 import time
 
-import _support
+import helpers
 import pytest
 
 import httpbench
-from httpbench import Histogram
 
 
 @pytest.fixture(scope="module")
@@ -340,49 +338,6 @@ def test_progress_lines_off_a_terminal(server, tmp_path):
     assert "Completed 1000 requests" in text and "Finished 1000 requests" in text
 
 
-# ---------------------------------------------------------------- histogram
-
-
-def test_histogram_percentiles_within_its_precision():
-    rng = random.Random(7)
-    values = sorted(int(rng.lognormvariate(12, 1.5)) + 1000 for _ in range(20000))
-    h = Histogram()
-    for v in values:
-        h.record(v)
-    assert (h.count, h.min, h.max) == (len(values), values[0], values[-1])
-    assert h.mean == pytest.approx(sum(values) / len(values))
-    for p in (1, 10, 50, 90, 99, 99.9, 99.99):
-        exact_value = values[max(0, int(-(-p * len(values) // 100)) - 1)]
-        assert h.percentile(p) == pytest.approx(exact_value, rel=0.004), p
-    assert h.percentile(100) == values[-1] and h.percentile(0) == values[0]
-
-
-def test_histogram_merge_is_exact():
-    rng = random.Random(1)
-    a, b, both = Histogram(), Histogram(), Histogram()
-    for _ in range(5000):
-        v = rng.randrange(1, 10**10)
-        (a if rng.random() < 0.5 else b).record(v)
-        both.record(v)
-    a.merge(b)
-    assert a.state()[:3] == both.state()[:3] and a.state()[6] == both.state()[6]
-    assert a.buckets() == both.buckets()
-    for p in (50, 99, 99.9):
-        assert a.percentile(p) == both.percentile(p)
-
-
-def test_histogram_state_round_trip_and_range():
-    h = Histogram()
-    for v in (1, 255, 256, 1000, 10**6, 10**9, 100 * 10**9, 2**45):
-        h.record(v)
-    assert h.clamped == 1
-    g = Histogram()
-    g.restore(h.state())
-    assert g.state() == h.state() and g.percentile(50) == h.percentile(50)
-    with pytest.raises(ValueError):
-        g.restore((5, 1, 2, 3.0, 9.0, 0, [(0, 1)]))
-
-
 def test_byte_counts_are_the_wire_bytes(scripted):
     """Total transferred is every response byte read, heads included, as ab
     counts it; HTML transferred the bodies; bytes sent every request byte."""
@@ -406,12 +361,12 @@ def test_byte_counts_equal_abs_against_nginx():
     them (nginx answers ab's HTTP/1.0 keep-alive and our HTTP/1.1 alike)."""
     if shutil.which("ab") is None:
         pytest.skip("ab is not installed (apt-get install apache2-utils)")
-    with _support.nginx() as server:
+    with helpers.nginx() as server:
         if server is None:
             pytest.skip("nginx is not installed (apt-get install nginx-light)")
         url = f"http://127.0.0.1:{server[0]}/rnd?c=2048"
         out = subprocess.run(["ab", "-q", "-k", "-n", "1000", "-c", "4", url], capture_output=True,
-                             text=True, check=True, env=_support.tool_env()).stdout
+                             text=True, check=True, env=helpers.tool_env()).stdout
         r = httpbench.run(url, requests=1000, concurrency=4, progress=False)
     total = int(re.search(r"Total transferred:\s+(\d+) bytes", out).group(1))
     html = int(re.search(r"HTML transferred:\s+(\d+) bytes", out).group(1))

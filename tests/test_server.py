@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 import httpbench
-from _support import tool_env
-from conftest import answers_at_speed, read_message
+from helpers import tool_env
+from helpers import answers_at_speed, read_message
 
 MODES = ["epoll", "threads"]
 CURL = shutil.which("curl")

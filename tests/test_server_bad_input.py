@@ -17,7 +17,7 @@ import pytest
 
 import httpbench
 
-from conftest import answers_at_speed, read_message
+from helpers import answers_at_speed, read_message
 from test_server import closed_by_peer
 
 MODES = ["epoll", "threads"]

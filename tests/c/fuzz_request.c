@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_request(&other, msg, len, 0, split);
     if (!same_request(&whole, &other))
         abort();
-    if (whole.head_len > len || (whole.rc == HB_PARSE_DONE &&
-                                 whole.target_off + whole.target_len > whole.head_len))
+    if (whole.head_len > len ||
+        (whole.rc == HB_PARSE_DONE && whole.target_off + whole.target_len > whole.head_len))
         abort();
     if (whole.rc == HB_PARSE_ERROR && (whole.status < 400 || whole.status > 505))
         abort();

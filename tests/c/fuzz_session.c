@@ -36,8 +36,8 @@ static hb_sess_shared *shared(void)
         sh.max_body = 1 << 16;
         sh.max_buffered = 1 << 17; /* two bodies at most: the 503 path is reached too */
         sh.header_timeout = sh.send_timeout = sh.idle_timeout = 1000000000;
-        sh.server_field_len = (size_t)snprintf(sh.server_field, sizeof sh.server_field,
-                                               "Server: httpbench/fuzz\r\n");
+        sh.server_field_len =
+            (size_t)snprintf(sh.server_field, sizeof sh.server_field, "Server: httpbench/fuzz\r\n");
     }
     return &sh;
 }

@@ -13,7 +13,7 @@
 #define SUM_BODY_MAX 4096
 
 typedef struct {
-    int rc;              /* HB_PARSE_DONE, _MORE (input ran out) or _ERROR */
+    int rc; /* HB_PARSE_DONE, _MORE (input ran out) or _ERROR */
     const char *error;
     int status, minor_version, keep_alive;
     unsigned num_headers;
@@ -21,8 +21,8 @@ typedef struct {
     hb_body_kind body;
     unsigned long long content_length;
     unsigned long long body_len; /* body bytes decoded */
-    size_t used;         /* input bytes that belonged to the message */
-    size_t kept;         /* body bytes stored in `bytes` */
+    size_t used;                 /* input bytes that belonged to the message */
+    size_t kept;                 /* body bytes stored in `bytes` */
     unsigned char bytes[SUM_BODY_MAX];
 } summary;
 
@@ -42,7 +42,7 @@ static inline void take(summary *s, const char *p, size_t n)
 }
 
 static inline void run_parser(summary *s, const char *data, size_t len, int flags, size_t step,
-                       size_t split)
+                              size_t split)
 {
     static hb_response r;
     memset(s, 0, sizeof *s);
@@ -95,10 +95,10 @@ static inline void run_parser(summary *s, const char *data, size_t len, int flag
 /* Whether two summaries say the same thing; prints the first difference. */
 static inline int same_summary(const summary *a, const summary *b, const char *label)
 {
-#define DIFF(f, fmt)                                                                    \
-    if (a->f != b->f) {                                                                 \
-        fprintf(stderr, "%s: " #f " differs: " fmt " vs " fmt "\n", label, a->f, b->f); \
-        return 0;                                                               \
+#define DIFF(f, fmt)                                                                               \
+    if (a->f != b->f) {                                                                            \
+        fprintf(stderr, "%s: " #f " differs: " fmt " vs " fmt "\n", label, a->f, b->f);            \
+        return 0;                                                                                  \
     }
     DIFF(rc, "%d")
     DIFF(status, "%d")
@@ -111,8 +111,7 @@ static inline int same_summary(const summary *a, const summary *b, const char *l
     DIFF(used, "%zu")
     DIFF(kept, "%zu")
 #undef DIFF
-    if ((a->error == NULL) != (b->error == NULL) ||
-        (a->error && strcmp(a->error, b->error) != 0)) {
+    if ((a->error == NULL) != (b->error == NULL) || (a->error && strcmp(a->error, b->error) != 0)) {
         fprintf(stderr, "%s: error differs: %s vs %s\n", label, a->error ? a->error : "(none)",
                 b->error ? b->error : "(none)");
         return 0;
@@ -136,7 +135,8 @@ typedef struct {
     unsigned long long content_length;
 } req_summary;
 
-static inline void run_request(req_summary *s, const char *in, size_t len, size_t step, size_t split)
+static inline void run_request(req_summary *s, const char *in, size_t len, size_t step,
+                               size_t split)
 {
     static hb_request r;
     hb_request_reset(&r);

@@ -11,7 +11,7 @@
 typedef struct {
     const char *name;
     const char *input;
-    size_t len;        /* 0: strlen(input) */
+    size_t len; /* 0: strlen(input) */
     int flags;
     int rc;
     const char *error; /* for HB_PARSE_ERROR */
@@ -22,34 +22,48 @@ typedef struct {
     unsigned num_headers;
 } parser_case;
 
-#define OK(name, in, status, kind, bytes, ka, nh) \
-    {name, in, 0, 0, HB_PARSE_DONE, NULL, status, kind, bytes, ka, nh}
-#define BAD(name, in, why) {name, in, 0, 0, HB_PARSE_ERROR, why, 0, 0, NULL, 0, 0}
+#define OK(name, in, status, kind, bytes, ka, nh)                                                  \
+    {                                                                                              \
+        name, in, 0, 0, HB_PARSE_DONE, NULL, status, kind, bytes, ka, nh                           \
+    }
+#define BAD(name, in, why)                                                                         \
+    {                                                                                              \
+        name, in, 0, 0, HB_PARSE_ERROR, why, 0, 0, NULL, 0, 0                                      \
+    }
 /* For inputs with a NUL: the length is the literal's. */
-#define BADN(name, in, why) {name, in, sizeof(in) - 1, 0, HB_PARSE_ERROR, why, 0, 0, NULL, 0, 0}
+#define BADN(name, in, why)                                                                        \
+    {                                                                                              \
+        name, in, sizeof(in) - 1, 0, HB_PARSE_ERROR, why, 0, 0, NULL, 0, 0                         \
+    }
 
 static const parser_case cases[] = {
     OK("content-length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 200, HB_BODY_LENGTH,
        "hello", 1, 1),
     OK("no reason phrase", "HTTP/1.1 204\r\n\r\n", 204, HB_BODY_NONE, "", 1, 0),
-    OK("empty reason phrase", "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n", 200, HB_BODY_LENGTH,
-       "", 1, 1),
+    OK("empty reason phrase", "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n", 200, HB_BODY_LENGTH, "",
+       1, 1),
     OK("chunked with extensions and trailers",
        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
        "5;a=b\r\nhello\r\n6 ; x=\"y\"\r\n world\r\n0\r\nX-Trailer: 1\r\nY: two\r\n\r\n",
        200, HB_BODY_CHUNKED, "hello world", 1, 1),
-    OK("chunked upper-case hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
-       "A\r\n0123456789\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "0123456789", 1, 1),
-    OK("chunked leading zeros", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-       "0000000000000003\r\nabc\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "abc", 1, 1),
+    OK("chunked upper-case hex",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n"
+       "A\r\n0123456789\r\n0\r\n\r\n",
+       200, HB_BODY_CHUNKED, "0123456789", 1, 1),
+    OK("chunked leading zeros",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "0000000000000003\r\nabc\r\n0\r\n\r\n",
+       200, HB_BODY_CHUNKED, "abc", 1, 1),
     OK("read until close", "HTTP/1.1 200 OK\r\n\r\nuntil the end", 200, HB_BODY_CLOSE,
        "until the end", 0, 0),
     OK("HTTP/1.0 closes by default", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi", 200,
        HB_BODY_LENGTH, "hi", 0, 1),
-    OK("HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nhi",
-       200, HB_BODY_LENGTH, "hi", 1, 2),
-    OK("Connection: close", "HTTP/1.1 200 OK\r\nConnection: foo, close\r\nContent-Length: 2\r\n\r\nhi",
-       200, HB_BODY_LENGTH, "hi", 0, 2),
+    OK("HTTP/1.0 keep-alive",
+       "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nhi", 200,
+       HB_BODY_LENGTH, "hi", 1, 2),
+    OK("Connection: close",
+       "HTTP/1.1 200 OK\r\nConnection: foo, close\r\nContent-Length: 2\r\n\r\nhi", 200,
+       HB_BODY_LENGTH, "hi", 0, 2),
     {"HEAD response", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", 0, HB_PARSE_HEAD_REQUEST,
      HB_PARSE_DONE, NULL, 200, HB_BODY_NONE, "", 1, 1},
     OK("304 has no body", "HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n", 304,
@@ -57,14 +71,18 @@ static const parser_case cases[] = {
     OK("interim 100", "HTTP/1.1 100 Continue\r\n\r\n", 100, HB_BODY_NONE, "", 1, 0),
     OK("chunked wins over Content-Length",
        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
-       "2\r\nok\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "ok", 0, 2),
-    OK("gzip then chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
-       "1\r\nz\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "z", 1, 1),
-    OK("coding without chunked runs to close", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz",
-       200, HB_BODY_CLOSE, "zz", 0, 1),
+       "2\r\nok\r\n0\r\n\r\n",
+       200, HB_BODY_CHUNKED, "ok", 0, 2),
+    OK("gzip then chunked",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+       "1\r\nz\r\n0\r\n\r\n",
+       200, HB_BODY_CHUNKED, "z", 1, 1),
+    OK("coding without chunked runs to close",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz", 200, HB_BODY_CLOSE, "zz", 0, 1),
     OK("coding with parameters before chunked",
        "HTTP/1.1 200 OK\r\nTransfer-Encoding: x-zip ; level=\"9 \\\"best\\\"\" , chunked\r\n\r\n"
-       "1\r\nz\r\n0\r\n\r\n", 200, HB_BODY_CHUNKED, "z", 1, 1),
+       "1\r\nz\r\n0\r\n\r\n",
+       200, HB_BODY_CHUNKED, "z", 1, 1),
     OK("repeated equal Content-Length",
        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2, 2\r\n\r\nhi", 200,
        HB_BODY_LENGTH, "hi", 1, 2),
@@ -74,10 +92,11 @@ static const parser_case cases[] = {
        HB_BODY_LENGTH, "ok", 1, 2),
     OK("bare LF and CRLF mixed", "HTTP/1.1 200 OK\r\nContent-Length: 2\nX: y\r\n\nok", 200,
        HB_BODY_LENGTH, "ok", 1, 2),
-    OK("bare LF obs-fold", "HTTP/1.1 200 OK\nX: a\n b\nContent-Length: 0\n\n", 200,
-       HB_BODY_LENGTH, "", 1, 2),
-    OK("empty value and OWS", "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-Pad: \t v \t\r\nContent-Length:  1 \r\n\r\nx",
-       200, HB_BODY_LENGTH, "x", 1, 3),
+    OK("bare LF obs-fold", "HTTP/1.1 200 OK\nX: a\n b\nContent-Length: 0\n\n", 200, HB_BODY_LENGTH,
+       "", 1, 2),
+    OK("empty value and OWS",
+       "HTTP/1.1 200 OK\r\nX-Empty:\r\nX-Pad: \t v \t\r\nContent-Length:  1 \r\n\r\nx", 200,
+       HB_BODY_LENGTH, "x", 1, 3),
     OK("obs-text in value", "HTTP/1.1 200 OK\r\nX: caf\xe9\r\nContent-Length: 0\r\n\r\n", 200,
        HB_BODY_LENGTH, "", 1, 2),
     OK("HTTP/1.2 is read as 1.x", "HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", 200,
@@ -154,8 +173,8 @@ static const parser_case cases[] = {
         "invalid Transfer-Encoding"),
     BAD("parameter without value", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;q, chunked\r\n\r\n",
         "invalid Transfer-Encoding"),
-    BAD("unterminated quoted parameter",
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;a=\"b\r\n\r\n", "invalid Transfer-Encoding"),
+    BAD("unterminated quoted parameter", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;a=\"b\r\n\r\n",
+        "invalid Transfer-Encoding"),
 #define CHUNKED "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     BAD("chunk size not hex", CHUNKED "zz\r\n", "invalid chunk size"),
     BAD("chunk size then junk", CHUNKED "5x\r\nhello\r\n0\r\n\r\n", "invalid chunk size"),
@@ -166,8 +185,10 @@ static const parser_case cases[] = {
     BAD("chunk line bare CR", CHUNKED "5\rhello\r\n0\r\n\r\n", "bare CR in chunk line"),
     BAD("17 hex digits", CHUNKED "00000000000000001\r\nx\r\n0\r\n\r\n",
         "chunk size has more than 16 hex digits"),
-    BAD("chunk data too long", CHUNKED "5\r\nhello!\r\n0\r\n\r\n", "chunk data not followed by CRLF"),
-    BAD("chunk data then bare LF", CHUNKED "5\r\nhello\n0\r\n\r\n", "chunk data not followed by CRLF"),
+    BAD("chunk data too long", CHUNKED "5\r\nhello!\r\n0\r\n\r\n",
+        "chunk data not followed by CRLF"),
+    BAD("chunk data then bare LF", CHUNKED "5\r\nhello\n0\r\n\r\n",
+        "chunk data not followed by CRLF"),
     BAD("chunk data then CR junk", CHUNKED "5\r\nhello\rX0\r\n\r\n",
         "chunk data not followed by CRLF"),
     BAD("control in chunk extension", CHUNKED "5;\x01\r\nhello\r\n0\r\n\r\n",
@@ -259,18 +280,24 @@ static void check_one(const char *name, const char *input, size_t len, int flags
 
 typedef struct {
     const char *name, *input;
-    int rc, status;          /* status: the error's, or 0 */
+    int rc, status; /* status: the error's, or 0 */
     const char *error_or_target;
     hb_body_kind body;
     int keep_alive;
 } request_case;
 
-#define REQ_OK(name, in, target, body, ka) {name, in, HB_PARSE_DONE, 0, target, body, ka}
-#define REQ_BAD(name, in, status, why) {name, in, HB_PARSE_ERROR, status, why, 0, 0}
+#define REQ_OK(name, in, target, body, ka)                                                         \
+    {                                                                                              \
+        name, in, HB_PARSE_DONE, 0, target, body, ka                                               \
+    }
+#define REQ_BAD(name, in, status, why)                                                             \
+    {                                                                                              \
+        name, in, HB_PARSE_ERROR, status, why, 0, 0                                                \
+    }
 
 static const request_case requests[] = {
-    REQ_OK("simple GET", "GET /rnd?c=2048 HTTP/1.1\r\nHost: x\r\n\r\n", "/rnd?c=2048",
-           HB_BODY_NONE, 1),
+    REQ_OK("simple GET", "GET /rnd?c=2048 HTTP/1.1\r\nHost: x\r\n\r\n", "/rnd?c=2048", HB_BODY_NONE,
+           1),
     REQ_OK("POST with length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
            "/echo", HB_BODY_LENGTH, 1),
     REQ_OK("zero length is no body", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
@@ -280,8 +307,7 @@ static const request_case requests[] = {
     REQ_OK("HTTP/1.0 closes", "GET / HTTP/1.0\r\n\r\n", "/", HB_BODY_NONE, 0),
     REQ_OK("HTTP/1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "/",
            HB_BODY_NONE, 1),
-    REQ_OK("close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "/",
-           HB_BODY_NONE, 0),
+    REQ_OK("close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "/", HB_BODY_NONE, 0),
     REQ_OK("absolute form", "GET http://x/a HTTP/1.1\r\nHost: x\r\n\r\n", "http://x/a",
            HB_BODY_NONE, 1),
     REQ_BAD("no Host", "GET / HTTP/1.1\r\n\r\n", 400, "HTTP/1.1 request without Host"),
@@ -292,8 +318,9 @@ static const request_case requests[] = {
             400, "both Content-Length and Transfer-Encoding"),
     REQ_BAD("gzip coding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
             501, "unsupported transfer coding"),
-    REQ_BAD("chunked twice", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
-            400, "invalid Transfer-Encoding"),
+    REQ_BAD("chunked twice",
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400,
+            "invalid Transfer-Encoding"),
     REQ_BAD("chunked with a parameter",
             "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", 400,
             "chunked transfer coding with parameters"),
@@ -370,8 +397,8 @@ int main(void)
         check_request(&requests[i], requests[i].input, strlen(requests[i].input));
     {
         char *line = repeat_line("GET /", 8200, " HTTP/1.1\r\nHost: x\r\n\r\n");
-        request_case c = REQ_BAD("request line over 8 KiB", line, 414,
-                                 "request line longer than 8192 bytes");
+        request_case c =
+            REQ_BAD("request line over 8 KiB", line, 414, "request line longer than 8192 bytes");
         check_request(&c, line, strlen(line));
         free(line);
         char *fields = many_headers(120, 4);
@@ -383,9 +410,9 @@ int main(void)
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const parser_case *c = &cases[i];
-        check_one(c->name, c->input, c->len ? c->len : strlen(c->input), c->flags, c->rc,
-                  c->error, c->status, c->body, c->body_bytes ? c->body_bytes : "",
-                  c->keep_alive, c->num_headers);
+        check_one(c->name, c->input, c->len ? c->len : strlen(c->input), c->flags, c->rc, c->error,
+                  c->status, c->body, c->body_bytes ? c->body_bytes : "", c->keep_alive,
+                  c->num_headers);
     }
 
     struct {
@@ -395,8 +422,9 @@ int main(void)
         const char *error;
         unsigned num_headers;
     } limits[] = {
-        {"status line of 8192 bytes", repeat_line("HTTP/1.1 200 ", 8192 - 13, "\r\nContent-Length: 0\r\n\r\n"),
-         HB_PARSE_DONE, NULL, 1},
+        {"status line of 8192 bytes",
+         repeat_line("HTTP/1.1 200 ", 8192 - 13, "\r\nContent-Length: 0\r\n\r\n"), HB_PARSE_DONE,
+         NULL, 1},
         {"status line of 8193 bytes", repeat_line("HTTP/1.1 200 ", 8193 - 13, "\r\n\r\n"),
          HB_PARSE_ERROR, "status line longer than 8192 bytes", 0},
         {"header line of 8192 bytes",
@@ -405,14 +433,16 @@ int main(void)
         {"header line of 8193 bytes", repeat_line("HTTP/1.1 200 OK\r\nX: ", 8193 - 3, "\r\n\r\n"),
          HB_PARSE_ERROR, "header line longer than 8192 bytes", 0},
         {"header line of 8192 bytes, bare LF",
-         repeat_line("HTTP/1.1 200 OK\nX: ", 8192 - 3, "\nContent-Length: 0\n\n"),
-         HB_PARSE_DONE, NULL, 2},
-        {"header line of 8193 bytes, bare LF", repeat_line("HTTP/1.1 200 OK\nX: ", 8193 - 3, "\n\n"),
-         HB_PARSE_ERROR, "header line longer than 8192 bytes", 0},
+         repeat_line("HTTP/1.1 200 OK\nX: ", 8192 - 3, "\nContent-Length: 0\n\n"), HB_PARSE_DONE,
+         NULL, 2},
+        {"header line of 8193 bytes, bare LF",
+         repeat_line("HTTP/1.1 200 OK\nX: ", 8193 - 3, "\n\n"), HB_PARSE_ERROR,
+         "header line longer than 8192 bytes", 0},
         {"status line of 8193 bytes, bare LF", repeat_line("HTTP/1.1 200 ", 8193 - 13, "\n\n"),
          HB_PARSE_ERROR, "status line longer than 8192 bytes", 0},
         {"100 header fields", many_headers(99, 8), HB_PARSE_DONE, NULL, 100},
-        {"101 header fields", many_headers(100, 8), HB_PARSE_ERROR, "more than 100 header fields", 0},
+        {"101 header fields", many_headers(100, 8), HB_PARSE_ERROR, "more than 100 header fields",
+         0},
         {"header section over 64 KiB", many_headers(9, 8000), HB_PARSE_ERROR,
          "header section longer than 65536 bytes", 0},
     };

@@ -1,0 +1,246 @@
+"""Helpers the tests share (and the benchmarks borrow): a scripted
+raw-socket server, reading one HTTP message off a raw socket, nginx as a
+peer, and the environment for programs not built here.
+
+The scripted server plays exact byte sequences, one script per accepted
+connection, so every framing and bad-input case is a real exchange over a
+real socket (as urllib3's test_socketlevel.py does it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpbench
+
+__all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
+           "free_port", "wait_for_port", "find_nginx", "nginx"]
+
+def tool_env() -> dict[str, str]:
+    """The environment for programs not built here: without the ASan
+    runtime that a sanitizer test run preloads (curl hangs under it)."""
+    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+
+
+def pinned(cpu: int | None, argv: list[str]) -> list[str]:
+    """argv run on one CPU, when taskset exists and the CPU does."""
+    if cpu is None or shutil.which("taskset") is None or cpu >= (os.cpu_count() or 1):
+        return argv
+    return ["taskset", "-c", str(cpu), *argv]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+Step = tuple[Any, ...]
+
+
+def answers_at_speed(port: int, path: str, count: int, within: float = 0.5) -> None:
+    """Asserts that `count` keep-alive GETs of `path` complete within
+    `within` seconds: what a stalled or slow connection beside them must not
+    hold up."""
+    t0 = time.monotonic()
+    with httpbench.Connection("127.0.0.1", port) as conn:
+        for _ in range(count):
+            assert conn.request("GET", path).status == 200
+    assert time.monotonic() - t0 < within
+
+
+def read_message(sock: socket.socket) -> bytes:
+    """Reads one request or response (head and Content-Length body) from a
+    raw socket; what came before EOF if it closed first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return head + b"\r\n\r\n" + rest
+
+
+class ScriptedServer:
+    """Accepts connections on 127.0.0.1 and runs one script on each.
+
+    A script is a list of steps:
+      ("recv",)            read one request (recorded in `requests`)
+      ("send", data)       send data at once
+      ("trickle", data)    send data one byte per segment
+      ("sleep", seconds)
+      ("close",)           close (FIN)
+      ("half_close",)      shut down the sending side, keep reading
+      ("reset",)           close with RST (SO_LINGER 0)
+    After its last step a script waits for the client to close. Connections
+    beyond the scripts are closed at once.
+    """
+
+    def __init__(self, scripts: Sequence[Sequence[Step]], host: str = "127.0.0.1") -> None:
+        self.scripts = list(scripts)
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.create_server((host, 0), family=family)
+        self._sock.settimeout(0.05)
+        self.port: int = self._sock.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            index = self.connections
+            self.connections += 1
+            script = self.scripts[index] if index < len(self.scripts) else [("close",)]
+            threading.Thread(target=self._run, args=(conn, script), daemon=True).start()
+
+    def _run(self, conn: socket.socket, script: Sequence[Step]) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            for step in script:
+                kind = step[0]
+                if kind == "recv":
+                    self.requests.append(read_message(conn))
+                elif kind == "send":
+                    conn.sendall(step[1])
+                elif kind == "trickle":
+                    for i in range(len(step[1])):
+                        conn.sendall(step[1][i : i + 1])
+                        time.sleep(0.0005)
+                elif kind == "sleep":
+                    self._stop.wait(step[1])
+                elif kind == "half_close":
+                    conn.shutdown(socket.SHUT_WR)
+                elif kind == "close":
+                    conn.close()
+                    return
+                elif kind == "reset":
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    conn.close()
+                    return
+                else:
+                    raise ValueError(f"unknown step {kind!r}")
+            conn.settimeout(0.05)
+            while not self._stop.is_set():
+                try:
+                    if not conn.recv(65536):
+                        break
+                except TimeoutError:
+                    continue
+        except OSError:
+            pass  # the client went away; what it saw is the test's business
+        except BaseException as e:  # noqa: BLE001 - reported by close()
+            self.errors.append(e)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._sock.close()
+        self._thread.join(5)
+        assert not self.errors, self.errors
+
+
+NGINX_CONF = """
+{user}
+worker_processes 1;
+daemon off;
+error_log {tmp}/error.log;
+pid {tmp}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    keepalive_requests {keepalive_requests};
+    types {{ text/plain txt; }}
+    {extra}
+    server {{
+        listen 127.0.0.1:{port};
+        root {tmp}/www;
+    }}
+}}
+"""
+
+
+def find_nginx() -> str | None:
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+
+
+@contextmanager
+def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 100_000_000,
+          extra: str = "") -> Iterator[tuple[int, Path] | None]:
+    """nginx with one worker and no access log, serving /rnd (any query) as
+    `size` random printable bytes from its root. Yields (port, root), or
+    None if nginx is not installed; `extra` is added to the http block."""
+    binary = find_nginx()
+    if binary is None:
+        print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
+        yield None
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        # As root nginx's workers drop to nobody, who must read the root.
+        os.chmod(tmp, 0o755)
+        www = Path(tmp) / "www"
+        www.mkdir()
+        (www / "rnd").write_bytes(bytes(33 + b % 94 for b in os.urandom(size)))
+        port = free_port()
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = Path(tmp) / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user, extra=extra,
+                                          keepalive_requests=keepalive_requests))
+        proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
+                                stderr=subprocess.DEVNULL, env=tool_env())
+        try:
+            wait_for_port(port, proc)
+            yield port, www
+        finally:
+            proc.terminate()
+            proc.wait(10)
