@@ -484,9 +484,11 @@ int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
      * cannot (a TLS server, a wrong port, binary) are an error at once, not
      * a wait for a blank line that never comes. */
     size_t n = len < 5 ? len : 5;
-    if (memcmp(buf, "HTTP/", n) != 0) {
-        r->error = (unsigned char)buf[0] == 0x16 && (len < 2 || buf[1] == 0x03)
-                       ? "the server answered with TLS (0x16 0x03): is the URL https?"
+    if (n > 0 && memcmp(buf, "HTTP/", n) != 0) {
+        /* By the first byte alone (0x16, a TLS handshake record), so that
+         * the verdict never depends on how the bytes were split. */
+        r->error = (unsigned char)buf[0] == 0x16
+                       ? "the server answered with TLS (a 0x16 handshake record): is the URL https?"
                        : hb_parse_not_http;
         return HB_PARSE_ERROR;
     }

@@ -106,7 +106,8 @@ static const parser_case cases[] = {
      * a response head is read so (curl and http.client do), chunk lines stay
      * strict. */
     BAD("not HTTP", "SSH-2.0-OpenSSH_9.2\r\n", "the server's answer does not begin with HTTP/"),
-    BAD("TLS", "\x16\x03\x01\x00", "the server answered with TLS (0x16 0x03): is the URL https?"),
+    BAD("TLS", "\x16\x03\x01\x00",
+        "the server answered with TLS (a 0x16 handshake record): is the URL https?"),
     BAD("an empty line first", "\r\nHTTP/1.1 200 OK\r\n\r\n",
         "the server's answer does not begin with HTTP/"),
     BAD("HTTP/2.0", "HTTP/2.0 200 OK\r\n\r\n", "unsupported HTTP version"),
