@@ -9,6 +9,9 @@ Switches, read from the environment at build time:
 import glob
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -33,6 +36,35 @@ if os.environ.get("HTTPBENCH_SANITIZE") == "1":
     link_args += sanitize + ["-shared-libasan"]
 
 
+NO_OPENSSL = """
+httpbench's C core speaks TLS through OpenSSL (3.0 or later), and this
+machine has no OpenSSL headers for the compiler. Install them and build
+again:
+    Debian, Ubuntu:   apt-get install libssl-dev
+    Fedora, RHEL:     dnf install openssl-devel
+    Alpine:           apk add openssl-dev
+    macOS (Homebrew): brew install openssl@3, then
+                      PKG_CONFIG_PATH=$(brew --prefix openssl@3)/lib/pkgconfig
+"""
+
+
+def openssl() -> dict:
+    """libssl and libcrypto as pkg-config finds them, else the defaults."""
+    flags = {"include_dirs": [], "library_dirs": [], "libraries": ["ssl", "crypto"]}
+    if shutil.which("pkg-config") is None:
+        return flags
+    try:
+        out = subprocess.run(
+            ["pkg-config", "--cflags", "--libs", "openssl"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return flags
+    flags["include_dirs"] = [f[2:] for f in out if f.startswith("-I")]
+    flags["library_dirs"] = [f[2:] for f in out if f.startswith("-L")]
+    flags["libraries"] = [f[2:] for f in out if f.startswith("-l")] or flags["libraries"]
+    return flags
+
 
 class always_build_ext(build_ext):
     """Compiles every time: objects left in build/ by a build with other
@@ -41,6 +73,21 @@ class always_build_ext(build_ext):
     def finalize_options(self) -> None:
         super().finalize_options()
         self.force = True
+
+    def build_extensions(self) -> None:
+        # One line of C tried first, so that missing headers read as what
+        # to install rather than as a wall of compiler errors.
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = os.path.join(tmp, "probe.c")
+            with open(probe, "w") as f:
+                f.write("#include <openssl/ssl.h>\nint main(void) { return 0; }\n")
+            try:
+                self.compiler.compile(
+                    [probe], output_dir=tmp, include_dirs=self.extensions[0].include_dirs
+                )
+            except Exception:
+                raise SystemExit(NO_OPENSSL) from None
+        super().build_extensions()
 
 
 setup(
@@ -54,6 +101,7 @@ setup(
             define_macros=[("HB_VERSION", '"%s"' % version())],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
+            **openssl(),
         )
     ],
 )

@@ -50,7 +50,7 @@
  * take to finish; those still in flight then are cancelled. */
 #define GRACE_NS 1000000000LL
 
-enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_WRITING, BC_READING };
+enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_HANDSHAKE, BC_WRITING, BC_READING };
 
 typedef struct {
     hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
@@ -70,7 +70,8 @@ typedef struct {
     hb_body body; /* the response body's framing, from its head */
     unsigned events;
     int64_t t_intended, t_start, t_first, t_connect, connect_ns;
-    int64_t next_at; /* rate: the next intended start */
+    int64_t t_handshake; /* when the handshake began */
+    int64_t next_at;     /* rate: the next intended start */
 } bconn;
 
 typedef struct {
@@ -113,6 +114,8 @@ struct hb_bench {
     char server[128];
     char first_head[HB_FIRST_HEAD];
     int server_set;
+    hb_sock_info tls; /* the first handshake's, once tls_set */
+    int tls_set;
     char error[160];
 };
 
@@ -254,11 +257,57 @@ static void connect_failed(bthread *t, bconn *c, int err, int64_t now)
     bc_fail(t, c, &t->res->fail_connect, now, strerror(err));
 }
 
+/* Keeps what the first handshake of the run agreed on, for the report. */
+static void note_tls(hb_bench *b, bconn *c)
+{
+    if (__atomic_load_n(&b->tls_set, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (!b->tls_set && c->sock.tp->describe(&c->sock, &b->tls) >= 0)
+        __atomic_store_n(&b->tls_set, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Drives the transport's handshake; its time counts in the connect time
+ * (ab's Connect row) and in a histogram of its own. */
+static void handshake(bthread *t, bconn *c, int64_t now)
+{
+    for (;;) {
+        if (c->sock.tp->handshake(&c->sock) == 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) {
+            c->state = BC_HANDSHAKE;
+            watch_wants(t, c);
+            return;
+        }
+        bc_fail(t, c, &t->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+        return;
+    }
+    /* A handshake is CPU work: the clock after it, not the event's. */
+    now = hb_now_ns();
+    hb_hist_record(&t->res->tls_handshake, (uint64_t)(now - c->t_handshake));
+    c->connect_ns = now - c->t_connect;
+    if (c->sock.tp->describe(&c->sock, NULL) == 1)
+        t->res->tls_resumed++;
+    else
+        t->res->tls_full++;
+    note_tls(t->b, c);
+    connected(t, c, now);
+}
+
 /* The connect to c->addr completed: that address serves the rest of the
  * run, on every connection. */
 static void connect_done(bthread *t, bconn *c, int64_t now)
 {
     __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
+    c->connect_ns = now - c->t_connect;
+    if (c->sock.tp->handshake != NULL) {
+        c->t_handshake = now;
+        handshake(t, c, now);
+        return;
+    }
     connected(t, c, now);
 }
 
@@ -266,7 +315,6 @@ static void connect_addr(bthread *t, bconn *c, int64_t now)
 {
     int rc = c->sock.tp->connect_start(&c->sock, &t->b->cfg.addrs[c->addr]);
     if (rc == 0) {
-        c->connect_ns = 0;
         connect_done(t, c, now);
         return;
     }
@@ -326,7 +374,9 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             watch_wants(t, c);
             return;
         }
-        if (!retry_stale(t, c, now))
+        if (n < 0 && errno == EPROTO)
+            bc_fail(t, c, &t->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+        else if (!retry_stale(t, c, now))
             bc_fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
         return;
     }
@@ -540,7 +590,10 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             }
             t->res->bytes_received += (uint64_t)n;
             take_bytes(t, c, t->scratch, (size_t)n, now);
-            if (c->state != BC_READING || n < SCRATCH)
+            /* A short read emptied the socket, unless the transport holds
+             * more (a TLS record read whole but not yet handed out). */
+            if (c->state != BC_READING ||
+                (n < SCRATCH && !(c->sock.tp->pending && c->sock.tp->pending(&c->sock))))
                 return;
             continue;
         }
@@ -548,6 +601,10 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             watch_wants(t, c);
+            return;
+        }
+        if (n < 0 && errno == EPROTO) {
+            bc_fail(t, c, &t->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
             return;
         }
         if (n == 0 && c->have_head && hb_body_end(&c->body) == HB_PARSE_DONE) {
@@ -572,8 +629,9 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
             connect_failed(t, c, errno, now);
             return;
         }
-        c->connect_ns = now - c->t_connect;
         connect_done(t, c, now);
+    } else if (c->state == BC_HANDSHAKE) {
+        handshake(t, c, now);
     } else if (c->state == BC_WRITING) {
         write_request(t, c, now);
     } else if (c->state == BC_READING) {
@@ -663,7 +721,8 @@ static void lone_loop(bthread *t)
         bconn *c = &t->conns[0];
         if (c->state == BC_READING) {
             on_readable(t, c, now);
-        } else if (c->state == BC_CONNECTING || c->state == BC_WRITING) {
+        } else if (c->state == BC_CONNECTING || c->state == BC_HANDSHAKE ||
+                   c->state == BC_WRITING) {
             struct pollfd p = {.fd = c->sock.fd,
                                .events = c->sock.wants == HB_SOCK_WANT_READ ? POLLIN : POLLOUT};
             if (poll(&p, 1, (int)(TICK_NS / 1000000)) > 0)
@@ -774,6 +833,7 @@ static void result_init(hb_bench_result *r)
     hb_hist_init(&r->connect);
     hb_hist_init(&r->waiting);
     hb_hist_init(&r->processing);
+    hb_hist_init(&r->tls_handshake);
     r->document_length = -1;
 }
 
@@ -812,8 +872,10 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
         if (t->conns == NULL)
             goto error;
-        for (int j = 0; j < t->nconns; j++)
+        for (int j = 0; j < t->nconns; j++) {
             hb_sock_init(&t->conns[j].sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
+            t->conns[j].sock.shared = cfg->transport_shared;
+        }
         t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
         t->scratch = malloc(SCRATCH);
         t->res = calloc(1, sizeof *t->res); /* zeroed: freed on the error path unset */
@@ -915,6 +977,9 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
         out->fail_length += r->fail_length;
         out->fail_exceptions += r->fail_exceptions;
         out->fail_timeout += r->fail_timeout;
+        out->fail_tls += r->fail_tls;
+        out->tls_full += r->tls_full;
+        out->tls_resumed += r->tls_resumed;
         out->non_2xx += r->non_2xx;
         for (int s = 0; s < 600; s++)
             out->status[s] += r->status[s];
@@ -931,6 +996,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
         hb_hist_merge(&out->connect, &r->connect);
         hb_hist_merge(&out->waiting, &r->waiting);
         hb_hist_merge(&out->processing, &r->processing);
+        hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
         if (out->error[0] == 0 && r->error[0] != 0)
             memcpy(out->error, r->error, sizeof out->error);
         if (r->nseconds > out->nseconds) {
@@ -951,6 +1017,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
     out->document_length = b->doc_len;
     memcpy(out->server, b->server, sizeof out->server);
     memcpy(out->first_head, b->first_head, sizeof out->first_head);
+    out->tls = b->tls;
     out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
 }
 
@@ -964,6 +1031,7 @@ void hb_bench_free(hb_bench *b)
         if (t->conns != NULL) {
             for (int j = 0; j < t->nconns; j++) {
                 bc_close(&t->conns[j]);
+                hb_sock_release(&t->conns[j].sock);
                 hb_buf_free(&t->conns[j].head);
             }
         }

@@ -15,7 +15,7 @@
  *
  * A request is issued when it takes a ticket (with a count, exactly that
  * many tickets exist) and ends complete, failed (in one class: connect,
- * receive, length, exceptions, timeout) or cancelled. When the run is
+ * tls, receive, length, exceptions, timeout) or cancelled. When the run is
  * stopped (hb_bench_stop, on Ctrl-C) or its duration ends, requests in
  * flight get a second's grace to finish; those still in flight after it
  * are cancelled: counted apart, not as failures.
@@ -44,6 +44,7 @@ typedef struct {
                                         * which then serves the rest of the run */
     int naddrs;                        /* 1..HB_BENCH_MAX_ADDRS */
     const hb_transport *transport;     /* the way to the server; NULL: plain TCP */
+    void *transport_shared;            /* its settings (TLS: an hb_tls), outliving the run */
     const char *request;               /* the whole request, body included */
     size_t request_len;
     int head;                 /* the request is HEAD: responses have no body */
@@ -74,6 +75,8 @@ typedef struct {
     uint64_t issued, complete, failed;
     uint64_t cancelled; /* in flight when the grace after a stop or the duration ended */
     uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
+    uint64_t fail_tls;              /* a handshake, or a record, the transport refused */
+    uint64_t tls_full, tls_resumed; /* handshakes that made a session, that resumed one */
     uint64_t non_2xx;
     uint64_t status[600]; /* responses by status code */
     uint64_t bytes_received, body_bytes, bytes_sent;
@@ -81,13 +84,16 @@ typedef struct {
     int64_t document_length;        /* body length of the first 2xx response; -1 if none */
     char server[128];               /* its Server field */
     char first_head[HB_FIRST_HEAD]; /* its head, cut at HB_FIRST_HEAD - 1 bytes */
+    hb_sock_info tls;               /* what the first handshake agreed on (empty: none) */
     double elapsed;                 /* seconds from start to the last outcome */
     double cpu_user, cpu_sys;       /* the loop threads' CPU time, seconds */
     hb_hist total;                  /* latency: from the intended start under a rate */
     hb_hist uncorrected;            /* latency from the actual send */
-    hb_hist connect;                /* connect time per request (0 when reused) */
+    hb_hist connect;                /* connect time per request, a handshake included
+                                     * (0 when reused) */
     hb_hist waiting;                /* send to first response byte */
     hb_hist processing;             /* total less connect, as ab's Processing row */
+    hb_hist tls_handshake;          /* each handshake's time (inside connect's) */
     char error[160];                /* the first exception's text, for the report */
     hb_second *timeline;            /* seconds[0..nseconds), malloc'ed; NULL if none */
     int nseconds;

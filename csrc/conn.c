@@ -54,6 +54,7 @@ void hb_conn_close(hb_conn *c)
 void hb_conn_free(hb_conn *c)
 {
     hb_conn_close(c);
+    hb_sock_release(&c->sock);
     hb_buf_free(&c->rx);
     free(c->host);
     free(c->port);
@@ -70,6 +71,8 @@ static hb_status wait_failed(hb_conn *c, int err, const char *what)
         return conn_fail(c, HB_ERR_INTERRUPTED, "interrupted %s", what);
     if (err == ENOMEM)
         return conn_fail(c, HB_ERR_NOMEM, "out of memory %s", what);
+    if (err == EPROTO)
+        return conn_fail(c, HB_ERR_TLS, "TLS failed %s: %s", what, hb_sock_strerror(&c->sock, err));
     return conn_fail(c, HB_ERR_IO, "%s %s", strerror(err), what);
 }
 
@@ -88,6 +91,9 @@ static hb_status open_socket(hb_conn *c, int64_t deadline)
         int err = errno;
         if (err == ETIMEDOUT || err == EINTR)
             return wait_failed(c, err, "connecting");
+        if (err == EPROTO)
+            return conn_fail(c, HB_ERR_TLS, "TLS handshake with %s:%s failed: %s", c->host, c->port,
+                             hb_sock_strerror(&c->sock, err));
         return conn_fail(c, HB_ERR_CONNECT, "cannot connect to %s:%s: %s", c->host, c->port,
                          strerror(err));
     }

@@ -15,10 +15,12 @@
 #include "request.h"
 #include "route.h"
 #include "server.h"
+#include "tls.h"
 
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #ifndef HB_VERSION
 #define HB_VERSION "0.0.0"
@@ -38,7 +40,8 @@
 
 typedef struct {
     PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
-    PyTypeObject *Connection, *Response, *ServerCore, *Histogram, *Bench;
+    PyObject *TLSError;
+    PyTypeObject *Connection, *Response, *ServerCore, *Histogram, *Bench, *TLS;
 } core_state;
 
 static core_state *state_of(PyObject *module)
@@ -86,6 +89,178 @@ static int arg_real(PyObject *o, const char *name, int zero_ok, double max, doub
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* --------------------------------------------------------------------- TLS */
+
+/* A TLS context (hb_tls) for a Connection, a run or the server. The
+ * settings are checked in Python (httpbench._check); here what would make
+ * C misbehave: versions, and files that cannot be read (an OSError naming
+ * the file, as open() gives). */
+typedef struct {
+    PyObject_HEAD
+    hb_tls *tls;
+} TLSObject;
+
+/* A path argument (str, bytes or os.PathLike; None for none) as bytes in
+ * *out (a new reference, or NULL for None), checked readable. Returns 0,
+ * or -1 with an exception. */
+static int tls_path(PyObject *o, PyObject **out)
+{
+    *out = NULL;
+    if (o == NULL || o == Py_None)
+        return 0;
+    if (!PyUnicode_FSConverter(o, out))
+        return -1;
+    if (access(PyBytes_AS_STRING(*out), R_OK) != 0) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, o);
+        Py_CLEAR(*out);
+        return -1;
+    }
+    return 0;
+}
+
+/* An optional text argument (None for none) as UTF-8 in *out. */
+static int tls_text(PyObject *o, const char *name, const char **out)
+{
+    *out = NULL;
+    if (o == NULL || o == Py_None)
+        return 0;
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100s", name,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n;
+    *out = PyUnicode_AsUTF8AndSize(o, &n);
+    if (*out == NULL)
+        return -1;
+    if (strlen(*out) != (size_t)n) {
+        PyErr_Format(PyExc_ValueError, "%s must not contain NUL", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Makes an hb_tls from Python arguments (any may be NULL or None).
+ * Returns it, or NULL with an exception: TLSError for what OpenSSL
+ * refused. */
+static hb_tls *tls_make(core_state *st, int server, int verify, int resume, PyObject *cafile,
+                        PyObject *certfile, PyObject *keyfile, PyObject *server_hostname,
+                        PyObject *cert_host, PyObject *min_v, PyObject *max_v, PyObject *ciphers,
+                        PyObject *ciphersuites)
+{
+    hb_tls_config cfg = {.server = server, .verify = verify, .resume = resume};
+    PyObject *ca = NULL, *cert = NULL, *key = NULL;
+    hb_tls *t = NULL;
+    long long v;
+    if (min_v != NULL && min_v != Py_None) {
+        if (arg_int(min_v, "tls_min", HB_TLS_1_2, HB_TLS_1_3, &v) != 0)
+            return NULL;
+        cfg.min_version = (int)v;
+    }
+    if (max_v != NULL && max_v != Py_None) {
+        if (arg_int(max_v, "tls_max", HB_TLS_1_2, HB_TLS_1_3, &v) != 0)
+            return NULL;
+        cfg.max_version = (int)v;
+    }
+    if (tls_text(server_hostname, "server_hostname", &cfg.server_hostname) != 0 ||
+        tls_text(cert_host, "cert_host", &cfg.cert_host) != 0 ||
+        tls_text(ciphers, "ciphers", &cfg.ciphers) != 0 ||
+        tls_text(ciphersuites, "ciphersuites", &cfg.ciphersuites) != 0 ||
+        tls_path(cafile, &ca) != 0 || tls_path(certfile, &cert) != 0 ||
+        tls_path(keyfile, &key) != 0)
+        goto done;
+    cfg.cafile = ca ? PyBytes_AS_STRING(ca) : NULL;
+    cfg.certfile = cert ? PyBytes_AS_STRING(cert) : NULL;
+    cfg.keyfile = key ? PyBytes_AS_STRING(key) : NULL;
+    char err[384] = "";
+    /* Key generation (a server's own certificate) takes milliseconds. */
+    Py_BEGIN_ALLOW_THREADS t = hb_tls_new(&cfg, err, sizeof err);
+    Py_END_ALLOW_THREADS if (t == NULL) PyErr_SetString(st->TLSError, err);
+done:
+    Py_XDECREF(ca);
+    Py_XDECREF(cert);
+    Py_XDECREF(key);
+    return t;
+}
+
+static void TLS_dealloc(TLSObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    hb_tls_free(self->tls);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int TLS_init(TLSObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"server",          "verify",    "cafile",  "certfile", "keyfile",
+                             "server_hostname", "cert_host", "tls_min", "tls_max",  "ciphers",
+                             "ciphersuites",    "resume",    NULL};
+    int server = 0, verify = 1, resume = 1;
+    PyObject *o[10] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p$pOOOOOOOOOp:_TLS", kwlist, &server, &verify,
+                                     &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                                     &resume))
+        return -1;
+    if (self->tls != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "already initialised");
+        return -1;
+    }
+    core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
+    self->tls =
+        tls_make(st, server, verify, resume, o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]);
+    return self->tls != NULL ? 0 : -1;
+}
+
+static PyObject *TLS_cert_pem(TLSObject *self, PyObject *unused)
+{
+    (void)unused;
+    char *pem = self->tls != NULL ? hb_tls_cert_pem(self->tls) : NULL;
+    if (pem == NULL)
+        Py_RETURN_NONE;
+    PyObject *out = PyUnicode_FromString(pem);
+    free(pem);
+    return out;
+}
+
+static PyMethodDef TLS_methods[] = {
+    {"cert_pem", (PyCFunction)TLS_cert_pem, METH_NOARGS,
+     "The own certificate in PEM (a server's self-signed one), or None."},
+    {0},
+};
+
+static PyType_Slot TLS_slots[] = {
+    {Py_tp_dealloc, TLS_dealloc},
+    {Py_tp_init, TLS_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, TLS_methods},
+    {Py_tp_doc, "A TLS context for a run or the server; use httpbench.run and httpbench.Server."},
+    {0, NULL},
+};
+
+static PyType_Spec TLS_spec = {
+    .name = "httpbench._core._TLS",
+    .basicsize = sizeof(TLSObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = TLS_slots,
+};
+
+/* The hb_tls of a _TLS object given as an argument, or NULL for None (the
+ * object is the caller's to keep alive). -1 with an exception otherwise. */
+static int tls_of(core_state *st, PyObject *o, hb_tls **out)
+{
+    *out = NULL;
+    if (o == NULL || o == Py_None)
+        return 0;
+    if (!PyObject_TypeCheck(o, st->TLS) || ((TLSObject *)o)->tls == NULL) {
+        PyErr_Format(PyExc_TypeError, "tls must be a _TLS or None, not %.100s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = ((TLSObject *)o)->tls;
     return 0;
 }
 
@@ -319,6 +494,7 @@ typedef struct {
     int port;
     double timeout;        /* seconds; NO_TIMEOUT for None */
     PyObject *host_header; /* bytes: "host:port" */
+    hb_tls *tls;           /* NULL for plain TCP */
     int busy;              /* a request is under way (GIL released) */
     int ready;             /* __init__ succeeded */
 } ConnectionObject;
@@ -333,6 +509,7 @@ static void Connection_dealloc(ConnectionObject *self)
     PyTypeObject *tp = Py_TYPE(self);
     if (self->ready)
         hb_conn_free(&self->conn);
+    hb_tls_free(self->tls); /* after the socket that used it */
     hb_buf_free(&self->tx);
     Py_XDECREF(self->host);
     Py_XDECREF(self->host_header);
@@ -342,16 +519,30 @@ static void Connection_dealloc(ConnectionObject *self)
 
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host", "port", "timeout", "max_body", NULL};
+    static char *kwlist[] = {"host",     "port",    "timeout", "max_body",
+                             "tls",      "verify",  "cafile",  "server_hostname",
+                             "certfile", "keyfile", NULL};
     PyObject *host, *port_obj, *timeout_obj = NULL, *max_body_obj = NULL;
+    PyObject *cafile = NULL, *server_hostname = NULL, *certfile = NULL, *keyfile = NULL;
+    int tls = 0, verify = 1;
     long long port, max_body = DEFAULT_MAX_BODY;
     double timeout = 30.0;
+    core_state *st = conn_state(self);
 
     /* Every conversion (which may run Python code, and so let another
      * thread in) comes before the object is looked at or changed. */
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$O:Connection", kwlist, &host, &port_obj,
-                                     &timeout_obj, &max_body_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOO:Connection", kwlist, &host,
+                                     &port_obj, &timeout_obj, &max_body_obj, &tls, &verify, &cafile,
+                                     &server_hostname, &certfile, &keyfile))
         return -1;
+    if (!tls &&
+        ((cafile && cafile != Py_None) || (certfile && certfile != Py_None) ||
+         (keyfile && keyfile != Py_None) || (server_hostname && server_hostname != Py_None))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "cafile, certfile, keyfile and server_hostname are for TLS: pass tls=True "
+                        "(or use Connection.from_url with an https:// URL)");
+        return -1;
+    }
     if (arg_int(port_obj, "port", 1, 65535, &port) != 0)
         return -1;
     if (timeout_obj == Py_None)
@@ -374,17 +565,35 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
     }
     char portbuf[8];
     snprintf(portbuf, sizeof portbuf, "%d", (int)port);
-    /* An IPv6 literal goes in brackets in Host (RFC 9110 section 7.2). */
+    /* An IPv6 literal goes in brackets in Host (RFC 9110 section 7.2); the
+     * scheme's default port is left out (section 4.2). */
     int v6 = strchr(h, ':') != NULL;
-    PyObject *host_header = port == 80 ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
-                                       : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, (int)port);
+    PyObject *host_header = port == (tls ? 443 : 80)
+                                ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
+                                : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, (int)port);
     if (host_header == NULL)
         return -1;
-    if (hb_conn_init(&self->conn, &hb_net_tcp, h, portbuf, timeout, (uint64_t)max_body) != HB_OK) {
+    hb_tls *t = NULL;
+    if (tls) {
+        /* The name sent and checked: the host, unless told otherwise. */
+        PyObject *name =
+            server_hostname != NULL && server_hostname != Py_None ? server_hostname : host;
+        t = tls_make(st, 0, verify, 0, cafile, certfile, keyfile, name, NULL, NULL, NULL, NULL,
+                     NULL);
+        if (t == NULL) {
+            Py_DECREF(host_header);
+            return -1;
+        }
+    }
+    if (hb_conn_init(&self->conn, t ? &hb_net_tls : &hb_net_tcp, h, portbuf, timeout,
+                     (uint64_t)max_body) != HB_OK) {
         Py_DECREF(host_header);
+        hb_tls_free(t);
         PyErr_NoMemory();
         return -1;
     }
+    self->conn.sock.shared = t;
+    self->tls = t;
     self->host_header = host_header;
     self->host = Py_NewRef(host);
     self->port = (int)port;
@@ -547,6 +756,7 @@ static PyObject *raise_status(core_state *st, hb_conn *c, hb_status s)
     case HB_ERR_TIMEOUT: exc = st->Timeout; break;
     case HB_ERR_PROTOCOL: exc = st->ProtocolError; break;
     case HB_ERR_INCOMPLETE: exc = st->IncompleteResponse; break;
+    case HB_ERR_TLS: exc = st->TLSError; break;
     case HB_ERR_NOMEM: return PyErr_NoMemory();
     case HB_ERR_INTERRUPTED:
         /* A signal handler raised; its exception stands. */
@@ -709,7 +919,8 @@ static PyObject *Connection_repr(ConnectionObject *self)
 {
     if (!self->ready)
         return PyUnicode_FromString("<httpbench.Connection (uninitialised)>");
-    return PyUnicode_FromFormat("<httpbench.Connection %R port %d, %s>", self->host, self->port,
+    return PyUnicode_FromFormat("<httpbench.Connection %s%R port %d, %s>", self->tls ? "TLS " : "",
+                                self->host, self->port,
                                 self->conn.sock.fd >= 0 ? "open" : "closed");
 }
 
@@ -739,6 +950,58 @@ static PyObject *Connection_get_is_open(ConnectionObject *self, void *closure)
     return PyBool_FromLong(self->ready && self->conn.sock.fd >= 0);
 }
 
+static PyObject *Connection_get_tls(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->tls != NULL);
+}
+
+/* What the open socket's handshake agreed on: None when no TLS socket is
+ * open. */
+static PyObject *Connection_get_tls_info(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    hb_sock_info info;
+    int resumed;
+    if (!self->ready || self->tls == NULL || self->busy || self->conn.sock.fd < 0 ||
+        (resumed = hb_net_tls.describe(&self->conn.sock, &info)) < 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("{sssssssO}", "protocol", info.protocol, "temp_key", info.temp_key,
+                         "server_name", info.server_name, "resumed", resumed ? Py_True : Py_False);
+}
+
+/* from_url(url, **kw): a Connection to the URL's host and port, over TLS
+ * for https://. */
+static PyObject *Connection_from_url(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+    PyObject *url;
+    if (!PyArg_ParseTuple(args, "U:from_url", &url))
+        return NULL;
+    if (kwds != NULL && PyDict_GetItemString(kwds, "tls") != NULL) {
+        PyErr_SetString(PyExc_TypeError, "from_url() takes tls from the URL's scheme");
+        return NULL;
+    }
+    PyObject *mod = PyImport_ImportModule("httpbench._url");
+    PyObject *parts = mod ? PyObject_CallMethod(mod, "split_url", "O", url) : NULL;
+    Py_XDECREF(mod);
+    if (parts == NULL)
+        return NULL;
+    PyObject *kw = kwds ? PyDict_Copy(kwds) : PyDict_New(), *out = NULL, *pos = NULL;
+    PyObject *tls = PyObject_GetAttrString(parts, "tls");
+    PyObject *host = PyObject_GetAttrString(parts, "host");
+    PyObject *port = PyObject_GetAttrString(parts, "port");
+    if (kw != NULL && tls != NULL && host != NULL && port != NULL &&
+        PyDict_SetItemString(kw, "tls", tls) == 0 && (pos = PyTuple_Pack(2, host, port)) != NULL)
+        out = PyObject_Call(cls, pos, kw);
+    Py_XDECREF(pos);
+    Py_XDECREF(kw);
+    Py_XDECREF(tls);
+    Py_XDECREF(host);
+    Py_XDECREF(port);
+    Py_DECREF(parts);
+    return out;
+}
+
 static PyMemberDef Connection_members[] = {
     {"host", T_OBJECT, offsetof(ConnectionObject, host), READONLY, "The server's host."},
     {"port", T_INT, offsetof(ConnectionObject, port), READONLY, "The server's port."},
@@ -749,6 +1012,11 @@ static PyGetSetDef Connection_getset[] = {
     {"timeout", (getter)Connection_get_timeout, NULL, "Seconds allowed per request, or None.",
      NULL},
     {"is_open", (getter)Connection_get_is_open, NULL, "Whether a socket is open now.", NULL},
+    {"tls", (getter)Connection_get_tls, NULL, "Whether the connection speaks TLS.", NULL},
+    {"tls_info", (getter)Connection_get_tls_info, NULL,
+     "What the open socket's TLS handshake agreed on (protocol, temp_key, server_name, resumed), "
+     "or None.",
+     NULL},
     {"requests", (getter)Connection_get_requests, NULL, "Responses received.", NULL},
     {"connects", (getter)Connection_get_connects, NULL, "Sockets opened.", NULL},
     {"retries", (getter)Connection_get_retries, NULL,
@@ -763,6 +1031,9 @@ static PyMethodDef Connection_methods[] = {
     {"request", (PyCFunction)(void (*)(void))Connection_request, METH_FASTCALL | METH_KEYWORDS,
      "request(method, target, headers=None, body=None) -> Response"},
     {"close", (PyCFunction)Connection_close, METH_NOARGS, "Close the socket."},
+    {"from_url", (PyCFunction)(void (*)(void))Connection_from_url,
+     METH_CLASS | METH_VARARGS | METH_KEYWORDS,
+     "from_url(url, **kw) -> Connection: to the URL's host and port, over TLS for https://"},
     {"__enter__", (PyCFunction)Connection_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)Connection_exit, METH_VARARGS, NULL},
     {0},
@@ -776,8 +1047,9 @@ static PyType_Slot Connection_slots[] = {
     {Py_tp_members, Connection_members},
     {Py_tp_getset, Connection_getset},
     {Py_tp_methods, Connection_methods},
-    {Py_tp_doc, "Connection(host, port, timeout=30.0, *, max_body=2**30)\n\n"
-                "One blocking keep-alive HTTP/1.1 connection."},
+    {Py_tp_doc, "Connection(host, port, timeout=30.0, *, max_body=2**30, tls=False, verify=True, "
+                "cafile=None, server_hostname=None, certfile=None, keyfile=None)\n\n"
+                "One blocking keep-alive HTTP/1.1 connection, over TLS with tls=True."},
     {0, NULL},
 };
 
@@ -794,7 +1066,8 @@ static PyType_Spec Connection_spec = {
 typedef struct {
     PyObject_HEAD
     hb_srv *srv;
-    int starting; /* __init__ is under way with the GIL released */
+    PyObject *tls; /* the _TLS its sessions use, kept until it has stopped */
+    int starting;  /* __init__ is under way with the GIL released */
 } ServerCoreObject;
 
 static void ServerCore_stop_now(ServerCoreObject *self)
@@ -811,26 +1084,38 @@ static void ServerCore_dealloc(ServerCoreObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     ServerCore_stop_now(self);
+    Py_CLEAR(self->tls);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
 
 static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {
-        "host",     "port",           "threaded",     "threads",      "static_dir", "zero_copy",
-        "max_body", "header_timeout", "send_timeout", "idle_timeout", "version",    "max_buffered",
-        NULL};
+    static char *kwlist[] = {"host",         "port",
+                             "threaded",     "threads",
+                             "static_dir",   "zero_copy",
+                             "max_body",     "header_timeout",
+                             "send_timeout", "idle_timeout",
+                             "version",      "max_buffered",
+                             "tls",          NULL};
     hb_srv_config cfg;
     int threaded;
-    PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3];
+    PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3], *tls_o = Py_None;
     long long v;
+    hb_tls *tls;
+    core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOpOzpOOOOsO:_ServerCore", kwlist, &cfg.host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOpOzpOOOOsO|O:_ServerCore", kwlist, &cfg.host,
                                      &port, &threaded, &threads, &cfg.static_dir, &cfg.zero_copy,
                                      &max_body, &timeouts[0], &timeouts[1], &timeouts[2],
-                                     &cfg.version, &max_buffered))
+                                     &cfg.version, &max_buffered, &tls_o))
         return -1;
+    if (tls_of(st, tls_o, &tls) != 0)
+        return -1;
+    if (tls != NULL) {
+        cfg.transport = &hb_net_tls;
+        cfg.transport_shared = tls;
+    }
     if (arg_int(port, "port", 0, 65535, &v) != 0)
         return -1;
     cfg.port = (int)v;
@@ -864,6 +1149,7 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
         return -1;
     }
     self->srv = srv;
+    Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
     return 0;
 }
 
@@ -1168,6 +1454,7 @@ typedef struct {
     PyObject_HEAD
     hb_bench *b;
     PyObject *request; /* bytes, kept alive while the threads use them */
+    PyObject *tls;     /* the _TLS the connections use, likewise */
     int starting;      /* __init__ is under way with the GIL released */
 } BenchObject;
 
@@ -1181,6 +1468,7 @@ static void Bench_dealloc(BenchObject *self)
         Py_END_ALLOW_THREADS
     }
     Py_XDECREF(self->request);
+    Py_XDECREF(self->tls);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -1189,18 +1477,26 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host",     "port",         "request", "head",      "requests",
                              "duration", "concurrency",  "threads", "keepalive", "rate",
-                             "timeout",  "lengths_vary", NULL};
+                             "timeout",  "lengths_vary", "tls",     NULL};
     const char *host;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
+    PyObject *tls_o = Py_None;
+    hb_tls *tls;
     long long port, requests, conc, threads;
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp:_Bench", kwlist, &host, &port_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|O:_Bench", kwlist, &host, &port_o,
                                      &request, &cfg.head, &requests_o, &duration_o, &conc_o,
                                      &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
-                                     &cfg.lengths_vary))
+                                     &cfg.lengths_vary, &tls_o))
         return -1;
+    if (tls_of(st, tls_o, &tls) != 0)
+        return -1;
+    if (tls != NULL) {
+        cfg.transport = &hb_net_tls;
+        cfg.transport_shared = tls;
+    }
     if (arg_int(port_o, "port", 1, 65535, &port) != 0 ||
         arg_int(requests_o, "requests", 0, MAX_REQUESTS, &requests) != 0 ||
         arg_real(duration_o, "duration", 1, HB_BENCH_MAX_SECONDS, &cfg.duration) != 0 ||
@@ -1237,6 +1533,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     }
     cfg.naddrs = n;
     Py_XSETREF(self->request, Py_NewRef(request));
+    Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
     cfg.request = PyBytes_AS_STRING(request);
     cfg.request_len = (size_t)PyBytes_GET_SIZE(request);
     hb_bench *b;
@@ -1299,6 +1596,9 @@ static const result_field RESULT_COUNTS[] = {
     RESULT_AT("length", fail_length),
     RESULT_AT("exceptions", fail_exceptions),
     RESULT_AT("timeout", fail_timeout),
+    RESULT_AT("tls", fail_tls),
+    RESULT_AT("tls_full_handshakes", tls_full),
+    RESULT_AT("tls_resumed_handshakes", tls_resumed),
     RESULT_AT("non_2xx", non_2xx),
     RESULT_AT("bytes_received", bytes_received),
     RESULT_AT("body_bytes", body_bytes),
@@ -1315,12 +1615,12 @@ static const result_field RESULT_SECONDS[] = {
 static const result_field RESULT_HISTOGRAMS[] = {
     RESULT_AT("total", total),           RESULT_AT("uncorrected", uncorrected),
     RESULT_AT("connect_time", connect),  RESULT_AT("waiting", waiting),
-    RESULT_AT("processing", processing),
+    RESULT_AT("processing", processing), RESULT_AT("tls_handshake", tls_handshake),
 };
 static const result_field RESULT_TEXTS[] = {
-    RESULT_AT("server_software", server),
-    RESULT_AT("error", error),
-    RESULT_AT("first_head", first_head),
+    RESULT_AT("server_software", server),    RESULT_AT("error", error),
+    RESULT_AT("first_head", first_head),     RESULT_AT("tls_protocol", tls.protocol),
+    RESULT_AT("tls_temp_key", tls.temp_key), RESULT_AT("tls_server_name", tls.server_name),
 };
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1489,6 +1789,7 @@ static int core_exec(PyObject *m)
     st->Timeout = PyObject_GetAttrString(exc, "Timeout");
     st->ProtocolError = PyObject_GetAttrString(exc, "ProtocolError");
     st->IncompleteResponse = PyObject_GetAttrString(exc, "IncompleteResponse");
+    st->TLSError = PyObject_GetAttrString(exc, "TLSError");
     Py_DECREF(exc);
     if (PyErr_Occurred())
         return -1;
@@ -1503,11 +1804,12 @@ static int core_exec(PyObject *m)
         return -1;
     st->Histogram = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Histogram_spec, NULL);
     st->Bench = (PyTypeObject *)PyType_FromModuleAndSpec(m, &Bench_spec, NULL);
-    if (st->Histogram == NULL || st->Bench == NULL)
+    st->TLS = (PyTypeObject *)PyType_FromModuleAndSpec(m, &TLS_spec, NULL);
+    if (st->Histogram == NULL || st->Bench == NULL || st->TLS == NULL)
         return -1;
     if (PyModule_AddType(m, st->Response) != 0 || PyModule_AddType(m, st->Connection) != 0 ||
         PyModule_AddType(m, st->ServerCore) != 0 || PyModule_AddType(m, st->Histogram) != 0 ||
-        PyModule_AddType(m, st->Bench) != 0)
+        PyModule_AddType(m, st->Bench) != 0 || PyModule_AddType(m, st->TLS) != 0)
         return -1;
     if (PyModule_AddIntConstant(m, "MAX_LINE", HB_MAX_LINE) != 0 ||
         PyModule_AddIntConstant(m, "MAX_HEAD", HB_MAX_HEAD) != 0 ||
@@ -1515,6 +1817,9 @@ static int core_exec(PyObject *m)
         PyModule_AddObject(m, "RND_MAX", PyLong_FromUnsignedLongLong(HB_RND_MAX)) != 0 ||
         PyModule_AddIntConstant(m, "DELAY_MAX_MS", HB_DELAY_MAX_MS) != 0 ||
         PyModule_AddIntConstant(m, "REQ_HEAD", HB_REQ_HEAD) != 0 ||
+        PyModule_AddIntConstant(m, "TLS_1_2", HB_TLS_1_2) != 0 ||
+        PyModule_AddIntConstant(m, "TLS_1_3", HB_TLS_1_3) != 0 ||
+        PyModule_AddStringConstant(m, "OPENSSL_VERSION", hb_tls_library()) != 0 ||
         PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0)
         return -1;
     return 0;
@@ -1528,6 +1833,8 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->Timeout);
     Py_VISIT(st->ProtocolError);
     Py_VISIT(st->IncompleteResponse);
+    Py_VISIT(st->TLSError);
+    Py_VISIT(st->TLS);
     Py_VISIT(st->Connection);
     Py_VISIT(st->Response);
     Py_VISIT(st->ServerCore);
@@ -1544,6 +1851,8 @@ static int core_clear(PyObject *m)
     Py_CLEAR(st->Timeout);
     Py_CLEAR(st->ProtocolError);
     Py_CLEAR(st->IncompleteResponse);
+    Py_CLEAR(st->TLSError);
+    Py_CLEAR(st->TLS);
     Py_CLEAR(st->Connection);
     Py_CLEAR(st->Response);
     Py_CLEAR(st->ServerCore);

@@ -114,17 +114,45 @@ static int track_deadline(hb_sock *s, int opt, int64_t *cur, int64_t deadline)
     return hb_net_bound_wait(s->fd, opt, cur, deadline - hb_now_ns());
 }
 
+/* One address: the transport's non-blocking steps, each waited for by the
+ * deadline, then a blocking socket. Returns 0, or -1 with errno and s
+ * closed. */
+static int open_one(hb_sock *s, const hb_addr *a, int64_t deadline)
+{
+    int rc = s->tp->connect_start(s, a);
+    if (rc < 0)
+        return -1;
+    if (rc == 1 && (hb_sock_wait(s, POLLOUT, deadline) != 0 || s->tp->connect_done(s) != 0))
+        goto error;
+    while (s->tp->handshake != NULL && s->tp->handshake(s) != 0) {
+        if (errno != EAGAIN && errno != EINTR)
+            goto error;
+        if (hb_sock_wait(s, s->wants == HB_SOCK_WANT_WRITE ? POLLOUT : POLLIN, deadline) != 0)
+            goto error;
+    }
+    if (fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        goto error;
+    return 0;
+error:
+    rc = errno;
+    s->tp->close(s);
+    errno = rc;
+    return -1;
+}
+
 int hb_sock_open(hb_sock *s, const hb_addr *addrs, int n, int64_t deadline)
 {
     int err = EHOSTUNREACH;
     for (int i = 0; i < n; i++) {
-        if (s->tp->open(s, &addrs[i], deadline) == 0) {
+        if (open_one(s, &addrs[i], deadline) == 0) {
             /* Start both timeouts unset so the first wait sets them. */
             s->rcvtimeo = s->sndtimeo = 0;
             return i;
         }
         err = errno;
-        if (err == ETIMEDOUT || err == EINTR)
+        /* A deadline, an interrupt, or a server reached that refused the
+         * transport's opening (EPROTO): no other address would do better. */
+        if (err == ETIMEDOUT || err == EINTR || err == EPROTO)
             break;
     }
     errno = err;
@@ -186,6 +214,21 @@ void hb_sock_close(hb_sock *s)
 {
     if (s->fd >= 0)
         s->tp->close(s);
+}
+
+void hb_sock_release(hb_sock *s)
+{
+    hb_sock_close(s);
+    if (s->keep != NULL && s->tp->release != NULL)
+        s->tp->release(s);
+    s->keep = NULL;
+}
+
+const char *hb_sock_strerror(hb_sock *s, int err)
+{
+    if (err == EPROTO && s->tp->error != NULL)
+        return s->tp->error(s);
+    return strerror(err);
 }
 
 int hb_sock_set_blocking(hb_sock *s, int64_t tick_ns)
@@ -260,23 +303,6 @@ static int tcp_connect_done(hb_sock *s)
     return 0;
 }
 
-static int tcp_open(hb_sock *s, const hb_addr *a, int64_t deadline)
-{
-    int rc = tcp_connect_start(s, a);
-    if (rc < 0)
-        return -1;
-    if (rc == 1 && (hb_sock_wait(s, POLLOUT, deadline) != 0 || tcp_connect_done(s) != 0))
-        goto error;
-    if (fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK) != 0)
-        goto error;
-    return 0;
-error:
-    rc = errno;
-    tcp_close(s);
-    errno = rc;
-    return -1;
-}
-
 static int tcp_attach(hb_sock *s, int fd)
 {
     int one = 1;
@@ -334,7 +360,6 @@ static void tcp_shutdown_write(hb_sock *s)
 
 const hb_transport hb_net_tcp = {
     .name = "tcp",
-    .open = tcp_open,
     .connect_start = tcp_connect_start,
     .connect_done = tcp_connect_done,
     .attach = tcp_attach,

@@ -8,8 +8,9 @@
  * transports beside it) call recv, send and the like on a socket.
  *
  * A transport serves two modes, by how its socket was made:
- * - Blocking (Connection): `open` connects by a deadline and leaves a
- *   blocking socket; hb_sock_read / hb_sock_writev wait in the kernel under
+ * - Blocking (Connection): hb_sock_open runs the non-blocking steps below
+ *   (connect, then the transport's handshake) with waits by a deadline,
+ *   and leaves a blocking socket; hb_sock_read / hb_sock_writev wait in the kernel under
  *   SO_RCVTIMEO / SO_SNDTIMEO rather than in poll(), so a request costs one
  *   write and one read, as in the floor; the timeouts are moved only when a
  *   deadline comes nearer than they are, which a fast request never does.
@@ -42,6 +43,7 @@ typedef enum {
     HB_ERR_IO,         /* some other system error */
     HB_ERR_NOMEM,
     HB_ERR_INTERRUPTED, /* the interrupt callback asked to stop */
+    HB_ERR_TLS,         /* the TLS handshake or a record failed */
 } hb_status;
 
 /* One resolved address. */
@@ -51,6 +53,13 @@ typedef struct {
 } hb_addr;
 
 typedef struct hb_sock hb_sock;
+
+/* What a transport's opening agreed on (a TLS handshake), for reports. */
+typedef struct {
+    char protocol[128];   /* as ab prints it: "TLSv1.3,TLS_AES_256_GCM_SHA384,256,256" */
+    char temp_key[64];    /* the key exchange: "X25519 253 bits" */
+    char server_name[96]; /* the name sent (SNI), empty when none */
+} hb_sock_info;
 
 /* Flags for a transport's writev. */
 #define HB_SOCK_MORE 1     /* more follows at once (a head before a file): cork */
@@ -62,12 +71,7 @@ typedef struct hb_sock hb_sock;
 
 typedef struct {
     const char *name;
-    /* Blocking mode: connects s to a (s->fd is -1 before) by the deadline;
-     * on success s->fd is a blocking socket. Returns 0, or -1 with errno
-     * (ETIMEDOUT when the deadline passed, EINTR when interrupted) and
-     * s->fd left at -1. */
-    int (*open)(hb_sock *s, const hb_addr *a, int64_t deadline);
-    /* Non-blocking mode: starts connecting s to a (s->fd is -1 before).
+    /* Starts connecting s to a (s->fd is -1 before).
      * Returns 0 when connected at once, 1 when under way (wait until
      * writable, then connect_done), or -1 with errno and s->fd -1. */
     int (*connect_start)(hb_sock *s, const hb_addr *a);
@@ -92,12 +96,35 @@ typedef struct {
     void (*shutdown_write)(hb_sock *s);
     /* Releases what open, connect_start or attach made; s->fd is -1 after. */
     void (*close)(hb_sock *s);
+    /* The rest may be NULL (plain TCP has none of them). */
+    /* Non-blocking mode, client side: after connect_done, the transport's
+     * own opening (the TLS handshake), called again until it returns 0;
+     * -1 with errno: EAGAIN (wait for s->wants), EPROTO (the transport
+     * refused: `error` says why) or the socket's error. NULL: none. A
+     * server side opens inside its first read. */
+    int (*handshake)(hb_sock *s);
+    /* Whether bytes already read from the socket wait inside the transport
+     * (a waiter for readable would not hear of them): read again first. */
+    int (*pending)(hb_sock *s);
+    /* After a call failed with EPROTO: why, as text (valid until the next
+     * call on s). */
+    const char *(*error)(hb_sock *s);
+    /* Whether the opening resumed a session (1) or made a new one (0), or
+     * -1 when nothing was opened; out (when not NULL) gets what it agreed
+     * on, which costs some formatting. */
+    int (*describe)(hb_sock *s, hb_sock_info *out);
+    /* Frees s->keep, what the transport keeps across reconnects. */
+    void (*release)(hb_sock *s);
 } hb_transport;
 
 struct hb_sock {
     int fd; /* -1 when closed */
     const hb_transport *tp;
-    void *ctx;                  /* the transport's own state */
+    void *ctx;                  /* the transport's own state, per socket */
+    void *shared;               /* the transport's settings, shared by many
+                                 * sockets (TLS: an hb_tls); set before opening */
+    void *keep;                 /* kept across reconnects (a TLS session to
+                                 * resume); freed by hb_sock_release */
     int wants;                  /* after EAGAIN: HB_SOCK_WANT_READ or _WRITE */
     int64_t timeout;            /* the per-request timeout, ns */
     int64_t rcvtimeo, sndtimeo; /* what the kernel has been told, ns */
@@ -142,8 +169,11 @@ void hb_sock_init(hb_sock *s, const hb_transport *tp, int64_t timeout);
  * transports' use while connecting. */
 int hb_sock_wait(hb_sock *s, short events, int64_t deadline);
 
-/* Tries each address in turn until one connects by the deadline. Returns
- * the index of the one that did, or -1 with errno from the last attempt. */
+/* Tries each address in turn until one connects (and its transport's
+ * handshake is done) by the deadline, leaving s->fd a blocking socket.
+ * Returns the index of the one that did, or -1 with errno from the last
+ * attempt (ETIMEDOUT when the deadline passed, EINTR when interrupted,
+ * EPROTO when the transport refused) and s->fd -1. */
 int hb_sock_open(hb_sock *s, const hb_addr *addrs, int n, int64_t deadline);
 
 /* Reads at most len bytes by the deadline. Returns the count (0 at end of
@@ -157,6 +187,13 @@ int hb_sock_writev(hb_sock *s, struct iovec *iov, int iovcnt, int64_t deadline);
 
 /* Closes s if open. */
 void hb_sock_close(hb_sock *s);
+
+/* Closes s and frees what its transport kept across reconnects. */
+void hb_sock_release(hb_sock *s);
+
+/* Text for a failure of a call on s with errno err: the transport's own
+ * reason for EPROTO, else strerror's. Valid until the next call on s. */
+const char *hb_sock_strerror(hb_sock *s, int err);
 
 /* Makes an open non-blocking socket blocking, each call returning after at
  * most tick_ns (the loop's lone connection waits in recv so). Returns 0, or

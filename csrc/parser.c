@@ -485,11 +485,15 @@ int hb_parse_response(hb_response *r, const char *buf, size_t len, int flags)
      * a wait for a blank line that never comes. */
     size_t n = len < 5 ? len : 5;
     if (n > 0 && memcmp(buf, "HTTP/", n) != 0) {
-        /* By the first byte alone (0x16, a TLS handshake record), so that
-         * the verdict never depends on how the bytes were split. */
-        r->error = (unsigned char)buf[0] == 0x16
-                       ? "the server answered with TLS (a 0x16 handshake record): is the URL https?"
-                       : hb_parse_not_http;
+        /* By the first byte alone (a TLS record's type: 0x16 handshake,
+         * 0x15 alert, RFC 8446 section 5.1), so that the verdict never
+         * depends on how the bytes were split. */
+        unsigned char b = (unsigned char)buf[0];
+        r->error = b == 0x16 ? "the server answered with TLS (a 0x16 handshake record): is the URL "
+                               "https?"
+                   : b == 0x15 ? "the server answered with TLS (a 0x15 alert record): is the URL "
+                                 "https?"
+                               : hb_parse_not_http;
         return HB_PARSE_ERROR;
     }
     int rc = scan_head(&r->scan, buf, len, &head_len, "status line longer than 8192 bytes",

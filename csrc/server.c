@@ -499,6 +499,8 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
         goto error;
     }
     sh->rnd = srv->rnd;
+    sh->transport = cfg->transport;
+    sh->transport_shared = cfg->transport_shared;
     sh->zero_copy = cfg->zero_copy;
     sh->max_body = cfg->max_body;
     sh->max_buffered = cfg->max_buffered;

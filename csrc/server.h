@@ -12,6 +12,8 @@
 #ifndef HB_SERVER_H
 #define HB_SERVER_H
 
+#include "net.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,15 +26,17 @@ typedef struct {
     const char *host; /* address to bind */
     int port;         /* 0: any free port */
     hb_srv_mode mode;
-    int threads;            /* event loops (HB_SRV_EPOLL), 1..HB_SRV_MAX_THREADS */
-    const char *static_dir; /* NULL: /static/ answers 404 */
-    int zero_copy;          /* static files by sendfile(2), else read/write */
-    uint64_t max_body;      /* larger request bodies get 413 */
-    uint64_t max_buffered;  /* request bodies held at once, in all: past it 503 */
-    double header_timeout;  /* seconds for a request head */
-    double send_timeout;    /* seconds without send progress */
-    double idle_timeout;    /* seconds a kept-alive connection may idle */
-    const char *version;    /* for the Server field */
+    int threads;                   /* event loops (HB_SRV_EPOLL), 1..HB_SRV_MAX_THREADS */
+    const char *static_dir;        /* NULL: /static/ answers 404 */
+    int zero_copy;                 /* static files by sendfile(2), else read/write */
+    uint64_t max_body;             /* larger request bodies get 413 */
+    uint64_t max_buffered;         /* request bodies held at once, in all: past it 503 */
+    double header_timeout;         /* seconds for a request head */
+    double send_timeout;           /* seconds without send progress */
+    double idle_timeout;           /* seconds a kept-alive connection may idle */
+    const char *version;           /* for the Server field */
+    const hb_transport *transport; /* NULL: plain TCP; hb_net_tls for TLS */
+    void *transport_shared;        /* its settings (an hb_tls), outliving the server */
 } hb_srv_config;
 
 typedef struct hb_srv hb_srv;

@@ -80,6 +80,7 @@ int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocki
 {
     memset(s, 0, sizeof *s);
     hb_sock_init(&s->sock, sh->transport ? sh->transport : &hb_net_tcp, 0);
+    s->sock.shared = sh->transport_shared;
     if (s->sock.tp->attach(&s->sock, fd) != 0)
         return -1;
     s->sh = sh;
@@ -87,6 +88,13 @@ int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocki
     s->plan.file_fd = -1;
     s->since = now;
     s->deadline = now + sh->idle_timeout;
+    /* A transport that opens with a handshake (TLS) has it inside the first
+     * reads: its bytes are the first head's, under the header deadline, so
+     * a client stalling mid-handshake is cut off as a slow head is. */
+    if (s->sock.tp->handshake != NULL) {
+        s->head_begun = 1;
+        s->deadline = now + sh->header_timeout;
+    }
     s->heap_index = -1;
     return 0;
 }
@@ -222,8 +230,10 @@ static fill_result sess_fill(hb_sess *s, size_t *got)
         return FILL_EOF;
     hb_buf_commit(&s->rx, (size_t)n);
     /* A short read emptied the socket: do not pay for a read that would
-     * only say so; the driver calls again when more comes. */
-    s->drained = (size_t)n < room;
+     * only say so; the driver calls again when more comes. Unless the
+     * transport holds bytes it read (a TLS record's rest), which no wait
+     * for readable would hear of. */
+    s->drained = (size_t)n < room && !(s->sock.tp->pending && s->sock.tp->pending(&s->sock));
     *got = (size_t)n;
     return FILL_DATA;
 }

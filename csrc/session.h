@@ -21,6 +21,7 @@
 /* What the sessions of one server share. Counters are updated atomically. */
 typedef struct {
     const hb_transport *transport; /* every session's way to its socket; NULL: plain TCP */
+    void *transport_shared;        /* its settings (TLS: an hb_tls) */
     hb_route_static st;
     const char *rnd;        /* HB_RND_BLOCK bytes */
     int zero_copy;          /* static files by sendfile(2) */

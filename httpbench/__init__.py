@@ -12,6 +12,7 @@ from .exceptions import (
     IncompleteResponse,
     ProtocolError,
     Timeout,
+    TLSError,
 )
 from ._core import Connection, Histogram, Response
 from .agents import available_agents
@@ -37,4 +38,5 @@ __all__ = [
     "Timeout",
     "ProtocolError",
     "IncompleteResponse",
+    "TLSError",
 ]

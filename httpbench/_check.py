@@ -12,7 +12,7 @@ import numbers
 
 __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
-    "count", "seconds", "rate", "port", "warmup", "byte_size",
+    "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
 ]
 
 # Durations and timeouts: at most a year (None is "no limit" where documented).
@@ -90,3 +90,27 @@ def byte_size(name: str, text: str) -> int:
     if not digits.isdigit() or unit not in _UNITS:
         raise ValueError(f"{name} takes bytes, or a size like 256M, not {text!r}")
     return count(name, int(digits) * _UNITS[unit], 1, MAX_BYTES)
+
+
+# TLS versions by the names users give them (Python's ssl, curl, ab's -f).
+_TLS_VERSIONS = {"1.2": 0x0303, "1.3": 0x0304}
+
+
+def tls_version(name: str, value: object) -> int | None:
+    """"1.2" or "1.3" (also "TLSv1.2", "TLS1.3") as OpenSSL numbers it, or
+    None for OpenSSL's default."""
+    if value is None:
+        return None
+    key = str(value).strip().lower().removeprefix("tls").removeprefix("v")
+    if isinstance(value, bool) or key not in _TLS_VERSIONS:
+        raise ValueError(f"{name} must be '1.2' or '1.3' (or None), not {value!r}")
+    return _TLS_VERSIONS[key]
+
+
+def text(name: str, value: object) -> str | None:
+    """None, or a str without NUL (a cipher list, a host name)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError(f"{name} must be a non-empty str without NUL, not {value!r}")
+    return value

@@ -1,8 +1,9 @@
 """Types of the C extension httpbench._core."""
 
+import os
 from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar, final, overload
+from typing import Any, TypedDict, TypeVar, final, overload
 
 
 MAX_LINE: int
@@ -11,11 +12,43 @@ MAX_HEADERS: int
 RND_MAX: int
 REQ_HEAD: int
 DELAY_MAX_MS: int
+TLS_1_2: int
+TLS_1_3: int
+OPENSSL_VERSION: str
 __version__: str
 
 _T = TypeVar("_T")
 _Text = str | bytes
 _Headers = Mapping[str, _Text] | Mapping[bytes, _Text] | Iterable[tuple[_Text, _Text]]
+_Path = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+
+class TLSInfo(TypedDict):
+    protocol: str
+    temp_key: str
+    server_name: str
+    resumed: bool
+
+@final
+class _TLS:
+    """A TLS context for a run or the server; use httpbench.run and httpbench.Server."""
+
+    def __init__(
+        self,
+        server: bool = False,
+        *,
+        verify: bool = True,
+        cafile: _Path | None = None,
+        certfile: _Path | None = None,
+        keyfile: _Path | None = None,
+        server_hostname: str | None = None,
+        cert_host: str | None = None,
+        tls_min: int | None = None,
+        tls_max: int | None = None,
+        ciphers: str | None = None,
+        ciphersuites: str | None = None,
+        resume: bool = True,
+    ) -> None: ...
+    def cert_pem(self) -> str | None: ...
 
 @final
 class Response:
@@ -43,8 +76,38 @@ class Connection:
     """One blocking keep-alive HTTP/1.1 connection."""
 
     def __init__(
-        self, host: str, port: int, timeout: float | None = 30.0, *, max_body: int = 2**30
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = 30.0,
+        *,
+        max_body: int = 2**30,
+        tls: bool = False,
+        verify: bool = True,
+        cafile: _Path | None = None,
+        server_hostname: str | None = None,
+        certfile: _Path | None = None,
+        keyfile: _Path | None = None,
     ) -> None: ...
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        timeout: float | None = 30.0,
+        max_body: int = 2**30,
+        verify: bool = True,
+        cafile: _Path | None = None,
+        server_hostname: str | None = None,
+        certfile: _Path | None = None,
+        keyfile: _Path | None = None,
+    ) -> Connection:
+        """A Connection to the URL's host and port, over TLS for https://."""
+    @property
+    def tls(self) -> bool: ...
+    @property
+    def tls_info(self) -> TLSInfo | None:
+        """What the open socket's handshake agreed on, or None."""
     @property
     def host(self) -> str: ...
     @property
@@ -97,6 +160,7 @@ class _ServerCore:
         idle_timeout: float,
         version: str,
         max_buffered: int,
+        tls: _TLS | None = None,
     ) -> None: ...
     @property
     def port(self) -> int | None: ...
@@ -147,6 +211,7 @@ class _Bench:
         rate: float,
         timeout: float,
         lengths_vary: bool,
+        tls: _TLS | None = None,
     ) -> None: ...
     def wait(self, seconds: float, /) -> bool: ...
     def stop(self) -> None: ...

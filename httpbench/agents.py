@@ -11,17 +11,23 @@ agent's own, never in attributes set on another library's objects; a
 failure is classed by the exception's type. Header bytes are reconstructed
 from the parsed fields for the Python agents (pycurl's are counted by curl);
 body bytes are exact for all.
+
+Over https:// every agent is given the same Trust: verify or not, and the
+CA file to verify against (a test server's self-signed certificate).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import errno
 import functools
 import importlib
+import os
 import platform
 import socket
+import ssl
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
@@ -31,9 +37,10 @@ from . import _check
 from ._plan import Plan, Tally, ThreadCPU, agent_result
 from ._version import __version__
 from .result import Result
-from .runner import parse_url, run
+from ._url import split_url
+from .runner import run
 
-__all__ = ["AGENTS", "available_agents", "run_agent", "MAX_WORKERS", "Agent"]
+__all__ = ["AGENTS", "available_agents", "run_agent", "MAX_WORKERS", "Agent", "Trust"]
 
 # Concurrent workers for a Python agent: each is a thread (or a task).
 MAX_WORKERS = 1000
@@ -63,6 +70,24 @@ def _causes(e: BaseException) -> Iterator[BaseException]:
         todo.extend(inner)
 
 
+@dataclasses.dataclass(frozen=True)
+class Trust:
+    """How every agent checks an https:// server: verify its certificate
+    and name or not, against the CAs in cafile (None: the system's)."""
+
+    verify: bool = True
+    cafile: str | None = None
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """An ssl context for the Python clients, HTTP/1.1 only."""
+        ctx = ssl.create_default_context(cafile=self.cafile)
+        if not self.verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
+
+
 # errno values that mean the connection could not be made.
 _CONNECT_ERRNOS = {errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH,
                    errno.EADDRNOTAVAIL, errno.ECONNABORTED}
@@ -89,7 +114,7 @@ class Agent(ABC):
     @abstractmethod
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool) -> Result:
+            check_echo: bool, trust: Trust) -> Result:
         """The scenario through this client, measured as httpbench.run is."""
 
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
@@ -99,11 +124,16 @@ class Agent(ABC):
 
     def classify(self, e: BaseException) -> str:
         """The failure class of an exception, by its type (or the type of
-        what it wraps): timeout, connect, receive, or exceptions."""
+        what it wraps): tls, timeout, connect, receive, or exceptions."""
         own = self.error_types()
-        # Connect first: urllib3's NewConnectionError is also a (connect)
+        # An end of stream inside TLS is the connection closing (receive),
+        # as over TCP; any other TLS error is the tls class, even wrapped in
+        # a library's connect error (httpx's ConnectError). Connect before
+        # timeout: urllib3's NewConnectionError is also a (connect)
         # TimeoutError of its own, for compatibility.
         classes: list[tuple[str, tuple[type[BaseException], ...]]] = [
+            ("receive", (ssl.SSLEOFError, ssl.SSLZeroReturnError)),
+            ("tls", (ssl.SSLError,) + own.get("tls", ())),
             ("connect", (ConnectionRefusedError, socket.gaierror) + own.get("connect", ())),
             ("timeout", (TimeoutError,) + own.get("timeout", ())),
             ("receive", (ConnectionError, EOFError) + own.get("receive", ())),
@@ -127,9 +157,12 @@ class HttpbenchAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool) -> Result:
+            check_echo: bool, trust: Trust) -> Result:
+        tls: dict[str, Any] = {}
+        if split_url(url).tls:
+            tls = {"verify": trust.verify, "cafile": trust.cafile}
         r = run(url, method, body, None, requests, duration, concurrency, timeout=timeout,
-                progress=False, lengths_vary=lengths_vary)
+                progress=False, lengths_vary=lengths_vary, **tls)
         r.agent, r.agent_version = self.name, self.version()
         return r
 
@@ -139,9 +172,11 @@ class _Scenario:
 
     def __init__(self, url: str, method: str, body: bytes | None, requests: int | None,
                  duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-                 check_echo: bool) -> None:
-        self.url, self.method, self.body = url, method, body
-        self.host, self.port, self.path = parse_url(url)
+                 check_echo: bool, trust: Trust) -> None:
+        self.url, self.method, self.body, self.trust = url, method, body, trust
+        target = split_url(url)
+        self.tls, self.host, self.port = target.tls, target.host, target.port
+        self.path = target.path
         self.requests = None if requests is None else _check.count("requests", requests)
         self.duration = None if duration is None else _check.seconds("duration", duration)
         self.concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
@@ -173,8 +208,10 @@ class SyncAgent(Agent):
     connection) and sends its requests one after another."""
 
     @abstractmethod
-    def open(self, host: str, port: int, timeout: float) -> Any:
-        """A new session to host:port: an object of the agent's own."""
+    def open(self, sc: _Scenario) -> Any:
+        """A new session to the scenario's server (sc.host, sc.port, over
+        TLS when sc.tls, checked as sc.trust says, sc.timeout per request):
+        an object of the agent's own."""
 
     @abstractmethod
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -191,9 +228,9 @@ class SyncAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool) -> Result:
+            check_echo: bool, trust: Trust) -> Result:
         sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                       check_echo)
+                       check_echo, trust)
         targets = [functools.partial(self._worker, sc, t) for t in sc.tallies]
         return sc.measure(self, targets, threads=sc.concurrency)
 
@@ -201,7 +238,7 @@ class SyncAgent(Agent):
         cpu = ThreadCPU()
         plan = sc.plan
         try:
-            session = self.open(sc.host, sc.port, sc.timeout)
+            session = self.open(sc)
         except Exception as e:  # noqa: BLE001 - the agent could not even start
             tally.first_error = f"{self.name} could not start: {e}"
             cpu.done(tally)
@@ -241,9 +278,13 @@ class HttpClientAgent(SyncAgent):
         import http.client
         return {"receive": (http.client.IncompleteRead, http.client.BadStatusLine)}
 
-    def open(self, host: str, port: int, timeout: float) -> _HttpClientSession:
+    def open(self, sc: _Scenario) -> _HttpClientSession:
         import http.client
-        return _HttpClientSession(http.client.HTTPConnection(host, port, timeout=timeout))
+        if sc.tls:
+            return _HttpClientSession(http.client.HTTPSConnection(
+                sc.host, sc.port, timeout=sc.timeout, context=sc.trust.ssl_context()))
+        return _HttpClientSession(http.client.HTTPConnection(sc.host, sc.port,
+                                                             timeout=sc.timeout))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -271,31 +312,45 @@ class _PoolSession:
     def __init__(self) -> None:
         self.connects = 0
 
-    def pool_class(self) -> Any:
+    def pool_class(self, tls: bool = False) -> Any:
         import urllib3
-        from urllib3.connection import HTTPConnection
+        from urllib3.connection import HTTPConnection, HTTPSConnection
 
         session = self
+        base: Any = HTTPSConnection if tls else HTTPConnection
 
-        class CountingConnection(HTTPConnection):
+        class CountingConnection(base):  # type: ignore[misc]
             def connect(self) -> None:
                 session.connects += 1
                 super().connect()
 
-        return type("CountingPool", (urllib3.HTTPConnectionPool,),
-                    {"ConnectionCls": CountingConnection})
+        pool = urllib3.HTTPSConnectionPool if tls else urllib3.HTTPConnectionPool
+        return type("CountingPool", (pool,), {"ConnectionCls": CountingConnection})
+
+
+def _urllib3_trust(trust: Trust) -> dict[str, Any]:
+    """urllib3's arguments for trust. Unverified, its warning on every
+    request is turned off (the caller asked for it, and a warning per
+    request would cost what is being measured)."""
+    if trust.verify:
+        return {"cert_reqs": "CERT_REQUIRED", "ca_certs": trust.cafile}
+    import urllib3
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    return {"cert_reqs": "CERT_NONE", "assert_hostname": False}
 
 
 def _urllib3_errors() -> dict[str, tuple[type[BaseException], ...]]:
     from urllib3 import exceptions as u
     return {"timeout": (u.TimeoutError,), "connect": (u.NewConnectionError,),
-            "receive": (u.ProtocolError,)}
+            "receive": (u.ProtocolError,), "tls": (u.SSLError,)}
 
 
 class _Urllib3Session(_PoolSession):
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, sc: _Scenario) -> None:
         super().__init__()
-        self.pool = self.pool_class()(host, port, maxsize=1, retries=False, timeout=timeout)
+        tls = _urllib3_trust(sc.trust) if sc.tls else {}
+        self.pool = self.pool_class(sc.tls)(sc.host, sc.port, maxsize=1, retries=False,
+                                            timeout=sc.timeout, **tls)
 
 
 class Urllib3Agent(SyncAgent):
@@ -304,8 +359,8 @@ class Urllib3Agent(SyncAgent):
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         return _urllib3_errors()
 
-    def open(self, host: str, port: int, timeout: float) -> _Urllib3Session:
-        return _Urllib3Session(host, port, timeout)
+    def open(self, sc: _Scenario) -> _Urllib3Session:
+        return _Urllib3Session(sc)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -320,15 +375,22 @@ class Urllib3Agent(SyncAgent):
 
 
 class _RequestsSession(_PoolSession):
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, sc: _Scenario) -> None:
         super().__init__()
         import requests
-        self.timeout = timeout
+        self.timeout = sc.timeout
         self.session = requests.Session()
-        manager = self.session.get_adapter("http://").poolmanager  # type: ignore[attr-defined]
+        # Given with each request: a Session's own verify loses to
+        # REQUESTS_CA_BUNDLE in the environment, a request's does not.
+        self.verify: bool | str = True
+        if sc.tls:
+            _urllib3_trust(sc.trust)  # the warning off when unverified
+            self.verify = (sc.trust.cafile or True) if sc.trust.verify else False
+        scheme = "https" if sc.tls else "http"
+        manager = self.session.get_adapter(f"{scheme}://").poolmanager  # type: ignore[attr-defined]
         # A table of its own: the default is urllib3's module-wide one.
         manager.pool_classes_by_scheme = {**manager.pool_classes_by_scheme,
-                                          "http": self.pool_class()}
+                                          scheme: self.pool_class(sc.tls)}
 
 
 class RequestsAgent(SyncAgent):
@@ -339,15 +401,16 @@ class RequestsAgent(SyncAgent):
         own = _urllib3_errors()
         own["timeout"] += (requests.exceptions.Timeout,)
         own["connect"] += (requests.exceptions.ConnectTimeout,)
+        own["tls"] += (requests.exceptions.SSLError,)
         return own
 
-    def open(self, host: str, port: int, timeout: float) -> _RequestsSession:
-        return _RequestsSession(timeout)
+    def open(self, sc: _Scenario) -> _RequestsSession:
+        return _RequestsSession(sc)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
         r = session.session.request(method, url, data=body, headers=headers,
-                                    timeout=session.timeout)
+                                    timeout=session.timeout, verify=session.verify)
         return (r.status_code, r.content,
                 _head_bytes(r.status_code, r.reason or "", list(r.headers.items())))
 
@@ -373,9 +436,10 @@ class HttpxAgent(SyncAgent):
         return {"timeout": (httpx.TimeoutException,), "connect": (httpx.ConnectError,),
                 "receive": (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)}
 
-    def open(self, host: str, port: int, timeout: float) -> _HttpxSession:
+    def open(self, sc: _Scenario) -> _HttpxSession:
         import httpx
-        return _HttpxSession(httpx.Client(timeout=timeout))
+        verify: Any = sc.trust.ssl_context() if sc.tls else True
+        return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -401,9 +465,13 @@ class _CurlSession:
         self.connects = 0
 
 
-# libcurl's error codes by failure class (curl/curl.h).
+# libcurl's error codes by failure class (curl/curl.h): 35 SSL connect,
+# 51 peer's name, 53/54 engine, 58/59 own certificate and cipher, 60 CA,
+# 77 CA file, 80 shutdown, 83 issuer, 90/91 pinning and status.
 _CURL_CLASSES = {28: "timeout", 6: "connect", 7: "connect", 18: "receive", 52: "receive",
-                 55: "receive", 56: "receive"}
+                 55: "receive", 56: "receive",
+                 **dict.fromkeys((35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91),
+                                 "tls")}
 
 
 class PycurlAgent(SyncAgent):
@@ -419,10 +487,16 @@ class PycurlAgent(SyncAgent):
             return _CURL_CLASSES.get(e.args[0], "exceptions")
         return super().classify(e)
 
-    def open(self, host: str, port: int, timeout: float) -> _CurlSession:
+    def open(self, sc: _Scenario) -> _CurlSession:
         import pycurl
         c = pycurl.Curl()
-        c.setopt(pycurl.TIMEOUT_MS, int(timeout * 1000))
+        c.setopt(pycurl.TIMEOUT_MS, int(sc.timeout * 1000))
+        if sc.tls:
+            if not sc.trust.verify:
+                c.setopt(pycurl.SSL_VERIFYPEER, 0)
+                c.setopt(pycurl.SSL_VERIFYHOST, 0)
+            elif sc.trust.cafile is not None:
+                c.setopt(pycurl.CAINFO, os.fspath(sc.trust.cafile))
         return _CurlSession(c)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -466,15 +540,16 @@ class AiohttpAgent(Agent):
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         import aiohttp
         return {"timeout": (aiohttp.ServerTimeoutError,),
+                "tls": (aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError),
                 "connect": (aiohttp.ClientConnectorError,),
                 "receive": (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
                             aiohttp.ClientOSError)}
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool) -> Result:
+            check_echo: bool, trust: Trust) -> Result:
         sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                       check_echo)
+                       check_echo, trust)
         errors: list[BaseException] = []
 
         def target() -> None:
@@ -496,7 +571,8 @@ class AiohttpAgent(Agent):
 
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(on_create)
-        connector = aiohttp.TCPConnector(limit=len(sc.tallies))
+        connector = aiohttp.TCPConnector(limit=len(sc.tallies),
+                                         ssl=sc.trust.ssl_context() if sc.tls else True)
         plan = sc.plan
         async with aiohttp.ClientSession(connector=connector, trace_configs=[trace],
                                          timeout=aiohttp.ClientTimeout(total=sc.timeout),
@@ -534,13 +610,16 @@ def available_agents() -> list[str]:
 def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None = None,
               requests: int | None = 20_000, duration: float | None = None,
               concurrency: int = 1, timeout: float = 30.0, lengths_vary: bool = False,
-              check_echo: bool = False) -> Result:
+              check_echo: bool = False, verify: bool = True,
+              cafile: str | os.PathLike[str] | None = None) -> Result:
     """One agent through one scenario, measured as httpbench.run measures,
     by the same accounting rule (issued == complete + failed + cancelled).
     With check_echo the response body must be the request body (the C loop,
-    which keeps no bodies, checks its length)."""
+    which keeps no bodies, checks its length). Over https:// the server is
+    verified (against cafile, else the system's CAs) unless verify=False."""
     if agent_name not in AGENTS:
         raise ValueError(f"unknown agent {agent_name!r}; available here: "
                          f"{', '.join(available_agents())}")
+    trust = Trust(bool(verify), None if cafile is None else os.fspath(cafile))
     return AGENTS[agent_name].run(url, method, body, requests, duration, concurrency, timeout,
-                                  lengths_vary, check_echo)
+                                  lengths_vary, check_echo, trust)

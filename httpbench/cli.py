@@ -6,6 +6,11 @@
               [-H 'Name: value']... [-m METHOD] [-s TIMEOUT] [-q] [-l] [-e CSVFILE]
               [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL]
     httpbench serve [--host H] [--port P] [--mode epoll|threads] [--threads T] [--static DIR]
+                    [--tls [--cert FILE --key FILE]]
+
+https:// URLs speak TLS, verifying the server unless --insecure (curl's
+word; -k stays ab's keep-alive); --cacert, --cert, --key as curl's; ab's -f
+PROTOCOL and -Z CIPHERSUITE.
 
 As ab: the same letters, the same report. Keep-alive is on unless
 --no-keepalive (-k is accepted from habit). With no URL, the seed's client
@@ -29,8 +34,9 @@ from . import _check
 from ._version import __version__
 from .agents import AGENTS, MAX_WORKERS, available_agents
 from .compare import compare
-from .exceptions import HttpbenchError
+from .exceptions import HttpbenchError, TLSError
 from .result import Result
+from ._url import split_url
 from .runner import basic_auth, parse_url, run
 from .server import Server
 
@@ -55,6 +61,10 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-buffered", metavar="SIZE", default="256M",
                    help="request bodies held at once, over all connections; past it a body "
                         "gets 503 (bytes, or like 256M; default 256M)")
+    p.add_argument("--tls", action="store_true",
+                   help="serve HTTPS: with --cert/--key, else a fresh self-signed certificate "
+                        "(its file is printed, for curl --cacert)")
+    add_cert_arguments(p, "with --tls: the server's certificate chain")
     return p
 
 
@@ -69,10 +79,13 @@ def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
 def serve(argv: Sequence[str]) -> int:
     args = serve_parser().parse_args(argv)
     try:
+        if (args.cert or args.key) and not args.tls:
+            raise ValueError("--cert and --key are for --tls")
         max_buffered = _check.byte_size("--max-buffered", args.max_buffered)
         srv = Server(args.host, args.port, args.mode, args.threads, args.static, args.zero_copy,
-                     max_buffered=max_buffered)
-    except (OSError, ValueError) as e:
+                     max_buffered=max_buffered, tls=args.tls, certfile=args.cert,
+                     keyfile=args.key)
+    except (OSError, ValueError, HttpbenchError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
     # A service manager's stop (SIGTERM) and a closed terminal (SIGHUP) end
@@ -83,6 +96,9 @@ def serve(argv: Sequence[str]) -> int:
     try:
         print(f"httpbench {__version__} serving {srv.url()} ({args.mode}{threads}); Ctrl-C to "
               "stop", flush=True)
+        if srv.tls and args.cert is None:
+            print(f"self-signed certificate for {args.host} and localhost, a day: "
+                  f"curl --cacert {srv.cafile} {srv.url()}", flush=True)
         srv.serve_forever()
     except (KeyboardInterrupt, _Stop):
         pass
@@ -101,6 +117,7 @@ examples (the habits of other tools work here):
   wrk:   httpbench -d 30s -c 100 --threads 4 --latency http://127.0.0.1:8080/
   wrk2:  httpbench -d 30s -c 100 -R 2000 http://127.0.0.1:8080/
   hey:   httpbench -z 10s -c 50 -m POST -p body.json -T application/json http://127.0.0.1:8080/
+  TLS:   httpbench -n 10000 -c 10 --cacert ca.pem https://example.test/   (--insecure: no checks)
 
 other commands:
   httpbench compare [URL]  one scenario through httpbench and Python's HTTP clients, side by side
@@ -169,12 +186,59 @@ def bench_parser() -> argparse.ArgumentParser:
                    help="exit 1 when any response was not 2xx")
     p.add_argument("--reports", action="store_true",
                    help="with no URL: each agent's ab report too, not only the table")
+    add_tls_arguments(p)
+    p.add_argument("-f", dest="protocol", metavar="PROTOCOL",
+                   help="as ab: TLS1.2, TLS1.3 or ALL (default ALL: 1.2 and up)")
+    p.add_argument("-Z", dest="ciphers", metavar="CIPHERSUITE",
+                   help="as ab: OpenSSL's cipher list for TLS 1.2 (see openssl ciphers)")
+    p.add_argument("--tls13-ciphers", dest="ciphersuites", metavar="LIST",
+                   help="as curl: TLS 1.3's cipher suites (TLS_AES_128_GCM_SHA256:...)")
+    p.add_argument("--no-tls-resume", dest="tls_resume", action="store_false",
+                   help="with --no-keepalive: a full handshake for every connection, as ab, wrk "
+                        "and h2load do (default: resume the last session)")
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")
     return p
 
 
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    """curl's words for how an https:// server is checked."""
+    p.add_argument("--insecure", dest="verify", action="store_false",
+                   help="do not verify the server's certificate or name (as curl -k; ab, wrk "
+                        "and hey never verify)")
+    p.add_argument("--cacert", metavar="FILE",
+                   help="verify the server against the CA certificates in FILE (PEM), not the "
+                        "system's")
+    add_cert_arguments(p, "a client certificate")
+
+
+def add_cert_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """--cert and --key, curl's names, for the server's and the client's."""
+    p.add_argument("--cert", metavar="FILE", help=f"{what} (PEM)")
+    p.add_argument("--key", metavar="FILE",
+                   help="its private key (PEM; default: in --cert's file)")
+
+
+# ab's -f: TLS1.2 and TLS1.3 exactly, ALL what OpenSSL allows from 1.2 up.
+_PROTOCOLS = {"TLS1.2": ("1.2", "1.2"), "TLS1.3": ("1.3", "1.3"), "ALL": ("1.2", None)}
+
+
 class UsageError(Exception):
     pass
+
+
+def _tls_options(args: argparse.Namespace) -> dict[str, object]:
+    """run()'s TLS arguments from the flags."""
+    protocol = (args.protocol or "ALL").upper().replace("TLSV", "TLS")
+    if protocol not in _PROTOCOLS:
+        raise UsageError(f"-f takes TLS1.2, TLS1.3 or ALL, not {args.protocol!r} (SSLv3, TLS 1.0 "
+                         "and 1.1 are not offered)")
+    lo, hi = _PROTOCOLS[protocol]
+    opts: dict[str, object] = {"verify": args.verify, "cafile": args.cacert,
+                               "certfile": args.cert, "keyfile": args.key, "ciphers": args.ciphers,
+                               "ciphersuites": args.ciphersuites, "tls_resume": args.tls_resume}
+    if args.protocol is not None:
+        opts.update(tls_min=lo, tls_max=hi)
+    return opts
 
 
 _UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -357,8 +421,14 @@ def bench(argv: Sequence[str]) -> int:
         timeout = _duration("-s", args.timeout)
         warmup = _warmup(args.warmup)
         method, body, headers = _request_parts(args)
-        if args.url is not None:
-            parse_url(args.url)
+        tls = _tls_options(args)
+        if args.url is not None and not split_url(args.url).tls:
+            given = [flag for flag, v in (("--cacert", args.cacert), ("--cert", args.cert),
+                                          ("--key", args.key), ("-f", args.protocol),
+                                          ("-Z", args.ciphers),
+                                          ("--tls13-ciphers", args.ciphersuites)) if v]
+            if given:
+                raise UsageError(f"{', '.join(given)}: for https:// URLs")
     except (UsageError, ValueError) as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
@@ -380,8 +450,10 @@ def bench(argv: Sequence[str]) -> int:
         r = run(args.url, method, body, headers, args.requests, limit, concurrency=args.concurrency,
                 threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
                 warmup=warmup, progress=not args.quiet and "auto",
-                lengths_vary=args.lengths_vary, stream=sys.stderr)
-    except ValueError as e:
+                lengths_vary=args.lengths_vary, stream=sys.stderr, **tls)  # type: ignore[arg-type]
+    except (ValueError, FileNotFoundError, TLSError) as e:
+        # Settings nothing could run with: a file, a cipher list OpenSSL
+        # does not know (a handshake's failure is counted, not raised).
         outputs.discard()
         print(_one_line("httpbench", e), file=sys.stderr)
         return 2
@@ -442,6 +514,13 @@ def compare_parser() -> argparse.ArgumentParser:
                    help="each agent's ab report before the table (they are long)")
     p.add_argument("--json", help="write every result as JSON to this file")
     p.add_argument("--markdown", help="write the side-by-side table as Markdown to this file")
+    p.add_argument("--tls", action="store_true",
+                   help="with no URL: the embedded server over TLS (every agent verifies its "
+                        "self-signed certificate)")
+    p.add_argument("--insecure", dest="verify", action="store_false",
+                   help="an https:// URL's server is not verified, by any agent")
+    p.add_argument("--cacert", metavar="FILE",
+                   help="every agent verifies an https:// URL's server against FILE (PEM)")
     return p
 
 
@@ -462,6 +541,8 @@ def compare_main(argv: Sequence[str]) -> int:
             args.duration = _duration("-t", args.duration)
         if args.url is not None:
             parse_url(args.url)
+            if args.tls:
+                raise UsageError("--tls is for the embedded server: give an https:// URL instead")
         outputs = _Outputs({"--json": args.json, "--markdown": args.markdown})
     except (UsageError, ValueError) as e:
         print(f"httpbench compare: {e}", file=sys.stderr)
@@ -478,7 +559,8 @@ def compare_main(argv: Sequence[str]) -> int:
               f"agent and scenario{cap}, {args.concurrency} connection(s)", file=sys.stderr)
     try:
         cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
-                      duration=duration, progress=not args.quiet, pin=pin)
+                      duration=duration, progress=not args.quiet, pin=pin, verify=args.verify,
+                      cafile=args.cacert, tls=args.tls)
     except (ValueError, HttpbenchError, OSError) as e:
         outputs.discard()
         print(_one_line("httpbench compare", e), file=sys.stderr)

@@ -175,7 +175,8 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
             scenarios: Iterable[str] = ("get", "post"), requests: int = 20_000,
             concurrency: int = 1, duration: float | None = None,
             timeout: float = 30.0, progress: bool = False,
-            pin: bool | None = None) -> Comparison:
+            pin: bool | None = None, *, verify: bool = True,
+            cafile: str | os.PathLike[str] | None = None, tls: bool = False) -> Comparison:
     """Runs each agent through each scenario against url (None: the embedded
     server). An agent that is not installed is left out with a note; one that
     fails counts its failures in its own result and the others still run.
@@ -187,12 +188,21 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     single-connection runs did: across CPUs every request pays a wake-up that
     dwarfs the clients' differences. Only the calling thread's affinity is
     changed, and it is restored on return; the threads started meanwhile
-    inherit it and end with the comparison."""
+    inherit it and end with the comparison.
+
+    Over an https:// url every agent verifies the server (against cafile,
+    else the system's CAs) unless verify=False. tls=True runs the
+    comparison on the embedded server over TLS (its self-signed
+    certificate given to every agent to verify)."""
     requests = _check.count("requests", requests)
     concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
     if duration is not None:
         duration = _check.seconds("duration", duration)
     timeout = _check.seconds("timeout", timeout)
+    if tls and url is not None:
+        raise ValueError("tls=True is for the embedded server: give an https:// url instead")
+    if cafile is not None and not os.path.isfile(cafile):
+        raise FileNotFoundError(f"cafile: no such file: {os.fspath(cafile)}")
     known = list(AGENTS)
     names = list(agents) if agents is not None else known
     unknown = [a for a in names if a not in AGENTS]
@@ -218,7 +228,9 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if pin and hasattr(os, "sched_setaffinity"):
         restore = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {max(restore)})
-    server = Server() if url is None else None
+    server = Server(tls=tls) if url is None else None
+    if server is not None and tls:
+        verify, cafile = True, server.cafile
     try:
         for name in runnable:
             for scenario in scenario_list:
@@ -231,7 +243,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
                     print(f"  {name} {scenario} ...", file=sys.stderr, flush=True)
                 try:
                     r = run_agent(name, target, method, body, requests, duration, concurrency,
-                                  timeout, check_echo=echo)
+                                  timeout, check_echo=echo, verify=verify, cafile=cafile)
                 except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
                     notes.append(f"{name} {scenario} failed to run: {e}")
                     continue

@@ -11,6 +11,7 @@ __all__ = [
     "Timeout",
     "ProtocolError",
     "IncompleteResponse",
+    "TLSError",
 ]
 
 
@@ -32,3 +33,9 @@ class ProtocolError(HttpbenchError):
 
 class IncompleteResponse(ProtocolError):
     """The peer closed or reset the connection before the response was complete."""
+
+
+class TLSError(HttpbenchError):
+    """A TLS handshake or record failed; the message carries OpenSSL's
+    reason ("certificate verify failed: self-signed certificate", "no shared
+    cipher") or says what came instead of TLS."""

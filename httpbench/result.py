@@ -15,10 +15,11 @@ from ._version import __version__
 
 __all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCHEMA"]
 
-FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout")
+FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls")
 # The JSON layout's version: 2 added schema, start_time, named timeline
-# fields and each latency's histogram as (value, count) pairs.
-SCHEMA = 2
+# fields and each latency's histogram as (value, count) pairs; 3 the tls
+# failure class and the TLS figures (tls_*).
+SCHEMA = 3
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
 
@@ -141,7 +142,9 @@ class Latency:
 
 
 # Figures a result saved by an earlier version may lack, and their value then.
-_ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None}
+_ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": "",
+                          "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
+                          "tls_resumed_handshakes": 0}
 
 
 class Second(NamedTuple):
@@ -172,7 +175,7 @@ class Result:
     complete: int
     failed: int
     cancelled: int             # in flight when a stop's or the duration's grace ended
-    failures: dict[str, int]   # connect, receive, length, exceptions, timeout
+    failures: dict[str, int]   # connect, receive, length, exceptions, timeout, tls
     non_2xx: int
     status_counts: dict[int, int]
     time_taken: float
@@ -200,6 +203,16 @@ class Result:
     timeline: list[Second] = dataclasses.field(default_factory=list)
     # The first response's head as received (the command line's -v 2).
     first_head: str = ""
+    # Over TLS: what the first handshake agreed on, as ab prints it
+    # ("TLSv1.3,TLS_AES_256_GCM_SHA384,256,256"; "" over plain HTTP), the
+    # key exchange, the name sent (SNI); the handshakes by kind and their
+    # time (each handshake's; the connect time includes it).
+    tls_protocol: str = ""
+    tls_temp_key: str = ""
+    tls_server_name: str = ""
+    tls_full_handshakes: int = 0
+    tls_resumed_handshakes: int = 0
+    tls_handshake: Latency = dataclasses.field(default_factory=Latency)
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -207,6 +220,8 @@ class Result:
 
     def __post_init__(self) -> None:
         self.timeline = [_second(x) for x in self.timeline]
+        # A result of an earlier version (or another agent) has fewer classes.
+        self.failures = {**dict.fromkeys(FAILURE_CLASSES, 0), **self.failures}
 
     @property
     def rps(self) -> float:
@@ -248,7 +263,7 @@ class Result:
         fields["timeline"] = d.get("timeline", [])
         fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
         for name in _LATENCIES:
-            fields[name] = Latency.from_dict(d[name])
+            fields[name] = Latency.from_dict(d[name]) if name in d else Latency()
         return cls(**fields)
 
     @classmethod
@@ -332,6 +347,12 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Server Software:        {r.server_software}"
     yield f"Server Hostname:        {r.host}"
     yield f"Server Port:            {r.port}"
+    if r.tls_protocol:
+        yield f"SSL/TLS Protocol:       {r.tls_protocol}"
+        if r.tls_temp_key:
+            yield f"Server Temp Key:        {r.tls_temp_key}"
+        if r.tls_server_name:
+            yield f"TLS Server Name:        {r.tls_server_name}"
     yield ""
     yield f"Document Path:          {r.path}"
     doc = r.document_length
@@ -343,13 +364,18 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Failed requests:        {r.failed}"
     if r.failed:
         f = r.failures
+        tls = f", TLS: {f['tls']}" if f["tls"] or r.tls_protocol else ""
         yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
-               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']})")
+               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls})")
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
         yield f"Non-2xx responses:      {_non_2xx(r)}"
     yield f"Keep-Alive requests:    {r.keepalive_requests}"
+    shakes = r.tls_full_handshakes + r.tls_resumed_handshakes
+    if shakes:
+        yield (f"TLS handshakes:         {shakes} ({r.tls_full_handshakes} full, "
+               f"{r.tls_resumed_handshakes} resumed), mean {_ms(r.tls_handshake.mean)} [ms]")
     yield f"Total transferred:      {r.bytes_received} bytes"
     yield f"HTML transferred:       {r.body_bytes} bytes"
     yield f"Requests per second:    {r.rps:.2f} [#/sec] (mean)"
@@ -372,6 +398,8 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield "Connection Times (ms)"
     yield f"{'':<12}{'min':>9}{'mean':>9}{'[+/-sd]':>8}{'median':>9}{'max':>9}"
     yield _row("Connect:", r.connect_time)
+    if r.tls_handshake.count:
+        yield _row("Handshake:", r.tls_handshake)
     yield _row("Processing:", r.processing)
     yield _row("Waiting:", r.waiting)
     yield _row("Total:", r.latency_uncorrected)
@@ -527,6 +555,9 @@ def _html(r: Result) -> str:
         ("Target rate", f"{r.rate:,.2f} req/s" if r.rate else "none (closed loop)"),
         ("Keep-alive requests", f"{r.keepalive_requests:,}"),
         ("Reconnects", f"{r.reconnects:,}"),
+        *([("TLS", f"{r.tls_protocol}; {r.tls_full_handshakes:,} full and "
+                   f"{r.tls_resumed_handshakes:,} resumed handshakes, mean "
+                   f"{r.tls_handshake.mean * 1e3:,.3f} ms")] if r.tls_protocol else []),
         ("Transferred", f"{r.bytes_received:,} bytes ({r.body_bytes:,} in bodies)"),
         ("Client CPU per request",
          f"{r.cpu_time / r.complete * 1e6:,.2f} us" if r.complete else "-"),

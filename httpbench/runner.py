@@ -13,33 +13,24 @@ from typing import IO, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
+from ._url import Target, split_url
 from .result import FAILURE_CLASSES, Latency, Result, Second
 
-__all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header"]
+__all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header",
+           "host_field", "tls_context"]
 
 DEFAULT_REQUESTS = 200_000
 USER_AGENT = f"httpbench/{_core.__version__}"
 Headers = Mapping[str, str] | Mapping[bytes, bytes] | Iterable[tuple[str | bytes, str | bytes]]
 Progress = bool | Literal["auto"]
+Path = str | os.PathLike[str]
 
 
 def parse_url(url: str) -> tuple[str, int, str]:
-    """(host, port, path with query) of an http:// URL; ValueError otherwise."""
-    parts = urlsplit(url)
-    if parts.scheme != "http":
-        raise ValueError(f"only http:// URLs are supported, not {url!r}")
-    if not parts.hostname:
-        raise ValueError(f"the URL has no host: {url!r}")
-    try:
-        port = parts.port if parts.port is not None else 80
-    except ValueError as e:
-        raise ValueError(f"bad port in {url!r}: {e}") from None
-    if port == 0:
-        raise ValueError(f"bad port in {url!r}: 0")
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    return parts.hostname, port, path
+    """(host, port, path with query) of an http:// or https:// URL;
+    ValueError otherwise (httpbench._url.split_url says which scheme)."""
+    t = split_url(url)
+    return t.host, t.port, t.path
 
 
 def url_credentials(url: str) -> tuple[str, str] | None:
@@ -80,9 +71,42 @@ def cpus_here() -> int:
         return os.cpu_count() or 1
 
 
-def _host_field(host: str, port: int) -> bytes:
+def host_field(host: str, port: int, tls: bool = False) -> bytes:
+    """The Host field for host:port, the scheme's default port left out
+    (RFC 9110 section 7.2), an IPv6 address in brackets."""
     name = f"[{host}]" if ":" in host else host
-    return (name if port == 80 else f"{name}:{port}").encode("idna")
+    return (name if port == (443 if tls else 80) else f"{name}:{port}").encode("idna")
+
+
+def tls_context(target: Target, verify: bool = True, cafile: Path | None = None,
+                certfile: Path | None = None, keyfile: Path | None = None,
+                server_hostname: str | None = None, tls_min: str | None = "1.2",
+                tls_max: str | None = None, ciphers: str | None = None,
+                ciphersuites: str | None = None, tls_resume: bool = True) -> _core._TLS | None:
+    """The C loop's TLS settings for an https:// target (None for http://,
+    where the TLS-only arguments are an error rather than silently unused).
+    Files are checked here, so a wrong path is a FileNotFoundError naming
+    it before anything is sent."""
+    only_tls = {"cafile": cafile, "certfile": certfile, "keyfile": keyfile,
+                "server_hostname": server_hostname, "tls_max": tls_max, "ciphers": ciphers,
+                "ciphersuites": ciphersuites}
+    if not target.tls:
+        given = [k for k, v in only_tls.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for "
+                             "https:// URLs")
+        return None
+    lo, hi = _check.tls_version("tls_min", tls_min), _check.tls_version("tls_max", tls_max)
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"tls_min {tls_min!r} is above tls_max {tls_max!r}")
+    for name, path in (("cafile", cafile), ("certfile", certfile), ("keyfile", keyfile)):
+        if path is not None and not os.path.isfile(path):
+            raise FileNotFoundError(f"{name}: no such file: {os.fspath(path)}")
+    return _core._TLS(
+        verify=bool(verify), cafile=cafile, certfile=certfile, keyfile=keyfile,
+        server_hostname=_check.text("server_hostname", server_hostname) or target.host,
+        tls_min=lo, tls_max=hi, ciphers=_check.text("ciphers", ciphers),
+        ciphersuites=_check.text("ciphersuites", ciphersuites), resume=bool(tls_resume))
 
 
 def _fd_limit() -> int:
@@ -192,10 +216,13 @@ def _nothing_measured() -> dict[str, Any]:
     """The figures of a run that never began (Ctrl-C during the warmup)."""
     raw: dict[str, Any] = dict.fromkeys(
         ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received", "body_bytes",
-         "bytes_sent", "keepalive_requests", "connects", "reconnects", *FAILURE_CLASSES), 0)
+         "bytes_sent", "keepalive_requests", "connects", "reconnects", "tls_full_handshakes",
+         "tls_resumed_handshakes", *FAILURE_CLASSES), 0)
     raw.update(status_counts={}, document_length=-1, server_software="", elapsed=0.0,
-               cpu_user=0.0, cpu_sys=0.0, error="", timeline=[])
-    for name in ("total", "uncorrected", "connect_time", "waiting", "processing"):
+               cpu_user=0.0, cpu_sys=0.0, error="", timeline=[], tls_protocol="",
+               tls_temp_key="", tls_server_name="")
+    for name in ("total", "uncorrected", "connect_time", "waiting", "processing",
+                 "tls_handshake"):
         raw[name] = _core.Histogram()
     return raw
 
@@ -216,6 +243,17 @@ def run(
     progress: Progress = "auto",
     lengths_vary: bool = False,
     stream: IO[str] | None = None,
+    *,
+    verify: bool = True,
+    cafile: Path | None = None,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    server_hostname: str | None = None,
+    tls_min: str | None = "1.2",
+    tls_max: str | None = None,
+    ciphers: str | None = None,
+    ciphersuites: str | None = None,
+    tls_resume: bool = True,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -235,8 +273,20 @@ def run(
     to finish, and those still in flight are cancelled. Ctrl-C, during the
     warmup too, ends the whole run: the partial result comes back with
     interrupted=True.
+
+    https:// URLs speak TLS (OpenSSL, in C). The server's certificate is
+    verified against the system's CAs (or `cafile`) and its name (the
+    URL's host, or `server_hostname`), unlike ab, wrk and hey:
+    verify=False for a self-signed test server. certfile/keyfile: a client
+    certificate. tls_min/tls_max: "1.2" or "1.3"; ciphers: OpenSSL's list
+    for TLS 1.2; ciphersuites: TLS 1.3's. Each connection shakes hands once
+    under keep-alive; with keepalive=False each request's connection
+    resumes the last session (tickets) unless tls_resume=False. The
+    handshakes are counted (tls_full_handshakes, tls_resumed_handshakes)
+    and timed (tls_handshake) apart; the connect time includes them.
     """
-    host, port, path = parse_url(url)
+    target = split_url(url)
+    host, port, path = target.host, target.port, target.path
     if requests is None and duration is None:
         requests = DEFAULT_REQUESTS
     if requests is not None:
@@ -251,6 +301,8 @@ def run(
         rate = _check.rate(rate, concurrency)
     timeout_s = _check.YEAR if timeout is None else _check.seconds("timeout", timeout)
     warmup = _check.warmup(warmup)
+    tls = tls_context(target, verify, cafile, certfile, keyfile, server_hostname, tls_min, tls_max,
+                      ciphers, ciphersuites, tls_resume)
     # A socket per connection, an epoll and a timerfd per thread, and room
     # for what the process has open already.
     limit, files = _fd_limit(), concurrency + 2 * min(threads, concurrency) + 16
@@ -264,12 +316,13 @@ def run(
     # ab sends both; a server that routes or logs by them sees a client.
     # (Connection.request sends only what it must: Host, Content-Length.)
     headers = with_header(with_header(headers, "User-Agent", USER_AGENT), "Accept", "*/*")
-    request, flags = _core.build_request(method, path, headers, body, _host_field(host, port))
+    request, flags = _core.build_request(method, path, headers, body,
+                                         host_field(host, port, target.tls))
     head = bool(flags & _core.REQ_HEAD)
 
     def start(n: int, seconds: float) -> _core._Bench:
         return _core._Bench(host, port, request, head, n, seconds, concurrency, threads,
-                            keepalive, rate or 0.0, timeout_s, lengths_vary)
+                            keepalive, rate or 0.0, timeout_s, lengths_vary, tls)
 
     interrupted = False
     if warmup is not None:
@@ -305,6 +358,11 @@ def run(
         waiting=Latency(raw["waiting"]),
         timeline=[Second(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
         first_head=raw.get("first_head", ""),
+        tls_protocol=raw["tls_protocol"], tls_temp_key=raw["tls_temp_key"],
+        tls_server_name=raw["tls_server_name"],
+        tls_full_handshakes=raw["tls_full_handshakes"],
+        tls_resumed_handshakes=raw["tls_resumed_handshakes"],
+        tls_handshake=Latency(raw["tls_handshake"]),
     )
 
 

@@ -3,6 +3,10 @@
     with httpbench.Server() as srv:
         srv.url("/rnd?c=2048")      # "http://127.0.0.1:PORT/rnd?c=2048"
 
+    with httpbench.Server(tls=True) as srv:   # a fresh self-signed certificate
+        srv.url("/")                # "https://127.0.0.1:PORT/"
+        srv.cafile                  # a PEM file a client verifies it with
+
 Endpoints: GET|HEAD /rnd?c=N (N printable pseudo-random bytes, up to
 RND_MAX), POST|PUT /echo (the body back, Content-Type echoed), GET|HEAD
 /static/PATH (a file under static_dir), GET /status/CODE, GET /delay?ms=N
@@ -12,6 +16,7 @@ RND_MAX), POST|PUT /echo (the body back, Content-Type echoed), GET|HEAD
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from types import TracebackType
 from typing import Literal
@@ -41,6 +46,17 @@ class Server:
     (slowloris; empty lines before it count); a client that stops reading
     is cut off after `send_timeout` seconds without progress; an idle
     kept-alive connection is closed after `idle_timeout` seconds.
+
+    tls=True serves HTTPS (both modes, the same session code) with
+    `certfile` and `keyfile` (PEM; the key may be in certfile), or with none
+    given a fresh self-signed certificate (EC P-256, for `host`,
+    "localhost", 127.0.0.1 and ::1, valid for a day), made in memory.
+    `cafile` then names a PEM file of the certificate a client can verify
+    against (a temporary file, removed at close); with certfile given it is
+    certfile. Static files go by read and write over TLS (no sendfile:
+    kernel TLS is not used). A client's handshake must be done, and its
+    first request head in, within `header_timeout`; a plain HTTP request
+    on the TLS port gets a 400 saying so.
     """
 
     def __init__(
@@ -57,6 +73,9 @@ class Server:
         header_timeout: float = 10.0,
         send_timeout: float = 10.0,
         idle_timeout: float = 60.0,
+        tls: bool = False,
+        certfile: str | os.PathLike[str] | None = None,
+        keyfile: str | os.PathLike[str] | None = None,
     ) -> None:
         if mode not in ("epoll", "threads"):
             raise ValueError(f"mode must be 'epoll' or 'threads', not {mode!r}")
@@ -78,13 +97,33 @@ class Server:
         self.static_dir = directory
         self.zero_copy = zero_copy
         self.max_buffered = max_buffered
+        if not tls and (certfile is not None or keyfile is not None):
+            raise ValueError("certfile and keyfile are for tls=True")
+        self.tls = bool(tls)
+        self.cafile: str | None = None
+        self._tempdir: str | None = None
+        context = None
+        if tls:
+            context = _core._TLS(server=True, certfile=certfile, keyfile=keyfile, cert_host=host)
         self._core: _core._ServerCore | None = _core._ServerCore(
             host, port, mode == "threads", threads, directory, zero_copy, max_body,
-            header_timeout, send_timeout, idle_timeout, __version__, max_buffered,
+            header_timeout, send_timeout, idle_timeout, __version__, max_buffered, context,
         )
         port_now = self._core.port
         assert port_now is not None
         self.port: int = port_now
+        if context is not None:
+            self.cafile = os.fspath(certfile) if certfile is not None else self._write_cafile(
+                context.cert_pem() or "")
+
+    def _write_cafile(self, pem: str) -> str:
+        """The self-signed certificate in a file of a directory of its own,
+        which close() removes."""
+        self._tempdir = tempfile.mkdtemp(prefix="httpbench-tls-")
+        path = os.path.join(self._tempdir, "cert.pem")
+        with open(path, "w") as f:
+            f.write(pem)
+        return path
 
     @property
     def running(self) -> bool:
@@ -93,7 +132,8 @@ class Server:
     def url(self, path: str = "/") -> str:
         """The URL of `path` on this server."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{path if path.startswith('/') else '/' + path}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{host}:{self.port}{path if path.startswith('/') else '/' + path}"
 
     def stats(self) -> dict[str, int]:
         """Counts so far: connections accepted, responses sent, of those the
@@ -109,6 +149,11 @@ class Server:
         if core is not None:
             self._final = core.stats()
             core.stop()
+        tempdir, self._tempdir = self._tempdir, None
+        if tempdir is not None:
+            for name in os.listdir(tempdir):
+                os.unlink(os.path.join(tempdir, name))
+            os.rmdir(tempdir)
 
     def serve_forever(self) -> None:
         """Blocks until Ctrl-C (KeyboardInterrupt propagates), then closes."""
@@ -133,3 +178,5 @@ class Server:
         return f"<httpbench.Server {self.mode}, {state}>"
 
     _final: tuple[int, int, int, int] = (0, 0, 0, 0)
+    _core: _core._ServerCore | None = None  # until __init__ starts one
+    _tempdir: str | None = None

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
-from helpers import ScriptedServer, Step
+from helpers import ScriptedServer, Step, make_pki
 
 @pytest.fixture
 def scripted() -> Iterator[Callable[..., ScriptedServer]]:
     """scripted(script, script, ...) starts a ScriptedServer for the test."""
     servers: list[ScriptedServer] = []
 
-    def start(*scripts: Sequence[Step], host: str = "127.0.0.1") -> ScriptedServer:
-        server = ScriptedServer(scripts, host)
+    def start(*scripts: Sequence[Step], host: str = "127.0.0.1",
+              tls: ssl.SSLContext | None = None) -> ScriptedServer:
+        server = ScriptedServer(scripts, host, tls)
         servers.append(server)
         return server
 
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A test CA's certificates, made once with the openssl command (see
+    helpers.make_pki)."""
+    return make_pki(tmp_path_factory.mktemp("pki"))

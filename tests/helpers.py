@@ -1,6 +1,7 @@
 """Helpers the tests share (and the benchmarks borrow): a scripted
-raw-socket server, reading one HTTP message off a raw socket, nginx as a
-peer, and the environment for programs not built here.
+raw-socket server (over TLS too), reading one HTTP message off a raw
+socket, nginx as a peer, certificates made with the openssl command, and
+the environment for programs not built here.
 
 The scripted server plays exact byte sequences, one script per accepted
 connection, so every framing and bad-input case is a real exchange over a
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -26,7 +28,7 @@ from typing import Any
 import httpbench
 
 __all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
-           "free_port", "wait_for_port", "find_nginx", "nginx"]
+           "free_port", "wait_for_port", "find_nginx", "nginx", "make_pki", "server_context"]
 
 def tool_env() -> dict[str, str]:
     """The environment for programs not built here: without the ASan
@@ -97,6 +99,62 @@ def read_message(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + rest
 
 
+class _TLSStream:
+    """A server side of TLS over a raw socket through memory BIOs, so that a
+    script decides exactly which encrypted bytes leave: a record can be cut
+    short, close_notify sent mid-body, or the socket closed without it."""
+
+    def __init__(self, raw: socket.socket, context: ssl.SSLContext) -> None:
+        self.raw, self.inc, self.out = raw, ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.inc, self.out, server_side=True)
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                if not self._pull():
+                    raise ConnectionError("the client left during the handshake") from None
+        self.flush()  # the last flight and TLS 1.3's tickets
+
+    def _pull(self) -> bool:
+        self.flush()
+        data = self.raw.recv(65536)
+        if data:
+            self.inc.write(data)
+        return bool(data)
+
+    def flush(self) -> None:
+        data = self.out.read()
+        if data:
+            self.raw.sendall(data)
+
+    def recv(self, n: int) -> bytes:
+        while True:
+            try:
+                return self.tls.read(n)
+            except ssl.SSLWantReadError:
+                if not self._pull():
+                    return b""
+            except ssl.SSLZeroReturnError:
+                return b""
+
+    def sendall(self, data: bytes) -> None:
+        self.tls.write(data)
+        self.flush()
+
+    def sealed(self, data: bytes) -> bytes:
+        """data as the records that would carry it, not sent."""
+        self.tls.write(data)
+        return self.out.read()
+
+    def close_notify(self) -> None:
+        try:
+            self.tls.unwrap()
+        except ssl.SSLWantReadError:
+            pass  # sent; the client's own close_notify is not awaited
+        self.flush()
+
+
 class ScriptedServer:
     """Accepts connections on 127.0.0.1 and runs one script on each.
 
@@ -105,14 +163,20 @@ class ScriptedServer:
       ("send", data)       send data at once
       ("trickle", data)    send data one byte per segment
       ("sleep", seconds)
-      ("close",)           close (FIN)
+      ("close",)           close (FIN; over TLS without close_notify)
       ("half_close",)      shut down the sending side, keep reading
       ("reset",)           close with RST (SO_LINGER 0)
+    and over TLS (tls= a server SSLContext, the handshake done first):
+      ("close_notify",)    send TLS's close_notify, then close
+      ("send_cut", data, n)  the records carrying data, only their first n
+                           bytes (a record cut short), then close
     After its last step a script waits for the client to close. Connections
     beyond the scripts are closed at once.
     """
 
-    def __init__(self, scripts: Sequence[Sequence[Step]], host: str = "127.0.0.1") -> None:
+    def __init__(self, scripts: Sequence[Sequence[Step]], host: str = "127.0.0.1",
+                 tls: ssl.SSLContext | None = None) -> None:
+        self.tls = tls
         self.scripts = list(scripts)
         self.requests: list[bytes] = []
         self.connections = 0
@@ -141,16 +205,25 @@ class ScriptedServer:
     def _run(self, conn: socket.socket, script: Sequence[Step]) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
+            io: Any = conn if self.tls is None else _TLSStream(conn, self.tls)
             for step in script:
                 kind = step[0]
                 if kind == "recv":
-                    self.requests.append(read_message(conn))
+                    self.requests.append(read_message(io))
                 elif kind == "send":
-                    conn.sendall(step[1])
+                    io.sendall(step[1])
                 elif kind == "trickle":
                     for i in range(len(step[1])):
-                        conn.sendall(step[1][i : i + 1])
+                        io.sendall(step[1][i : i + 1])
                         time.sleep(0.0005)
+                elif kind == "close_notify":
+                    io.close_notify()
+                    conn.close()
+                    return
+                elif kind == "send_cut":
+                    conn.sendall(io.sealed(step[1])[: step[2]])
+                    conn.close()
+                    return
                 elif kind == "sleep":
                     self._stop.wait(step[1])
                 elif kind == "half_close":
@@ -203,11 +276,60 @@ http {{
     types {{ text/plain txt; }}
     {extra}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{listen};
         root {tmp}/www;
+        {server}
     }}
 }}
 """
+
+
+def make_pki(directory: Path) -> dict[str, Path]:
+    """Certificates made with the openssl command (EC P-256, a test CA's):
+    ca (the CA), server (localhost and 127.0.0.1, with server_key), wrong
+    (for wrong.example only), expired (localhost, ended in 2020), client
+    (a client certificate, with client_key). Paths by name."""
+    d = Path(directory)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True,
+                       env=tool_env())
+
+    def key_and_csr(name: str, cn: str, san: str | None) -> None:
+        extra = ["-addext", f"subjectAltName={san}"] if san else []
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", f"{name}_key.pem", "-out", f"{name}.csr", "-subj", f"/CN={cn}",
+                *extra)
+
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "ca_key.pem", "-out", "ca.pem", "-days", "2", "-subj",
+            "/CN=httpbench test CA")
+    # `openssl ca` (not x509 -req) for its -startdate/-enddate: an expired
+    # certificate is made, not waited for.
+    (d / "ca.cnf").write_text(
+        "[ca]\ndefault_ca = own\n[own]\ndatabase = index.txt\nnew_certs_dir = .\n"
+        "serial = serial\ndefault_md = sha256\npolicy = any\ncopy_extensions = copy\n"
+        "unique_subject = no\n[any]\ncommonName = supplied\n")
+    (d / "index.txt").write_text("")
+    (d / "serial").write_text("01\n")
+    for name, cn, san, dates in (
+            ("server", "localhost", "DNS:localhost,IP:127.0.0.1", ["-days", "2"]),
+            ("wrong", "wrong.example", "DNS:wrong.example", ["-days", "2"]),
+            ("expired", "localhost", "DNS:localhost,IP:127.0.0.1",
+             ["-startdate", "20200101000000Z", "-enddate", "20200102000000Z"]),
+            ("client", "httpbench client", None, ["-days", "2"])):
+        key_and_csr(name, cn, san)
+        openssl("ca", "-batch", "-config", "ca.cnf", "-cert", "ca.pem", "-keyfile", "ca_key.pem",
+                "-in", f"{name}.csr", "-out", f"{name}.pem", "-notext", *dates)
+    return {name: d / f"{name}.pem" for name in ("ca", "server", "wrong", "expired", "client")} | {
+        f"{name}_key": d / f"{name}_key.pem" for name in ("server", "wrong", "expired", "client")}
+
+
+def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """A Python ssl server context for cert and key."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
 
 
 def find_nginx() -> str | None:
@@ -216,10 +338,12 @@ def find_nginx() -> str | None:
 
 @contextmanager
 def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 100_000_000,
-          extra: str = "") -> Iterator[tuple[int, Path] | None]:
+          extra: str = "", tls: str = "") -> Iterator[tuple[int, Path] | None]:
     """nginx with one worker and no access log, serving /rnd (any query) as
     `size` random printable bytes from its root. Yields (port, root), or
-    None if nginx is not installed; `extra` is added to the http block."""
+    None if nginx is not installed; `extra` is added to the http block. With
+    `tls` (ssl_* directives: at least ssl_certificate and its key) it
+    listens with ssl."""
     binary = find_nginx()
     if binary is None:
         print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
@@ -235,7 +359,8 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
         user = "user root;" if os.geteuid() == 0 else ""
         conf = Path(tmp) / "nginx.conf"
         conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user, extra=extra,
-                                          keepalive_requests=keepalive_requests))
+                                          keepalive_requests=keepalive_requests,
+                                          listen=" ssl" if tls else "", server=tls))
         proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
                                 stderr=subprocess.DEVNULL, env=tool_env())
         try:

@@ -25,6 +25,7 @@ MALFORMED = [
     (b"HTTP/1.x 200 OK\r\n\r\n", "invalid HTTP version"),
     (b"ICY 200 OK\r\n\r\n", "does not begin with HTTP/: got \"I"),
     (b"\x16\x03\x03\x00\x02\x02\x28", "the server answered with TLS (a 0x16 handshake record): is the URL https?"),
+    (b"\x15\x03\x03\x00\x02\x02\x46", "the server answered with TLS (a 0x15 alert record): is the URL https?"),
     (b"SSH-2.0-OpenSSH_9.2p1\r\n", "does not begin with HTTP/: got \"S"),
     (b"HTTP/1.1 2x0 OK\r\n\r\n", "invalid status code"),
     (b"HTTP/1.1 099 Low\r\n\r\n", "invalid status code"),

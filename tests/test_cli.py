@@ -60,7 +60,7 @@ def test_usage_and_version(tmp_path):
     r = run("--help", cwd=tmp_path)
     assert r.returncode == 0 and "serve" in r.stdout
     r = run("frobnicate", cwd=tmp_path)
-    assert r.returncode == 2 and "only http:// URLs are supported" in r.stderr
+    assert r.returncode == 2 and "only http:// and https:// URLs are supported" in r.stderr
 
 
 def hb(*args: str, cwd, timeout: float = 60) -> subprocess.CompletedProcess:

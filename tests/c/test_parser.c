@@ -108,6 +108,8 @@ static const parser_case cases[] = {
     BAD("not HTTP", "SSH-2.0-OpenSSH_9.2\r\n", "the server's answer does not begin with HTTP/"),
     BAD("TLS", "\x16\x03\x01\x00",
         "the server answered with TLS (a 0x16 handshake record): is the URL https?"),
+    BAD("a TLS alert", "\x15\x03\x03\x00\x02\x02\x46",
+        "the server answered with TLS (a 0x15 alert record): is the URL https?"),
     BAD("an empty line first", "\r\nHTTP/1.1 200 OK\r\n\r\n",
         "the server's answer does not begin with HTTP/"),
     BAD("HTTP/2.0", "HTTP/2.0 200 OK\r\n\r\n", "unsupported HTTP version"),
