@@ -41,10 +41,10 @@ struct hb_tls {
 /* Per socket (s->ctx). */
 typedef struct {
     SSL *ssl;
-    unsigned started : 1;   /* client: the ClientHello went out */
     unsigned seen_peer : 1; /* the peer's first byte was looked at */
     unsigned opened : 1;    /* the handshake is done */
     unsigned broken : 1;    /* a fatal error: no close_notify, no more calls */
+    unsigned char first;    /* client: the server's first byte, once seen_peer */
 } tls_conn;
 
 /* The last failure's reason, per thread: a failed call's caller reads it
@@ -344,6 +344,27 @@ const char *hb_tls_library(void)
 
 /* ------------------------------------------------------------ sockets */
 
+/* Client, during the handshake: keeps the server's first byte as OpenSSL
+ * reads it from the socket, so that a failed handshake with a plain HTTP
+ * server names it rather than OpenSSL's "wrong version number". (Looking
+ * before OpenSSL reads would race it: its read follows the ClientHello's
+ * write within one call, and a fast server answers in between.) */
+static long keep_first_byte(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
+                            int ret, size_t *processed)
+{
+    (void)len;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed != NULL && *processed > 0) {
+        tls_conn *c = (tls_conn *)BIO_get_callback_arg(b);
+        if (!c->seen_peer) {
+            c->seen_peer = 1;
+            c->first = (unsigned char)argp[0];
+        }
+    }
+    return ret;
+}
+
 /* The SSL for a socket just made or attached (s->fd set). Returns 0, or -1
  * with errno (the socket is left to the caller). */
 static int conn_new(hb_sock *s)
@@ -370,6 +391,9 @@ static int conn_new(hb_sock *s)
             goto nomem;
         if (t->resume && s->keep != NULL && !SSL_set_session(c->ssl, s->keep))
             goto nomem;
+        BIO *rbio = SSL_get_rbio(c->ssl);
+        BIO_set_callback_arg(rbio, (char *)c);
+        BIO_set_callback_ex(rbio, keep_first_byte);
     }
     s->ctx = c;
     return 0;
@@ -467,41 +491,26 @@ static int tls_connect_done(hb_sock *s)
     return hb_net_tcp.connect_done(s);
 }
 
-/* Client: the server's first byte, looked at before OpenSSL takes it, so
- * that a plain HTTP server gets named as such rather than as OpenSSL's
- * "wrong version number". Returns 0 to go on, -1 with errno. */
-static int look_at_server(hb_sock *s, tls_conn *c)
-{
-    unsigned char b;
-    ssize_t n = recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0)
-        return 0; /* nothing yet (or an error the handshake will meet) */
-    c->seen_peer = 1;
-    if (n == 0 || b == CT_HANDSHAKE || b == CT_ALERT)
-        return 0;
-    c->broken = 1;
-    if (b >= 'A' && b <= 'Z')
-        set_error("the server answered in plain HTTP, not TLS: is the URL http://?");
-    else
-        set_error("the server answered with something other than TLS (first byte 0x%02x)", b);
-    errno = EPROTO;
-    return -1;
-}
-
 static int tls_handshake(hb_sock *s)
 {
     tls_conn *c = s->ctx;
-    if (c->started && !c->seen_peer && look_at_server(s, c) != 0)
-        return -1;
-    c->started = 1;
     ERR_clear_error();
     errno = 0;
     int rc = SSL_do_handshake(c->ssl);
     if (rc == 1) {
         c->opened = 1;
+        BIO_set_callback_ex(SSL_get_rbio(c->ssl), NULL); /* the handshake's alone */
         return 0;
     }
-    return (int)outcome(s, c, rc, OP_HANDSHAKE);
+    rc = (int)outcome(s, c, rc, OP_HANDSHAKE);
+    if (errno == EPROTO && c->seen_peer && c->first != CT_HANDSHAKE && c->first != CT_ALERT) {
+        if (c->first >= 'A' && c->first <= 'Z')
+            set_error("the server answered in plain HTTP, not TLS: is the URL http://?");
+        else
+            set_error("the server answered with something other than TLS (first byte 0x%02x)",
+                      c->first);
+    }
+    return rc;
 }
 
 static int tls_attach(hb_sock *s, int fd)

@@ -289,12 +289,18 @@ class HttpClientAgent(SyncAgent):
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
         conn = session.conn
-        conn.request(method, path, body=body, headers=headers)
-        if conn.sock is not session.last:
-            session.sockets += 1
-            session.last = conn.sock
-        r = conn.getresponse()
-        data = r.read()
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            if conn.sock is not session.last:
+                session.sockets += 1
+                session.last = conn.sock
+            r = conn.getresponse()
+            data = r.read()
+        except BaseException:
+            # http.client stays mid-request after a failure (the next
+            # request would raise CannotSendRequest): start afresh.
+            conn.close()
+            raise
         return r.status, data, _head_bytes(r.status, r.reason, r.getheaders())
 
     def connections(self, session: Any) -> int:
