@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import signal
 import ssl
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from helpers import ScriptedServer, Step, make_pki
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a background job (`pytest &` in a script) with SIGINT
+    # ignored, and an ignored signal stays ignored across exec: every child
+    # the Ctrl-C tests start would then shrug SIGINT off and hang. A handler
+    # of our own is reset to the default at exec instead.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @pytest.fixture
 def scripted() -> Iterator[Callable[..., ScriptedServer]]:
