@@ -111,6 +111,11 @@ struct hb_bench {
     pthread_mutex_t mu;
     pthread_cond_t done_cv;
     int running;
+    /* The start gate: no thread takes a ticket before every thread exists,
+     * or a thread started late could find every ticket gone and its
+     * connections never opened (-c 3 making two). */
+    pthread_cond_t gate_cv;
+    int gate_open;
     char server[128];
     char first_head[HB_FIRST_HEAD];
     int server_set;
@@ -785,6 +790,11 @@ static void *thread_main(void *arg)
     bthread *t = arg;
     hb_bench *b = t->b;
 
+    pthread_mutex_lock(&b->mu);
+    while (!b->gate_open)
+        pthread_cond_wait(&b->gate_cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+
     /* Under a rate R the run's requests are spread evenly from the start:
      * connection g (counted over all threads) starts its schedule g/R
      * seconds in, then every concurrency/R seconds, so N requests take
@@ -846,6 +856,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     b->doc_len = -1;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->done_cv, NULL);
+    pthread_cond_init(&b->gate_cv, NULL);
     int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
     int nt = cfg->threads > 0 ? cfg->threads : 1;
     if (nt > conc)
@@ -913,6 +924,15 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         b->threads[i].started = 1;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* The run starts now, for every thread at once; they read the clock's
+     * marks after the gate, under the mutex that set them. */
+    pthread_mutex_lock(&b->mu);
+    b->start = b->last_outcome = hb_now_ns();
+    if (b->end)
+        b->end = b->start + (int64_t)(cfg->duration * 1e9);
+    b->gate_open = 1;
+    pthread_cond_broadcast(&b->gate_cv);
+    pthread_mutex_unlock(&b->mu);
     return b;
 error:
     /* Every way here set errno: ENOMEM from an allocation, EMFILE or the
@@ -1049,5 +1069,6 @@ void hb_bench_free(hb_bench *b)
     free(b->threads);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->done_cv);
+    pthread_cond_destroy(&b->gate_cv);
     free(b);
 }
