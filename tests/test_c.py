@@ -16,9 +16,10 @@ FLAGS = ["-O1", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror"]
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler on PATH")
 
 
-def build(tmp_path: Path, name: str, *sources: str, defines: tuple[str, ...] = ()) -> Path:
+def build(tmp_path: Path, name: str, *sources: str, defines: tuple[str, ...] = (),
+          libs: tuple[str, ...] = ()) -> Path:
     out = tmp_path / name
-    cmd = [CC, *FLAGS, *defines, "-o", str(out), *(str(ROOT / s) for s in sources)]
+    cmd = [CC, *FLAGS, *defines, "-o", str(out), *(str(ROOT / s) for s in sources), *libs]
     subprocess.run(cmd, check=True, capture_output=True, text=True, env=tool_env())
     return out
 
@@ -31,11 +32,12 @@ def test_parser_cases_whole_and_split(tmp_path):
     assert int(passed) >= 110 and failed == "0"
 
 
+SESSION = ["csrc/session.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c", "csrc/net.c"]
 DRIVERS = {
     "fuzz_response": ("corpus", ["csrc/parser.c"]),
     "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
-    "fuzz_session": ("corpus_session", ["csrc/session.c", "csrc/route.c", "csrc/parser.c",
-                                        "csrc/buf.c", "csrc/net.c"]),
+    "fuzz_session": ("corpus_session", SESSION),
+    "fuzz_tls": ("corpus_tls", [*SESSION, "csrc/tls.c"]),
     "fuzz_build": ("corpus_build", ["csrc/request.c", "csrc/parser.c", "csrc/buf.c"]),
 }
 
@@ -43,7 +45,9 @@ DRIVERS = {
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver):
     corpus, sources = DRIVERS[driver]
-    exe = build(tmp_path, driver, f"tests/c/{driver}.c", *sources, defines=("-DHB_FUZZ_MAIN",))
+    libs = ("-lssl", "-lcrypto") if "csrc/tls.c" in sources else ()
+    exe = build(tmp_path, driver, f"tests/c/{driver}.c", *sources, defines=("-DHB_FUZZ_MAIN",),
+                libs=libs)
     seeds = sorted((ROOT / "tests/c" / corpus).iterdir())
     assert len(seeds) >= 5
     run = subprocess.run([exe, *map(str, seeds)], capture_output=True, text=True, timeout=60,

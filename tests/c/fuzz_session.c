@@ -12,7 +12,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
-#include "../../csrc/session.h"
+#include "fuzz_sess.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -26,20 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static hb_sess_shared *shared(void)
 {
-    static hb_sess_shared sh;
-    static char *rnd;
-    if (rnd == NULL) {
-        rnd = malloc(HB_RND_BLOCK);
-        hb_sess_fill_random(rnd, HB_RND_BLOCK, 1);
-        sh.st.dir_fd = -1;
-        sh.rnd = rnd;
-        sh.max_body = 1 << 16;
-        sh.max_buffered = 1 << 17; /* two bodies at most: the 503 path is reached too */
-        sh.header_timeout = sh.send_timeout = sh.idle_timeout = 1000000000;
-        sh.server_field_len =
-            (size_t)snprintf(sh.server_field, sizeof sh.server_field, "Server: httpbench/fuzz\r\n");
-    }
-    return &sh;
+    return fuzz_shared(NULL, NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
