@@ -37,6 +37,9 @@ typedef struct hb_tls hb_tls;
 #define HB_TLS_1_2 0x0303
 #define HB_TLS_1_3 0x0304
 
+/* TLS 1.3's cipher suites unless told otherwise, in browsers' order. */
+#define HB_TLS13_SUITES "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
 typedef struct {
     int server; /* the server's side, else the client's */
     /* Client side. */
@@ -49,8 +52,9 @@ typedef struct {
      * cert_host and "localhost". A client with neither sends none. */
     const char *certfile, *keyfile;
     const char *cert_host;
-    int min_version, max_version;       /* HB_TLS_*; 0: OpenSSL's default */
-    const char *ciphers, *ciphersuites; /* TLS 1.2's list, TLS 1.3's; NULL: default */
+    int min_version, max_version; /* HB_TLS_*; 0: OpenSSL's default */
+    /* TLS 1.2's list (NULL: OpenSSL's), TLS 1.3's (NULL: HB_TLS13_SUITES). */
+    const char *ciphers, *ciphersuites;
 } hb_tls_config;
 
 /* Makes a context. Returns it, or NULL with the reason in err. */

@@ -192,10 +192,13 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("-Z", dest="ciphers", metavar="CIPHERSUITE",
                    help="as ab: OpenSSL's cipher list for TLS 1.2 (see openssl ciphers)")
     p.add_argument("--tls13-ciphers", dest="ciphersuites", metavar="LIST",
-                   help="as curl: TLS 1.3's cipher suites (TLS_AES_128_GCM_SHA256:...)")
+                   help="as curl: TLS 1.3's cipher suites, in order (default, browsers' order: "
+                        "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                        "TLS_CHACHA20_POLY1305_SHA256)")
     p.add_argument("--no-tls-resume", dest="tls_resume", action="store_false",
-                   help="with --no-keepalive: a full handshake for every connection, as ab, wrk "
-                        "and h2load do (default: resume the last session)")
+                   help="with --no-keepalive: a full handshake for every connection, as ab "
+                        "does (default: resume the connection's last session, as wrk, h2load "
+                        "and browsers do)")
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")
     return p
 
