@@ -58,7 +58,33 @@ void hb_conn_free(hb_conn *c)
     hb_buf_free(&c->rx);
     free(c->host);
     free(c->port);
-    c->host = c->port = NULL;
+    free(c->unix_path);
+    c->host = c->port = c->unix_path = NULL;
+}
+
+hb_status hb_conn_set_unix(hb_conn *c, const char *path)
+{
+    hb_addr a;
+    if (hb_net_unix(path, &a, c->error, sizeof c->error) < 0)
+        return HB_ERR_CONNECT;
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return HB_ERR_NOMEM;
+    hb_conn_close(c);
+    free(c->unix_path);
+    c->unix_path = copy;
+    c->addrs[0] = a;
+    c->naddrs = 1;
+    return HB_OK;
+}
+
+/* Where c connects, for messages: host:port, or the Unix socket's path. */
+static const char *conn_where(const hb_conn *c, char *buf, size_t len)
+{
+    if (c->unix_path != NULL)
+        return c->unix_path;
+    snprintf(buf, len, "%s:%s", c->host, c->port);
+    return buf;
 }
 
 /* Maps a failed wait to a status and message. `what` says where it was. */
@@ -91,11 +117,12 @@ static hb_status open_socket(hb_conn *c, int64_t deadline)
         int err = errno;
         if (err == ETIMEDOUT || err == EINTR)
             return wait_failed(c, err, "connecting");
+        char where[300];
         if (err == EPROTO)
-            return conn_fail(c, HB_ERR_TLS, "TLS handshake with %s:%s failed: %s", c->host, c->port,
-                             hb_sock_strerror(&c->sock, err));
-        return conn_fail(c, HB_ERR_CONNECT, "cannot connect to %s:%s: %s", c->host, c->port,
-                         strerror(err));
+            return conn_fail(c, HB_ERR_TLS, "TLS handshake with %s failed: %s",
+                             conn_where(c, where, sizeof where), hb_sock_strerror(&c->sock, err));
+        return conn_fail(c, HB_ERR_CONNECT, "cannot connect to %s: %s",
+                         conn_where(c, where, sizeof where), strerror(err));
     }
     if (i > 0) {
         /* Try the address that answered first next time. */

@@ -22,6 +22,7 @@
 typedef struct {
     hb_sock sock;
     char *host, *port; /* owned copies */
+    char *unix_path;   /* owned; set: connect to this Unix socket, not host:port */
     hb_addr addrs[HB_CONN_MAX_ADDRS];
     int naddrs;        /* 0 until the first connect resolves */
     uint64_t max_body; /* larger bodies are a protocol error */
@@ -49,6 +50,11 @@ typedef struct {
  * included. Returns HB_OK or HB_ERR_NOMEM. */
 hb_status hb_conn_init(hb_conn *c, const hb_transport *tp, const char *host, const char *port,
                        double timeout, uint64_t max_body);
+
+/* Connects c to the Unix socket at path from now on (host and port still
+ * name the server, for Host and messages). Returns HB_OK, HB_ERR_NOMEM,
+ * or HB_ERR_CONNECT with c->error set when the path cannot be one. */
+hb_status hb_conn_set_unix(hb_conn *c, const char *path);
 
 /* Sends the request made of req[0..iovcnt) (iovcnt at most
  * HB_CONN_MAX_IOV; req itself is left as it was) and reads the response,

@@ -517,24 +517,53 @@ static void Connection_dealloc(ConnectionObject *self)
     Py_DECREF(tp);
 }
 
+/* "O&" converter for a Unix socket's path: None, or str/bytes/PathLike
+ * made bytes by PyUnicode_FSConverter (which refuses a NUL); *out is a new
+ * reference, or stays NULL for None. */
+static int unix_path_arg(PyObject *o, void *out)
+{
+    if (o == Py_None)
+        return 1;
+    return PyUnicode_FSConverter(o, out);
+}
+
+static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
+                            PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
+                            PyObject *cafile, PyObject *server_hostname, PyObject *certfile,
+                            PyObject *keyfile, PyObject *unix_socket);
+
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host",     "port",    "timeout", "max_body",
-                             "tls",      "verify",  "cafile",  "server_hostname",
-                             "certfile", "keyfile", NULL};
+    static char *kwlist[] = {"host",     "port",    "timeout",     "max_body",
+                             "tls",      "verify",  "cafile",      "server_hostname",
+                             "certfile", "keyfile", "unix_socket", NULL};
     PyObject *host, *port_obj, *timeout_obj = NULL, *max_body_obj = NULL;
     PyObject *cafile = NULL, *server_hostname = NULL, *certfile = NULL, *keyfile = NULL;
+    PyObject *unix_socket = NULL; /* bytes, from PyUnicode_FSConverter */
     int tls = 0, verify = 1;
-    long long port, max_body = DEFAULT_MAX_BODY;
-    double timeout = 30.0;
-    core_state *st = conn_state(self);
 
     /* Every conversion (which may run Python code, and so let another
      * thread in) comes before the object is looked at or changed. */
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOO:Connection", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOOO&:Connection", kwlist, &host,
                                      &port_obj, &timeout_obj, &max_body_obj, &tls, &verify, &cafile,
-                                     &server_hostname, &certfile, &keyfile))
+                                     &server_hostname, &certfile, &keyfile, unix_path_arg,
+                                     &unix_socket))
         return -1;
+    int rc = Connection_setup(self, host, port_obj, timeout_obj, max_body_obj, tls, verify, cafile,
+                              server_hostname, certfile, keyfile, unix_socket);
+    Py_XDECREF(unix_socket);
+    return rc;
+}
+
+/* Connection_init's work once its arguments are parsed. */
+static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
+                            PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
+                            PyObject *cafile, PyObject *server_hostname, PyObject *certfile,
+                            PyObject *keyfile, PyObject *unix_socket)
+{
+    long long port, max_body = DEFAULT_MAX_BODY;
+    double timeout = 30.0;
+    core_state *st = conn_state(self);
     if (!tls &&
         ((cafile && cafile != Py_None) || (certfile && certfile != Py_None) ||
          (keyfile && keyfile != Py_None) || (server_hostname && server_hostname != Py_None))) {
@@ -594,6 +623,20 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
     }
     self->conn.sock.shared = t;
     self->tls = t;
+    if (unix_socket != NULL) {
+        hb_status us = hb_conn_set_unix(&self->conn, PyBytes_AS_STRING(unix_socket));
+        if (us != HB_OK) {
+            if (us == HB_ERR_NOMEM)
+                PyErr_NoMemory();
+            else
+                PyErr_Format(PyExc_ValueError, "unix_socket: %s", self->conn.error);
+            hb_conn_free(&self->conn);
+            self->tls = NULL;
+            hb_tls_free(t);
+            Py_DECREF(host_header);
+            return -1;
+        }
+    }
     self->host_header = host_header;
     self->host = Py_NewRef(host);
     self->port = (int)port;
@@ -956,6 +999,14 @@ static PyObject *Connection_get_tls(ConnectionObject *self, void *closure)
     return PyBool_FromLong(self->tls != NULL);
 }
 
+static PyObject *Connection_get_unix_socket(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    if (!self->ready || self->conn.unix_path == NULL)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeFSDefault(self->conn.unix_path);
+}
+
 /* What the open socket's handshake agreed on: None when no TLS socket is
  * open. */
 static PyObject *Connection_get_tls_info(ConnectionObject *self, void *closure)
@@ -1013,6 +1064,8 @@ static PyGetSetDef Connection_getset[] = {
      NULL},
     {"is_open", (getter)Connection_get_is_open, NULL, "Whether a socket is open now.", NULL},
     {"tls", (getter)Connection_get_tls, NULL, "Whether the connection speaks TLS.", NULL},
+    {"unix_socket", (getter)Connection_get_unix_socket, NULL,
+     "The Unix socket's path it connects to, or None (TCP).", NULL},
     {"tls_info", (getter)Connection_get_tls_info, NULL,
      "What the open socket's TLS handshake agreed on (protocol, temp_key, server_name, resumed), "
      "or None.",
@@ -1091,13 +1144,10 @@ static void ServerCore_dealloc(ServerCoreObject *self)
 
 static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host",         "port",
-                             "threaded",     "threads",
-                             "static_dir",   "zero_copy",
-                             "max_body",     "header_timeout",
-                             "send_timeout", "idle_timeout",
-                             "version",      "max_buffered",
-                             "tls",          NULL};
+    static char *kwlist[] = {"host",         "port",         "threaded", "threads",
+                             "static_dir",   "zero_copy",    "max_body", "header_timeout",
+                             "send_timeout", "idle_timeout", "version",  "max_buffered",
+                             "tls",          "unix_socket",  NULL};
     hb_srv_config cfg;
     int threaded;
     PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3], *tls_o = Py_None;
@@ -1105,10 +1155,10 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
     hb_tls *tls;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOpOzpOOOOsO|O:_ServerCore", kwlist, &cfg.host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOpOzpOOOOsO|Oz:_ServerCore", kwlist, &cfg.host,
                                      &port, &threaded, &threads, &cfg.static_dir, &cfg.zero_copy,
                                      &max_body, &timeouts[0], &timeouts[1], &timeouts[2],
-                                     &cfg.version, &max_buffered, &tls_o))
+                                     &cfg.version, &max_buffered, &tls_o, &cfg.unix_path))
         return -1;
     if (tls_of(st, tls_o, &tls) != 0)
         return -1;
@@ -1475,22 +1525,32 @@ static void Bench_dealloc(BenchObject *self)
 
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host",     "port",         "request", "head",      "requests",
-                             "duration", "concurrency",  "threads", "keepalive", "rate",
-                             "timeout",  "lengths_vary", "tls",     NULL};
+    static char *kwlist[] = {"host",     "port",         "request", "head",        "requests",
+                             "duration", "concurrency",  "threads", "keepalive",   "rate",
+                             "timeout",  "lengths_vary", "tls",     "unix_socket", NULL};
     const char *host;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
-    PyObject *tls_o = Py_None;
+    PyObject *tls_o = Py_None, *unix_o = NULL;
+    hb_addr unix_addr;
     hb_tls *tls;
     long long port, requests, conc, threads;
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|O:_Bench", kwlist, &host, &port_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&:_Bench", kwlist, &host, &port_o,
                                      &request, &cfg.head, &requests_o, &duration_o, &conc_o,
                                      &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
-                                     &cfg.lengths_vary, &tls_o))
+                                     &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o))
         return -1;
+    if (unix_o != NULL) {
+        char uerr[256];
+        int ok = hb_net_unix(PyBytes_AS_STRING(unix_o), &unix_addr, uerr, sizeof uerr);
+        Py_DECREF(unix_o);
+        if (ok < 0) {
+            PyErr_Format(PyExc_ValueError, "unix_socket: %s", uerr);
+            return -1;
+        }
+    }
     if (tls_of(st, tls_o, &tls) != 0)
         return -1;
     if (tls != NULL) {
@@ -1522,11 +1582,15 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     self->starting = 1;
     char portbuf[16], err[256];
     snprintf(portbuf, sizeof portbuf, "%lld", port);
-    int n;
-    Py_BEGIN_ALLOW_THREADS n =
-        hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
-    Py_END_ALLOW_THREADS if (n < 1)
-    {
+    int n = 1;
+    if (unix_o != NULL) {
+        cfg.addrs[0] = unix_addr; /* the URL's host names the server, no more */
+    } else {
+        Py_BEGIN_ALLOW_THREADS n =
+            hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
+        Py_END_ALLOW_THREADS
+    }
+    if (n < 1) {
         self->starting = 0;
         PyErr_SetString(st->ConnectError, err);
         return -1;

@@ -8,10 +8,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +52,22 @@ int hb_net_resolve(const char *host, const char *port, hb_addr *out, int max, ch
     if (n == 0)
         snprintf(err, errlen, "cannot resolve %s:%s: no usable address", host, port);
     return n > 0 ? n : -1;
+}
+
+int hb_net_unix(const char *path, hb_addr *out, char *err, size_t errlen)
+{
+    struct sockaddr_un *un = (struct sockaddr_un *)&out->sa;
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof un->sun_path) {
+        snprintf(err, errlen, "a Unix socket's path is 1 to %zu bytes, not %zu: %s",
+                 sizeof un->sun_path - 1, len, path);
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    un->sun_family = AF_UNIX;
+    memcpy(un->sun_path, path, len);
+    out->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
+    return 1;
 }
 
 void hb_sock_init(hb_sock *s, const hb_transport *tp, int64_t timeout)
@@ -255,15 +273,17 @@ void hb_sock_shutdown(hb_sock *s)
         shutdown(s->fd, SHUT_RDWR);
 }
 
-/* A new non-blocking TCP socket for a, connecting; TCP_NODELAY, as every
- * request is one write that should leave at once. */
+/* A new non-blocking stream socket for a (TCP or a Unix socket),
+ * connecting; TCP_NODELAY over TCP, as every request is one write that
+ * should leave at once. */
 static int tcp_socket(hb_sock *s, const hb_addr *a)
 {
     int one = 1;
     int fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (a->sa.ss_family != AF_UNIX)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     s->fd = fd;
     return 0;
 }

@@ -161,6 +161,11 @@ int hb_net_bound_wait(int fd, int opt, int64_t *cur, int64_t left);
 int hb_net_resolve(const char *host, const char *port, hb_addr *out, int max, char *err,
                    size_t errlen);
 
+/* The address of the Unix socket at path (its length checked: 1 to 107
+ * bytes). Returns 1 (one address, as hb_net_resolve counts), or -1 with a
+ * message in err. The TCP transport connects to it as to any address. */
+int hb_net_unix(const char *path, hb_addr *out, char *err, size_t errlen);
+
 /* Sets s up closed, on transport tp, with the per-request timeout. */
 void hb_sock_init(hb_sock *s, const hb_transport *tp, int64_t timeout);
 

@@ -19,7 +19,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,8 +50,10 @@ struct hb_loop {
 
 struct hb_srv {
     hb_srv_config cfg;
-    char *host, *static_dir;
+    char *host, *static_dir, *unix_path;
     int listen_fd, stop_fd, port;
+    dev_t unix_dev; /* the socket file made, removed at stop if still ours */
+    ino_t unix_ino;
     hb_sess_shared sh;
     char *rnd;
     int nloops;
@@ -427,8 +431,78 @@ static void *acceptor_main(void *arg)
 
 /* ---------------------------------------------------------- lifecycle */
 
+/* Clears the way for a Unix socket at path: nothing there, or a socket no
+ * one listens on (a server that died without removing it), which goes.
+ * Returns 0, or -1 with the reason in err. */
+static int unix_clear(const hb_addr *a, const char *path, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(sb.st_mode)) {
+        snprintf(err, errlen, "cannot listen on %s: it exists and is not a socket", path);
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = connect(fd, (const struct sockaddr *)&a->sa, a->len), cerr = errno;
+    close(fd);
+    if (rc == 0 || cerr != ECONNREFUSED) {
+        snprintf(err, errlen, "cannot listen on %s: %s", path,
+                 rc == 0 ? "a server is listening there" : strerror(cerr));
+        return -1;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int listen_unix(hb_srv *srv, char *err, size_t errlen)
+{
+    hb_addr a;
+    if (hb_net_unix(srv->unix_path, &a, err, errlen) < 0 ||
+        unix_clear(&a, srv->unix_path, err, errlen) != 0)
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct stat sb;
+    if (fd < 0 || bind(fd, (const struct sockaddr *)&a.sa, a.len) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", srv->unix_path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    /* Made now: ours to remove at stop, unless replaced meanwhile. */
+    if (stat(srv->unix_path, &sb) == 0) {
+        srv->unix_dev = sb.st_dev;
+        srv->unix_ino = sb.st_ino;
+    }
+    srv->listen_fd = fd;
+    if (listen(fd, 4096) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", srv->unix_path, strerror(errno));
+        return -1;
+    }
+    srv->port = 0;
+    return 0;
+}
+
 static int listen_on(hb_srv *srv, char *err, size_t errlen)
 {
+    if (srv->unix_path != NULL) {
+        if (listen_unix(srv, err, errlen) != 0)
+            return -1;
+        if (srv->cfg.mode == HB_SRV_EPOLL)
+            fcntl(srv->listen_fd, F_SETFL, fcntl(srv->listen_fd, F_GETFL) | O_NONBLOCK);
+        return 0;
+    }
     struct addrinfo hints, *res = NULL;
     char port[16];
     memset(&hints, 0, sizeof hints);
@@ -488,8 +562,10 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
     pthread_cond_init(&srv->idle, NULL);
     srv->host = strdup(cfg->host);
     srv->static_dir = dup_or_null(cfg->static_dir);
+    srv->unix_path = dup_or_null(cfg->unix_path);
     srv->rnd = malloc(HB_RND_BLOCK);
-    if (srv->host == NULL || (cfg->static_dir && srv->static_dir == NULL) || srv->rnd == NULL)
+    if (srv->host == NULL || (cfg->static_dir && srv->static_dir == NULL) ||
+        (cfg->unix_path && srv->unix_path == NULL) || srv->rnd == NULL)
         goto nomem;
     hb_sess_fill_random(srv->rnd, HB_RND_BLOCK, (uint64_t)hb_now_ns());
 
@@ -600,6 +676,10 @@ void hb_srv_stop(hb_srv *srv)
     }
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
+    struct stat sb;
+    if (srv->unix_ino != 0 && stat(srv->unix_path, &sb) == 0 && sb.st_dev == srv->unix_dev &&
+        sb.st_ino == srv->unix_ino)
+        unlink(srv->unix_path);
     if (srv->stop_fd >= 0)
         close(srv->stop_fd);
     hb_route_static_close(&srv->sh.st);
@@ -609,5 +689,6 @@ void hb_srv_stop(hb_srv *srv)
     free(srv->rnd);
     free(srv->host);
     free(srv->static_dir);
+    free(srv->unix_path);
     free(srv);
 }

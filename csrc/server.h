@@ -23,8 +23,11 @@ typedef enum { HB_SRV_EPOLL = 0, HB_SRV_THREADS = 1 } hb_srv_mode;
 #define HB_SRV_MAX_THREADS 1024
 
 typedef struct {
-    const char *host; /* address to bind */
-    int port;         /* 0: any free port */
+    const char *host;      /* address to bind */
+    int port;              /* 0: any free port */
+    const char *unix_path; /* set: listen on this Unix socket instead (made, and
+                            * removed at stop; a stale one left by a dead server
+                            * is replaced, anything else there is an error) */
     hb_srv_mode mode;
     int threads;                   /* event loops (HB_SRV_EPOLL), 1..HB_SRV_MAX_THREADS */
     const char *static_dir;        /* NULL: /static/ answers 404 */
@@ -52,7 +55,7 @@ typedef struct {
  * message in err (threads out of range included; nothing is left behind). */
 hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen);
 
-/* The port it listens on. */
+/* The port it listens on (0 on a Unix socket). */
 int hb_srv_port(const hb_srv *srv);
 
 void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out);

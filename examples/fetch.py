@@ -32,6 +32,7 @@ if __name__ == "__main__":
         main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
     elif len(sys.argv) == 1:
         with httpbench.Server() as srv:
+            assert srv.port is not None  # None only on a Unix socket
             print(f"(the embedded server at {srv.url()})")
             main("127.0.0.1", srv.port, "/rnd?c=2048")
     else:

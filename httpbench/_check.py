@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
+    "UNIX_PATH_MAX", "unix_socket",
 ]
 
 # Durations and timeouts: at most a year (None is "no limit" where documented).
@@ -114,3 +116,24 @@ def text(name: str, value: object) -> str | None:
     if not isinstance(value, str) or not value or "\0" in value:
         raise ValueError(f"{name} must be a non-empty str without NUL, not {value!r}")
     return value
+
+
+# sockaddr_un's sun_path holds 108 bytes, the terminating NUL among them.
+UNIX_PATH_MAX = 107
+
+
+def unix_socket(name: str, value: object) -> str | None:
+    """None, or a Unix socket's path (str or PathLike) that fits a
+    sockaddr_un: 1 to 107 bytes in the file system's encoding, no NUL."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a path (str or PathLike), not {value!r}")
+    path = os.fspath(value)
+    if not isinstance(path, str):
+        path = os.fsdecode(path)
+    size = len(os.fsencode(path))
+    if not 1 <= size <= UNIX_PATH_MAX or "\0" in path:
+        raise ValueError(f"{name} must be a path of 1 to {UNIX_PATH_MAX} bytes without NUL, "
+                         f"not {path!r} ({size} bytes)")
+    return path

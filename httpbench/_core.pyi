@@ -88,6 +88,7 @@ class Connection:
         server_hostname: str | None = None,
         certfile: _Path | None = None,
         keyfile: _Path | None = None,
+        unix_socket: _Path | None = None,
     ) -> None: ...
     @classmethod
     def from_url(
@@ -101,10 +102,14 @@ class Connection:
         server_hostname: str | None = None,
         certfile: _Path | None = None,
         keyfile: _Path | None = None,
+        unix_socket: _Path | None = None,
     ) -> Connection:
         """A Connection to the URL's host and port, over TLS for https://."""
     @property
     def tls(self) -> bool: ...
+    @property
+    def unix_socket(self) -> str | None:
+        """The Unix socket's path it connects to, or None (TCP)."""
     @property
     def tls_info(self) -> TLSInfo | None:
         """What the open socket's handshake agreed on, or None."""
@@ -161,6 +166,7 @@ class _ServerCore:
         version: str,
         max_buffered: int,
         tls: _TLS | None = None,
+        unix_socket: str | None = None,
     ) -> None: ...
     @property
     def port(self) -> int | None: ...
@@ -212,6 +218,7 @@ class _Bench:
         timeout: float,
         lengths_vary: bool,
         tls: _TLS | None = None,
+        unix_socket: _Path | None = None,
     ) -> None: ...
     def wait(self, seconds: float, /) -> bool: ...
     def stop(self) -> None: ...

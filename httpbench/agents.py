@@ -99,6 +99,9 @@ class Agent(ABC):
 
     name = ""
     module = ""
+    # Whether it can reach a server over a Unix socket (http.client, urllib3
+    # and requests have no way to, short of a socket of one's own making).
+    unix_sockets = False
 
     def version(self) -> str:
         mod = importlib.import_module(self.module)
@@ -114,8 +117,9 @@ class Agent(ABC):
     @abstractmethod
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust) -> Result:
-        """The scenario through this client, measured as httpbench.run is."""
+            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
+        """The scenario through this client, measured as httpbench.run is;
+        over the Unix socket at unix_socket if given (unix_sockets)."""
 
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         """The library's own exception types by failure class (timeout,
@@ -151,18 +155,19 @@ class HttpbenchAgent(Agent):
     """httpbench's own C loop (httpbench.run)."""
 
     name, module = "httpbench", "httpbench"
+    unix_sockets = True
 
     def version(self) -> str:
         return __version__
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
         tls: dict[str, Any] = {}
         if split_url(url).tls:
             tls = {"verify": trust.verify, "cafile": trust.cafile}
         r = run(url, method, body, None, requests, duration, concurrency, timeout=timeout,
-                progress=False, lengths_vary=lengths_vary, **tls)
+                progress=False, lengths_vary=lengths_vary, unix_socket=unix_socket, **tls)
         r.agent, r.agent_version = self.name, self.version()
         return r
 
@@ -172,8 +177,9 @@ class _Scenario:
 
     def __init__(self, url: str, method: str, body: bytes | None, requests: int | None,
                  duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-                 check_echo: bool, trust: Trust) -> None:
+                 check_echo: bool, trust: Trust, unix_socket: str | None = None) -> None:
         self.url, self.method, self.body, self.trust = url, method, body, trust
+        self.unix_socket = unix_socket
         target = split_url(url)
         self.tls, self.host, self.port = target.tls, target.host, target.port
         self.path = target.path
@@ -198,9 +204,11 @@ class _Scenario:
         elapsed = time.perf_counter() - t0
         if errors and not interrupted:
             raise errors[0]
-        return agent_result(agent.name, agent.version(), self.url, self.method, self.host,
-                            self.port, self.path, self.requests, self.concurrency, threads,
-                            self.plan, self.tallies, elapsed, interrupted, started)
+        r = agent_result(agent.name, agent.version(), self.url, self.method, self.host,
+                         self.port, self.path, self.requests, self.concurrency, threads,
+                         self.plan, self.tallies, elapsed, interrupted, started)
+        r.unix_socket = self.unix_socket or ""
+        return r
 
 
 class SyncAgent(Agent):
@@ -209,9 +217,9 @@ class SyncAgent(Agent):
 
     @abstractmethod
     def open(self, sc: _Scenario) -> Any:
-        """A new session to the scenario's server (sc.host, sc.port, over
-        TLS when sc.tls, checked as sc.trust says, sc.timeout per request):
-        an object of the agent's own."""
+        """A new session to the scenario's server (sc.host, sc.port, or
+        sc.unix_socket when set; over TLS when sc.tls, checked as sc.trust
+        says; sc.timeout per request): an object of the agent's own."""
 
     @abstractmethod
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -228,9 +236,9 @@ class SyncAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
         sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                       check_echo, trust)
+                       check_echo, trust, unix_socket)
         targets = [functools.partial(self._worker, sc, t) for t in sc.tallies]
         return sc.measure(self, targets, threads=sc.concurrency)
 
@@ -436,6 +444,7 @@ class _HttpxSession:
 
 class HttpxAgent(SyncAgent):
     name, module = "httpx", "httpx"
+    unix_sockets = True
 
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         import httpx
@@ -445,6 +454,9 @@ class HttpxAgent(SyncAgent):
     def open(self, sc: _Scenario) -> _HttpxSession:
         import httpx
         verify: Any = sc.trust.ssl_context() if sc.tls else True
+        if sc.unix_socket is not None:
+            transport = httpx.HTTPTransport(uds=sc.unix_socket, verify=verify)
+            return _HttpxSession(httpx.Client(timeout=sc.timeout, transport=transport))
         return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -482,6 +494,7 @@ _CURL_CLASSES = {28: "timeout", 6: "connect", 7: "connect", 18: "receive", 52: "
 
 class PycurlAgent(SyncAgent):
     name, module = "pycurl", "pycurl"
+    unix_sockets = True
 
     def version(self) -> str:
         import pycurl
@@ -497,6 +510,8 @@ class PycurlAgent(SyncAgent):
         import pycurl
         c = pycurl.Curl()
         c.setopt(pycurl.TIMEOUT_MS, int(sc.timeout * 1000))
+        if sc.unix_socket is not None:
+            c.setopt(pycurl.UNIX_SOCKET_PATH, sc.unix_socket)
         if sc.tls:
             if not sc.trust.verify:
                 c.setopt(pycurl.SSL_VERIFYPEER, 0)
@@ -542,6 +557,7 @@ class AiohttpAgent(Agent):
     notebook's thread may already have a loop), one task per worker."""
 
     name, module = "aiohttp", "aiohttp"
+    unix_sockets = True
 
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         import aiohttp
@@ -553,9 +569,9 @@ class AiohttpAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
         sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                       check_echo, trust)
+                       check_echo, trust, unix_socket)
         errors: list[BaseException] = []
 
         def target() -> None:
@@ -577,8 +593,12 @@ class AiohttpAgent(Agent):
 
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(on_create)
-        connector = aiohttp.TCPConnector(limit=len(sc.tallies),
-                                         ssl=sc.trust.ssl_context() if sc.tls else True)
+        ssl_arg: Any = sc.trust.ssl_context() if sc.tls else True
+        connector: aiohttp.BaseConnector
+        if sc.unix_socket is not None:
+            connector = aiohttp.UnixConnector(sc.unix_socket, limit=len(sc.tallies))
+        else:
+            connector = aiohttp.TCPConnector(limit=len(sc.tallies), ssl=ssl_arg)
         plan = sc.plan
         async with aiohttp.ClientSession(connector=connector, trace_configs=[trace],
                                          timeout=aiohttp.ClientTimeout(total=sc.timeout),
@@ -589,7 +609,7 @@ class AiohttpAgent(Agent):
                     t0 = time.perf_counter_ns()
                     try:
                         async with session.request(sc.method, sc.url, data=plan.body,
-                                                   headers=sc.headers) as r:
+                                                   headers=sc.headers, ssl=ssl_arg) as r:
                             data = await r.read()
                             head = _head_bytes(r.status, r.reason or "", list(r.headers.items()))
                             status = r.status
@@ -617,15 +637,23 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
               requests: int | None = 20_000, duration: float | None = None,
               concurrency: int = 1, timeout: float = 30.0, lengths_vary: bool = False,
               check_echo: bool = False, verify: bool = True,
-              cafile: str | os.PathLike[str] | None = None) -> Result:
+              cafile: str | os.PathLike[str] | None = None,
+              unix_socket: str | os.PathLike[str] | None = None) -> Result:
     """One agent through one scenario, measured as httpbench.run measures,
     by the same accounting rule (issued == complete + failed + cancelled).
     With check_echo the response body must be the request body (the C loop,
     which keeps no bodies, checks its length). Over https:// the server is
-    verified (against cafile, else the system's CAs) unless verify=False."""
+    verified (against cafile, else the system's CAs) unless verify=False.
+    unix_socket: the server's Unix socket, for the agents that can reach
+    one (Agent.unix_sockets); the URL still gives Host and the path."""
     if agent_name not in AGENTS:
         raise ValueError(f"unknown agent {agent_name!r}; available here: "
                          f"{', '.join(available_agents())}")
+    agent = AGENTS[agent_name]
+    path = _check.unix_socket("unix_socket", unix_socket)
+    if path is not None and not agent.unix_sockets:
+        raise ValueError(f"{agent_name} cannot connect to a Unix socket (the agents that can: "
+                         f"{', '.join(a.name for a in AGENTS.values() if a.unix_sockets)})")
     trust = Trust(bool(verify), None if cafile is None else os.fspath(cafile))
-    return AGENTS[agent_name].run(url, method, body, requests, duration, concurrency, timeout,
-                                  lengths_vary, check_echo, trust)
+    return agent.run(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
+                     check_echo, trust, path)

@@ -51,7 +51,9 @@ def serve_parser() -> argparse.ArgumentParser:
                "GET /status/CODE, GET /delay?ms=N, GET /chunked?c=N.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free port)")
+    p.add_argument("--port", type=int, help="port (default 8080; 0: any free port)")
+    p.add_argument("--unix-socket", metavar="PATH",
+                   help="listen on this Unix socket instead of a port (removed at exit)")
     p.add_argument("--mode", choices=("epoll", "threads"), default="epoll",
                    help="event loops, or a thread per connection (default epoll)")
     p.add_argument("--threads", type=int, default=1, help="event loops in epoll mode (default 1)")
@@ -82,9 +84,12 @@ def serve(argv: Sequence[str]) -> int:
         if (args.cert or args.key) and not args.tls:
             raise ValueError("--cert and --key are for --tls")
         max_buffered = _check.byte_size("--max-buffered", args.max_buffered)
-        srv = Server(args.host, args.port, args.mode, args.threads, args.static, args.zero_copy,
+        if args.unix_socket is not None and args.port is not None:
+            raise ValueError("--port and --unix-socket: give one")
+        port = 0 if args.unix_socket is not None else 8080 if args.port is None else args.port
+        srv = Server(args.host, port, args.mode, args.threads, args.static, args.zero_copy,
                      max_buffered=max_buffered, tls=args.tls, certfile=args.cert,
-                     keyfile=args.key)
+                     keyfile=args.key, unix_socket=args.unix_socket)
     except (OSError, ValueError, HttpbenchError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
@@ -94,11 +99,15 @@ def serve(argv: Sequence[str]) -> int:
     previous = {sig: signal.signal(sig, _on_stop_signal) for sig in (signal.SIGTERM, signal.SIGHUP)}
     threads = f", {args.threads} thread{'s' * (args.threads > 1)}" if args.mode == "epoll" else ""
     try:
-        print(f"httpbench {__version__} serving {srv.url()} ({args.mode}{threads}); Ctrl-C to "
+        where = srv.url() if srv.unix_socket is None else f"{srv.url()} on {srv.unix_socket}"
+        print(f"httpbench {__version__} serving {where} ({args.mode}{threads}); Ctrl-C to "
               "stop", flush=True)
+        curl = "curl" if srv.unix_socket is None else f"curl --unix-socket {srv.unix_socket}"
         if srv.tls and args.cert is None:
             print(f"self-signed certificate for {args.host} and localhost, a day: "
-                  f"curl --cacert {srv.cafile} {srv.url()}", flush=True)
+                  f"{curl} --cacert {srv.cafile} {srv.url()}", flush=True)
+        elif srv.unix_socket is not None:
+            print(f"{curl} {srv.url()}", flush=True)
         srv.serve_forever()
     except (KeyboardInterrupt, _Stop):
         pass
@@ -199,6 +208,9 @@ def bench_parser() -> argparse.ArgumentParser:
                    help="with --no-keepalive: a full handshake for every connection, as ab "
                         "does (default: resume the connection's last session, as wrk, h2load "
                         "and browsers do)")
+    p.add_argument("--unix-socket", metavar="PATH",
+                   help="as curl: connect to this Unix socket, not the URL's host and port (the "
+                        "URL still gives Host and the path)")
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")
     return p
 
@@ -453,7 +465,8 @@ def bench(argv: Sequence[str]) -> int:
         r = run(args.url, method, body, headers, args.requests, limit, concurrency=args.concurrency,
                 threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
                 warmup=warmup, progress=not args.quiet and "auto",
-                lengths_vary=args.lengths_vary, stream=sys.stderr, **tls)  # type: ignore[arg-type]
+                lengths_vary=args.lengths_vary, stream=sys.stderr, unix_socket=args.unix_socket,
+                **tls)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError, TLSError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).
@@ -524,6 +537,9 @@ def compare_parser() -> argparse.ArgumentParser:
                    help="an https:// URL's server is not verified, by any agent")
     p.add_argument("--cacert", metavar="FILE",
                    help="every agent verifies an https:// URL's server against FILE (PEM)")
+    p.add_argument("--unix-socket", metavar="PATH",
+                   help="every agent connects to this Unix socket (with no URL the embedded "
+                        "server listens on it); http.client, urllib3 and requests cannot")
     return p
 
 
@@ -563,7 +579,7 @@ def compare_main(argv: Sequence[str]) -> int:
     try:
         cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
                       duration=duration, progress=not args.quiet, pin=pin, verify=args.verify,
-                      cafile=args.cacert, tls=args.tls)
+                      cafile=args.cacert, tls=args.tls, unix_socket=args.unix_socket)
     except (ValueError, HttpbenchError, OSError) as e:
         outputs.discard()
         print(_one_line("httpbench compare", e), file=sys.stderr)

@@ -176,7 +176,8 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
             concurrency: int = 1, duration: float | None = None,
             timeout: float = 30.0, progress: bool = False,
             pin: bool | None = None, *, verify: bool = True,
-            cafile: str | os.PathLike[str] | None = None, tls: bool = False) -> Comparison:
+            cafile: str | os.PathLike[str] | None = None, tls: bool = False,
+            unix_socket: str | os.PathLike[str] | None = None) -> Comparison:
     """Runs each agent through each scenario against url (None: the embedded
     server). An agent that is not installed is left out with a note; one that
     fails counts its failures in its own result and the others still run.
@@ -193,7 +194,12 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     Over an https:// url every agent verifies the server (against cafile,
     else the system's CAs) unless verify=False. tls=True runs the
     comparison on the embedded server over TLS (its self-signed
-    certificate given to every agent to verify)."""
+    certificate given to every agent to verify).
+
+    unix_socket: every agent connects to the server's Unix socket (the URL
+    still gives Host and the path); with no url, the embedded server listens
+    on it. http.client, urllib3 and requests cannot, and are left out with a
+    note."""
     requests = _check.count("requests", requests)
     concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
     if duration is not None:
@@ -213,14 +219,17 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     bad = [s for s in scenario_list if s not in SCENARIOS]
     if bad:
         raise ValueError(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    unix_path = _check.unix_socket("unix_socket", unix_socket)
     notes = []
     runnable = []
     for name in names:
-        if AGENTS[name].available():
-            runnable.append(name)
-        else:
+        if not AGENTS[name].available():
             notes.append(f"{name} is not installed here (pip install 'httpbench[agents]'); "
                          "left out")
+        elif unix_path is not None and not AGENTS[name].unix_sockets:
+            notes.append(f"{name} cannot connect to a Unix socket; left out")
+        else:
+            runnable.append(name)
     results: dict[tuple[str, str], Result] = {}
     if pin is None:
         pin = url is None and concurrency == 1
@@ -228,7 +237,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if pin and hasattr(os, "sched_setaffinity"):
         restore = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {max(restore)})
-    server = Server(tls=tls) if url is None else None
+    server = Server(tls=tls, unix_socket=unix_path) if url is None else None
     if server is not None and tls:
         verify, cafile = True, server.cafile
     try:
@@ -243,7 +252,8 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
                     print(f"  {name} {scenario} ...", file=sys.stderr, flush=True)
                 try:
                     r = run_agent(name, target, method, body, requests, duration, concurrency,
-                                  timeout, check_echo=echo, verify=verify, cafile=cafile)
+                                  timeout, check_echo=echo, verify=verify, cafile=cafile,
+                                  unix_socket=unix_path)
                 except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
                     notes.append(f"{name} {scenario} failed to run: {e}")
                     continue

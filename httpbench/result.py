@@ -18,8 +18,8 @@ __all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCH
 FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls")
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
-# failure class and the TLS figures (tls_*).
-SCHEMA = 3
+# failure class and the TLS figures (tls_*); 4 unix_socket.
+SCHEMA = 4
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
 
@@ -144,7 +144,7 @@ class Latency:
 # Figures a result saved by an earlier version may lack, and their value then.
 _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": "",
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
-                          "tls_resumed_handshakes": 0}
+                          "tls_resumed_handshakes": 0, "unix_socket": ""}
 
 
 class Second(NamedTuple):
@@ -213,6 +213,8 @@ class Result:
     tls_full_handshakes: int = 0
     tls_resumed_handshakes: int = 0
     tls_handshake: Latency = dataclasses.field(default_factory=Latency)
+    # The Unix socket connected to instead of host:port ("" over TCP).
+    unix_socket: str = ""
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -347,6 +349,8 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Server Software:        {r.server_software}"
     yield f"Server Hostname:        {r.host}"
     yield f"Server Port:            {r.port}"
+    if r.unix_socket:
+        yield f"Unix Socket:            {r.unix_socket}"
     if r.tls_protocol:
         yield f"SSL/TLS Protocol:       {r.tls_protocol}"
         if r.tls_temp_key:
@@ -562,6 +566,7 @@ def _html(r: Result) -> str:
         ("Client CPU per request",
          f"{r.cpu_time / r.complete * 1e6:,.2f} us" if r.complete else "-"),
         ("Server", r.server_software or "-"),
+        *([("Unix socket", r.unix_socket)] if r.unix_socket else []),
         ("Agent", f"{r.agent} {r.agent_version}, Python {r.python_version}"),
     ]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in key)

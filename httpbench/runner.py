@@ -254,6 +254,7 @@ def run(
     ciphers: str | None = None,
     ciphersuites: str | None = None,
     tls_resume: bool = True,
+    unix_socket: Path | None = None,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -284,6 +285,10 @@ def run(
     resumes the last session (tickets) unless tls_resume=False. The
     handshakes are counted (tls_full_handshakes, tls_resumed_handshakes)
     and timed (tls_handshake) apart; the connect time includes them.
+
+    unix_socket="/path" connects to that Unix socket instead of the URL's
+    host and port (curl's --unix-socket); the URL still gives the Host
+    field, the path and the scheme (https:// speaks TLS over the socket).
     """
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
@@ -300,6 +305,7 @@ def run(
     if rate is not None:
         rate = _check.rate(rate, concurrency)
     timeout_s = _check.YEAR if timeout is None else _check.seconds("timeout", timeout)
+    unix_path = _check.unix_socket("unix_socket", unix_socket)
     warmup = _check.warmup(warmup)
     tls = tls_context(target, verify, cafile, certfile, keyfile, server_hostname, tls_min, tls_max,
                       ciphers, ciphersuites, tls_resume)
@@ -322,7 +328,7 @@ def run(
 
     def start(n: int, seconds: float) -> _core._Bench:
         return _core._Bench(host, port, request, head, n, seconds, concurrency, threads,
-                            keepalive, rate or 0.0, timeout_s, lengths_vary, tls)
+                            keepalive, rate or 0.0, timeout_s, lengths_vary, tls, unix_path)
 
     interrupted = False
     if warmup is not None:
@@ -363,6 +369,7 @@ def run(
         tls_full_handshakes=raw["tls_full_handshakes"],
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
         tls_handshake=Latency(raw["tls_handshake"]),
+        unix_socket=unix_path or "",
     )
 
 

@@ -38,6 +38,10 @@ class Server:
     mode="epoll": `threads` event loops over non-blocking sockets.
     mode="threads": a blocking thread per connection (`threads` is unused).
     Binds 127.0.0.1 unless told otherwise; port=0 picks a free port.
+    unix_socket="/path" listens on a Unix socket instead (port is then
+    None): the file is made at start and removed at close; a stale socket
+    left by a server that died is replaced, anything else there is an
+    OSError.
 
     Limits: request bodies over `max_body` get 413 without being read; the
     request bodies held at once, over all connections, are at most
@@ -76,11 +80,15 @@ class Server:
         tls: bool = False,
         certfile: str | os.PathLike[str] | None = None,
         keyfile: str | os.PathLike[str] | None = None,
+        unix_socket: str | os.PathLike[str] | None = None,
     ) -> None:
         if mode not in ("epoll", "threads"):
             raise ValueError(f"mode must be 'epoll' or 'threads', not {mode!r}")
         threads = _check.count("threads", threads, 1, _check.MAX_THREADS)
         port = _check.port("port", port, lo=0)
+        unix_path = _check.unix_socket("unix_socket", unix_socket)
+        if unix_path is not None and port != 0:
+            raise ValueError("port and unix_socket are two places to listen: give one")
         max_body = _check.count("max_body", max_body, 0, _check.MAX_BYTES)
         max_buffered = _check.count("max_buffered", max_buffered, 1, _check.MAX_BYTES)
         header_timeout = _check.seconds("header_timeout", header_timeout)
@@ -108,10 +116,11 @@ class Server:
         self._core: _core._ServerCore | None = _core._ServerCore(
             host, port, mode == "threads", threads, directory, zero_copy, max_body,
             header_timeout, send_timeout, idle_timeout, __version__, max_buffered, context,
+            unix_path,
         )
-        port_now = self._core.port
-        assert port_now is not None
-        self.port: int = port_now
+        self.unix_socket = unix_path
+        # On a Unix socket there is no port; URLs name "localhost" (for Host).
+        self.port: int | None = None if unix_path is not None else self._core.port
         if context is not None:
             self.cafile = os.fspath(certfile) if certfile is not None else self._write_cafile(
                 context.cert_pem() or "")
@@ -130,10 +139,15 @@ class Server:
         return self._core is not None
 
     def url(self, path: str = "/") -> str:
-        """The URL of `path` on this server."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """The URL of `path` on this server: on a Unix socket
+        http://localhost/path, to be reached with unix_socket= (curl's
+        --unix-socket)."""
+        path = path if path.startswith("/") else "/" + path
         scheme = "https" if self.tls else "http"
-        return f"{scheme}://{host}:{self.port}{path if path.startswith('/') else '/' + path}"
+        if self.unix_socket is not None:
+            return f"{scheme}://localhost{path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}{path}"
 
     def stats(self) -> dict[str, int]:
         """Counts so far: connections accepted, responses sent, of those the
@@ -174,7 +188,8 @@ class Server:
         self.close()
 
     def __repr__(self) -> str:
-        state = "serving " + self.url() if self.running else "closed"
+        where = self.url() if self.unix_socket is None else f"{self.url()} on {self.unix_socket}"
+        state = "serving " + where if self.running else "closed"
         return f"<httpbench.Server {self.mode}, {state}>"
 
     _final: tuple[int, int, int, int] = (0, 0, 0, 0)

@@ -26,8 +26,8 @@ def scripted() -> Iterator[Callable[..., ScriptedServer]]:
     servers: list[ScriptedServer] = []
 
     def start(*scripts: Sequence[Step], host: str = "127.0.0.1",
-              tls: ssl.SSLContext | None = None) -> ScriptedServer:
-        server = ScriptedServer(scripts, host, tls)
+              tls: ssl.SSLContext | None = None, unix: str | None = None) -> ScriptedServer:
+        server = ScriptedServer(scripts, host, tls, unix)
         servers.append(server)
         return server
 

@@ -49,13 +49,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+def wait_for_port(port: int | str, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Waits until something accepts on 127.0.0.1:port, or on the Unix
+    socket at port when it is a path."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            if isinstance(port, str):
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.settimeout(0.5)
+                    s.connect(port)
+            else:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
         except OSError:
             time.sleep(0.05)
@@ -166,7 +173,8 @@ class ScriptedServer:
       ("close",)           close (FIN; over TLS without close_notify)
       ("half_close",)      shut down the sending side, keep reading
       ("reset",)           close with RST (SO_LINGER 0)
-    and over TLS (tls= a server SSLContext, the handshake done first):
+    On a Unix socket when `unix` names a path (port is then None).
+    And over TLS (tls= a server SSLContext, the handshake done first):
       ("close_notify",)    send TLS's close_notify, then close
       ("send_cut", data, n)  the records carrying data, only their first n
                            bytes (a record cut short), then close
@@ -175,17 +183,23 @@ class ScriptedServer:
     """
 
     def __init__(self, scripts: Sequence[Sequence[Step]], host: str = "127.0.0.1",
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, unix: str | None = None) -> None:
         self.tls = tls
         self.scripts = list(scripts)
         self.requests: list[bytes] = []
         self.connections = 0
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.create_server((host, 0), family=family)
+        self.port: int | None = None
+        if unix is not None:
+            self._sock = socket.socket(socket.AF_UNIX)
+            self._sock.bind(unix)
+            self._sock.listen()
+        else:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            self._sock = socket.create_server((host, 0), family=family)
+            self.port = self._sock.getsockname()[1]
         self._sock.settimeout(0.05)
-        self.port: int = self._sock.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -203,7 +217,8 @@ class ScriptedServer:
             threading.Thread(target=self._run, args=(conn, script), daemon=True).start()
 
     def _run(self, conn: socket.socket, script: Sequence[Step]) -> None:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if conn.family != socket.AF_UNIX:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             io: Any = conn if self.tls is None else _TLSStream(conn, self.tls)
             for step in script:
@@ -277,6 +292,7 @@ http {{
     {extra}
     server {{
         listen 127.0.0.1:{port}{listen};
+        {unix}
         root {tmp}/www;
         {server}
     }}
@@ -338,12 +354,13 @@ def find_nginx() -> str | None:
 
 @contextmanager
 def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 100_000_000,
-          extra: str = "", tls: str = "") -> Iterator[tuple[int, Path] | None]:
+          extra: str = "", tls: str = "",
+          unix_socket: str | None = None) -> Iterator[tuple[int, Path] | None]:
     """nginx with one worker and no access log, serving /rnd (any query) as
     `size` random printable bytes from its root. Yields (port, root), or
     None if nginx is not installed; `extra` is added to the http block. With
     `tls` (ssl_* directives: at least ssl_certificate and its key) it
-    listens with ssl."""
+    listens with ssl. With `unix_socket` (a path) it listens there too."""
     binary = find_nginx()
     if binary is None:
         print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
@@ -356,15 +373,18 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
         www.mkdir()
         (www / "rnd").write_bytes(bytes(33 + b % 94 for b in os.urandom(size)))
         port = free_port()
+        unix = f"listen unix:{unix_socket}{' ssl' if tls else ''};" if unix_socket else ""
         user = "user root;" if os.geteuid() == 0 else ""
         conf = Path(tmp) / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, user=user, extra=extra,
+        conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, unix=unix, user=user, extra=extra,
                                           keepalive_requests=keepalive_requests,
                                           listen=" ssl" if tls else "", server=tls))
         proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
                                 stderr=subprocess.DEVNULL, env=tool_env())
         try:
             wait_for_port(port, proc)
+            if unix_socket is not None:
+                wait_for_port(unix_socket, proc)
             yield port, www
         finally:
             proc.terminate()

@@ -169,7 +169,7 @@ def test_help_names_compare_serve_and_the_habits(tmp_path):
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
     r = httpbench.run(server.url("/rnd?c=10"), duration=1.2, concurrency=2, progress=False)
     d = json.loads(r.to_json())
-    assert d["schema"] == 3  # 3: the tls failure class and the tls_* figures
+    assert d["schema"] == 4  # 3: the tls failure class and the tls_* figures; 4 unix_socket
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", d["start_time"])
     sec = d["timeline"][0]
     assert set(sec) == {"t", "complete", "failed", "rps", "p50", "p99"} and sec["t"] == 0
@@ -185,7 +185,7 @@ def test_json_saved_by_the_previous_layout_still_loads(server):
     old = r.to_dict()
     for name in ("schema", "start_time", "cancelled", "tls_protocol", "tls_temp_key",
                  "tls_server_name", "tls_full_handshakes", "tls_resumed_handshakes",
-                 "tls_handshake"):
+                 "tls_handshake", "unix_socket"):
         del old[name]
     del old["failures"]["tls"]
     old["timeline"] = [[x["t"], x["complete"], x["failed"], x["p99"]] for x in old["timeline"]]
