@@ -6,6 +6,7 @@ same CPU; ratios between programs measured in the same run are what count.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -24,7 +25,16 @@ from helpers import find_nginx, free_port, nginx, pinned, tool_env, wait_for_por
 
 __all__ = ["ROOT", "SHARED", "find_nginx", "free_port", "nginx", "pinned", "tool_env",
            "wait_for_port", "python_child", "CHILD_CWD", "build_floor", "run_floor_many",
-           "run_floor", "embedded"]
+           "run_floor", "embedded", "arguments"]
+
+
+def arguments(doc: str, requests: int = 100_000, rounds: int = 3) -> argparse.ArgumentParser:
+    """A script's parser: its docstring's first paragraph, --requests and
+    --rounds; the script adds its own."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=requests)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    return ap
 
 
 def python_child(code: str, *args: str) -> list[str]:
@@ -74,13 +84,19 @@ def run_floor(floor: Path, cpu: int | None, port: int, target: str, count: int) 
 
 @contextmanager
 def embedded(cpu: int | None, *options: str) -> Iterator[int]:
-    """`httpbench serve` on a free port, pinned to cpu, with extra options."""
-    port = free_port()
-    argv = [sys.executable, "-m", "httpbench", "serve", "--port", str(port), *options]
+    """`httpbench serve` on a free port, pinned to cpu, with extra options;
+    with --unix-socket PATH among them, on that socket instead (0 yielded)."""
+    where: int | str
+    if "--unix-socket" in options:
+        where, port_args = options[options.index("--unix-socket") + 1], []
+    else:
+        where = free_port()
+        port_args = ["--port", str(where)]
+    argv = [sys.executable, "-m", "httpbench", "serve", *port_args, *options]
     proc = subprocess.Popen(pinned(cpu, argv), stdout=subprocess.DEVNULL, cwd="/")
     try:
-        wait_for_port(port, proc)
-        yield port
+        wait_for_port(where, proc)
+        yield where if isinstance(where, int) else 0
     finally:
         proc.terminate()
         proc.wait(10)

@@ -18,7 +18,6 @@ server. Peers that are not installed are skipped with a note.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
@@ -28,7 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _support import CHILD_CWD, build_floor, embedded, nginx, pinned, run_floor, run_floor_many
+from _support import (CHILD_CWD, arguments, build_floor, embedded, nginx, pinned, run_floor,
+                      run_floor_many)
 
 TARGET = "/rnd?c=2048"
 
@@ -85,9 +85,7 @@ def parse_rps(name: str, out: str, tmp: str) -> tuple[float, int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = arguments(__doc__)
     args = ap.parse_args()
     n = args.requests
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,7 +12,6 @@ interleaved and each figure is the best of its rounds.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _support import CHILD_CWD, build_floor, embedded, nginx, pinned, python_child, run_floor
+from _support import (CHILD_CWD, arguments, build_floor, embedded, nginx, pinned, python_child,
+                      run_floor)
 
 TARGET = "/rnd?c=2048"
 
@@ -67,9 +67,7 @@ def nginx_port(cpu: int | None) -> Iterator[int | None]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = arguments(__doc__)
     ap.add_argument("--cpu", type=int, default=1)
     args = ap.parse_args()
 

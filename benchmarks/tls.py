@@ -26,7 +26,6 @@ Peers that are not installed are skipped with a note.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -34,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _support import ROOT, embedded, nginx
+from _support import ROOT, arguments, embedded, nginx
 from peers import measure, parse_rps
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -132,10 +131,8 @@ def comparison(requests: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=100_000)
+    ap = arguments(__doc__)
     ap.add_argument("--handshakes", type=int, default=10_000)
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-compare", dest="compare", action="store_false")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
