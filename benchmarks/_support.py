@@ -12,9 +12,10 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("HTTPBENCH_SHARED", ROOT.parent / "shared"))
@@ -25,7 +26,7 @@ from helpers import find_nginx, free_port, nginx, pinned, tool_env, wait_for_por
 
 __all__ = ["ROOT", "SHARED", "find_nginx", "free_port", "nginx", "pinned", "tool_env",
            "wait_for_port", "python_child", "CHILD_CWD", "build_floor", "run_floor_many",
-           "run_floor", "embedded", "arguments"]
+           "run_floor", "embedded", "arguments", "server_port"]
 
 
 def arguments(doc: str, requests: int = 100_000, rounds: int = 3) -> argparse.ArgumentParser:
@@ -35,6 +36,18 @@ def arguments(doc: str, requests: int = 100_000, rounds: int = 3) -> argparse.Ar
     ap.add_argument("--requests", type=int, default=requests)
     ap.add_argument("--rounds", type=int, default=rounds)
     return ap
+
+
+@contextmanager
+def server_port(name: str, start: Callable[[], Any]) -> Iterator[int | None]:
+    """The port of the server `start()` runs (nginx's helper yields (port,
+    root), embedded's the port); None, with a skip line, if it could not."""
+    with start() as handle:
+        if handle is None:
+            print(f"{name}: skipped", file=sys.stderr)
+            yield None
+        else:
+            yield handle[0] if isinstance(handle, tuple) else handle
 
 
 def python_child(code: str, *args: str) -> list[str]:

@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _support import ROOT, arguments, embedded, nginx
+from _support import ROOT, arguments, embedded, nginx, server_port
 from peers import measure, parse_rps
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -144,11 +144,9 @@ def main() -> int:
                               ("embedded", lambda: embedded(1, "--tls"))):
             kept: list[dict[str, tuple[float, float]]] = []
             fresh: list[dict[str, tuple[float, float]]] = []
-            with start() as handle:
-                if handle is None:
-                    print(f"{server}: skipped", file=sys.stderr)
+            with server_port(server, start) as port:
+                if port is None:
                     continue
-                port = handle[0] if isinstance(handle, tuple) else handle
                 url = f"https://127.0.0.1:{port}{TARGET}"
                 for _ in range(args.rounds):
                     kept.append({name: one(name, argv, tmp) for name, argv

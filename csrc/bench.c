@@ -65,6 +65,8 @@ typedef struct {
     int addr;        /* the address being connected to */
     int addr_tries;  /* addresses tried for this connect */
     size_t sent;     /* request bytes written */
+    int batch;       /* requests of the current write (1, or up to the pipeline) */
+    int answered;    /* of which answered; the rest are in flight */
     hb_buf head;     /* a response head split across reads */
     hb_head_scan scan;
     hb_body body; /* the response body's framing, from its head */
@@ -121,6 +123,7 @@ struct hb_bench {
     int server_set;
     hb_sock_info tls; /* the first handshake's, once tls_set */
     int tls_set;
+    char *pipe_req; /* with a pipeline: the request cfg.pipeline times over */
     char error[160];
 };
 
@@ -207,33 +210,52 @@ static void bc_close(bconn *c)
     hb_buf_shrink(&c->head, 65536);
 }
 
-/* A request is over: the connection goes on the ready stack and the loop
- * starts its next one (not here, so a run of instant failures is a loop,
- * not a recursion). */
-static void end_request(bthread *t, bconn *c, int64_t now)
+/* Requests in flight on c: those of its batch not answered yet. */
+static int unanswered(const bconn *c)
 {
-    t->inflight--;
+    return c->batch - c->answered;
+}
+
+/* n of c's requests are over, and with them its batch: the connection goes
+ * on the ready stack and the loop starts its next one (not here, so a run
+ * of instant failures is a loop, not a recursion). */
+static void end_batch(bthread *t, bconn *c, int n, int64_t now)
+{
+    t->inflight -= n;
     c->state = BC_IDLE;
     t->ready[t->nready++] = c;
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
 
+/* Every request of c's batch not answered yet failed, in class cls (one
+ * reason for all: they shared the socket). */
 static void bc_fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
 {
     hb_bench_result *res = t->res;
-    res->failed++;
-    (*cls)++;
+    int n = unanswered(c);
+    res->failed += (uint64_t)n;
+    *cls += (uint64_t)n;
     hb_second *sec = second_of(t, now);
     if (sec != NULL)
-        sec->failed++;
+        sec->failed += (uint32_t)n;
     __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
     bc_close(c);
-    end_request(t, c, now);
+    end_batch(t, c, n, now);
 }
 
 static void write_request(bthread *t, bconn *c, int64_t now);
+
+/* The next response of c's batch is awaited, from its first byte. */
+static void begin_reading(bconn *c)
+{
+    c->state = BC_READING;
+    c->have_head = 0;
+    c->got_bytes = 0;
+    c->t_first = 0;
+    c->scan = (hb_head_scan){0, 0, 0};
+}
 
 /* A lone connection waits in recv itself: a blocking socket whose timeouts
  * bring the thread back every tick to look at deadlines and the stop flag. */
@@ -354,7 +376,13 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
 {
     if (c->got_bytes || c->served == 0 || c->retried)
         return 0;
+    /* A pipeline cut short after some answers: the rest go again, once,
+     * when the method allows (RFC 9112 section 9.3.2). */
+    if (c->answered > 0 && !t->b->cfg.idempotent)
+        return 0;
     c->retried = 1;
+    c->batch = unanswered(c);
+    c->answered = 0;
     c->sent = 0;
     bc_close(c);
     begin_connect(t, c, now);
@@ -364,8 +392,10 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
 static void write_request(bthread *t, bconn *c, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
-    while (c->sent < cfg->request_len) {
-        struct iovec rest = {(char *)cfg->request + c->sent, cfg->request_len - c->sent};
+    const char *req = c->batch > 1 ? t->b->pipe_req : cfg->request;
+    size_t len = (size_t)c->batch * cfg->request_len;
+    while (c->sent < len) {
+        struct iovec rest = {(char *)req + c->sent, len - c->sent};
         ssize_t n = c->sock.tp->writev(&c->sock, &rest, 1, 0);
         if (n > 0) {
             c->sent += (size_t)n;
@@ -375,6 +405,15 @@ static void write_request(bthread *t, bconn *c, int64_t now)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (c->batch > 1 && c->state == BC_READING)
+                return; /* still reading as it writes (below) */
+            if (c->batch > 1 && !t->blocking && c->sock.wants == HB_SOCK_WANT_WRITE) {
+                /* A pipeline's write may wait on a server that waits for
+                 * its answers to be read: read them meanwhile. */
+                begin_reading(c);
+                bc_events(t, c, EPOLLIN | EPOLLOUT);
+                return;
+            }
             c->state = BC_WRITING;
             watch_wants(t, c);
             return;
@@ -385,10 +424,8 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             bc_fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
         return;
     }
-    c->state = BC_READING;
-    c->have_head = 0;
-    c->got_bytes = 0;
-    c->scan = (hb_head_scan){0, 0, 0};
+    if (c->state != BC_READING)
+        begin_reading(c);
     c->sock.wants = HB_SOCK_WANT_READ;
     watch_wants(t, c);
 }
@@ -407,8 +444,14 @@ static void start_request(bthread *t, bconn *c, int64_t now)
         c->state = BC_IDLE;
         return;
     }
-    t->res->issued++;
-    t->inflight++;
+    /* A pipeline takes up to its depth, all written at once. */
+    int batch = 1;
+    while (batch < b->cfg.pipeline && take_ticket(b, now))
+        batch++;
+    c->batch = batch;
+    c->answered = 0;
+    t->res->issued += (uint64_t)batch;
+    t->inflight += batch;
     c->t_intended = b->cfg.rate > 0 ? c->next_at : now;
     if (b->cfg.rate > 0)
         c->next_at += t->interval;
@@ -425,6 +468,37 @@ static void start_request(bthread *t, bconn *c, int64_t now)
 
 /* ------------------------------------------------------------ responses */
 
+static void cut_short(bthread *t, bconn *c, int64_t now);
+
+/* After a response of c's batch: the next one is read, or the batch is
+ * over (bytes left after its last response mean the socket is not fit for
+ * reuse). */
+static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
+{
+    t->inflight--;
+    c->answered++;
+    /* An answer on this socket: what is left may go again if it closes
+     * (a server closing after every k of a deeper pipeline, as nginx's
+     * keepalive_requests does). Every round answers one at least, so
+     * resending ends; a socket that answers nothing gets one resend. */
+    c->retried = 0;
+    if (c->answered < c->batch) {
+        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+        if (!c->reuse) {
+            cut_short(t, c, now); /* the server closes after this one */
+            return;
+        }
+        begin_reading(c);
+        return;
+    }
+    if (!t->b->cfg.keepalive || !c->reuse || leftover)
+        bc_close(c);
+    end_batch(t, c, 0, now);
+}
+
+/* A response is whole: counted, timed, and the socket kept or closed. With
+ * more of a pipeline to come (c->answered < c->batch after it) the
+ * connection reads on, from the bytes after this response. */
 static void finish(bthread *t, bconn *c, int64_t now, int leftover)
 {
     hb_bench *b = t->b;
@@ -443,15 +517,13 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
         __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
         if (!cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got) {
-            if (!cfg->keepalive || !c->reuse || leftover)
-                bc_close(c);
             res->failed++;
             res->fail_length++;
             hb_second *sec = second_of(t, now);
             if (sec != NULL)
                 sec->failed++;
             __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
-            end_request(t, c, now);
+            next_response(t, c, now, leftover);
             return;
         }
     }
@@ -469,9 +541,7 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     hb_hist_record(&res->processing, (uint64_t)(now - c->t_start - c->connect_ns));
     if (c->reuse && cfg->keepalive)
         res->keepalive_requests++;
-    if (!cfg->keepalive || !c->reuse || leftover)
-        bc_close(c);
-    end_request(t, c, now);
+    next_response(t, c, now, leftover);
 }
 
 /* Takes the head and the Server field of the first final response any
@@ -574,8 +644,14 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         p += used;
         n -= used;
         if (rc == HB_PARSE_DONE) {
-            finish(t, c, now, n > 0);
-            return;
+            finish(t, c, now, n > 0 && c->answered + 1 >= c->batch);
+            if (c->state != BC_READING || c->have_head)
+                return;
+            if (n > 0) {
+                c->got_bytes = 1; /* the next response has begun */
+                c->t_first = now;
+            }
+            continue; /* the pipeline's next response, from the bytes left */
         }
         if (n == 0)
             return;
@@ -627,6 +703,17 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
     }
 }
 
+/* The server said it closes after a response with more of the pipeline
+ * unanswered: those go again on a new socket (once, for a method that may
+ * be sent again), else they failed. */
+static void cut_short(bthread *t, bconn *c, int64_t now)
+{
+    c->got_bytes = 0;
+    if (!retry_stale(t, c, now))
+        bc_fail(t, c, &t->res->fail_receive, now,
+                "the server closed the connection with pipelined requests unanswered");
+}
+
 static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
 {
     if (c->state == BC_CONNECTING) {
@@ -640,6 +727,12 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
     } else if (c->state == BC_WRITING) {
         write_request(t, c, now);
     } else if (c->state == BC_READING) {
+        /* A pipeline still being written waits for both (write_request). */
+        if (events & EPOLLOUT) {
+            write_request(t, c, now);
+            if (c->state != BC_READING || !(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+                return;
+        }
         on_readable(t, c, now);
     } else if (events != 0) {
         /* Between requests (or waiting for its start under a rate): the
@@ -662,8 +755,8 @@ static void tick(bthread *t, int64_t now)
             if (abandon) {
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
-                t->res->cancelled++;
-                t->inflight--;
+                t->res->cancelled += (uint64_t)unanswered(c);
+                t->inflight -= unanswered(c);
                 bc_close(c);
                 c->state = BC_IDLE;
             } else if (now - c->t_start >= b->timeout_ns) {
@@ -857,6 +950,16 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->done_cv, NULL);
     pthread_cond_init(&b->gate_cv, NULL);
+    if (b->cfg.pipeline < 1)
+        b->cfg.pipeline = 1;
+    if (b->cfg.pipeline > 1) {
+        /* The whole pipeline's bytes, for one write of any part of it. */
+        b->pipe_req = malloc((size_t)b->cfg.pipeline * cfg->request_len);
+        if (b->pipe_req == NULL)
+            goto error;
+        for (int i = 0; i < b->cfg.pipeline; i++)
+            memcpy(b->pipe_req + (size_t)i * cfg->request_len, cfg->request, cfg->request_len);
+    }
     int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
     int nt = cfg->threads > 0 ? cfg->threads : 1;
     if (nt > conc)
@@ -896,7 +999,8 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         t->ep = epoll_create1(EPOLL_CLOEXEC);
         if (t->ep < 0)
             goto error;
-        t->blocking = t->nconns == 1 && cfg->rate <= 0;
+        /* A pipeline writes and reads at once: the event loop's. */
+        t->blocking = t->nconns == 1 && cfg->rate <= 0 && cfg->pipeline <= 1;
         if (!t->blocking) {
             struct itimerspec every = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -1070,5 +1174,6 @@ void hb_bench_free(hb_bench *b)
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->done_cv);
     pthread_cond_destroy(&b->gate_cv);
+    free(b->pipe_req);
     free(b);
 }

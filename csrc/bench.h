@@ -38,6 +38,7 @@
 #define HB_BENCH_MAX_THREADS 1024
 #define HB_BENCH_MAX_CONCURRENCY 1000000
 #define HB_BENCH_MAX_SECONDS (365.0 * 86400) /* durations and timeouts: a year */
+#define HB_BENCH_MAX_PIPELINE 1024
 
 typedef struct {
     hb_addr addrs[HB_BENCH_MAX_ADDRS]; /* where to connect: each in turn until one does,
@@ -57,6 +58,11 @@ typedef struct {
     double timeout;           /* seconds per request, connect included; positive, at
                               * most HB_BENCH_MAX_SECONDS */
     int lengths_vary;         /* no "length" failures */
+    int pipeline;             /* requests in flight per connection, written together and
+                               * answered in order: 1..HB_BENCH_MAX_PIPELINE (0: 1); more
+                               * than 1 only in closed loop (rate 0) */
+    int idempotent;           /* the method may be sent again: a pipeline the server
+                               * cut short is resent once on a new socket, else failed */
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's

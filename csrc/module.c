@@ -1525,22 +1525,24 @@ static void Bench_dealloc(BenchObject *self)
 
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host",     "port",         "request", "head",        "requests",
-                             "duration", "concurrency",  "threads", "keepalive",   "rate",
-                             "timeout",  "lengths_vary", "tls",     "unix_socket", NULL};
+    static char *kwlist[] = {
+        "host",        "port",        "request",   "head",       "requests", "duration",
+        "concurrency", "threads",     "keepalive", "rate",       "timeout",  "lengths_vary",
+        "tls",         "unix_socket", "pipeline",  "idempotent", NULL};
     const char *host;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
-    PyObject *tls_o = Py_None, *unix_o = NULL;
+    PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL;
+    long long pipeline = 1;
     hb_addr unix_addr;
     hb_tls *tls;
     long long port, requests, conc, threads;
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&:_Bench", kwlist, &host, &port_o,
-                                     &request, &cfg.head, &requests_o, &duration_o, &conc_o,
-                                     &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
-                                     &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwds, "sOSpOOOOpOOp|OO&Op:_Bench", kwlist, &host, &port_o, &request, &cfg.head,
+            &requests_o, &duration_o, &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
+            &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o, &cfg.idempotent))
         return -1;
     if (unix_o != NULL) {
         char uerr[256];
@@ -1551,6 +1553,10 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
             return -1;
         }
     }
+    if (pipeline_o != NULL &&
+        arg_int(pipeline_o, "pipeline", 1, HB_BENCH_MAX_PIPELINE, &pipeline) != 0)
+        return -1;
+    cfg.pipeline = (int)pipeline;
     if (tls_of(st, tls_o, &tls) != 0)
         return -1;
     if (tls != NULL) {
@@ -1565,6 +1571,10 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
         arg_real(rate_o, "rate", 1, 1e9, &cfg.rate) != 0 ||
         arg_real(timeout_o, "timeout", 0, HB_BENCH_MAX_SECONDS, &cfg.timeout) != 0)
         return -1;
+    if (cfg.rate > 0 && cfg.pipeline > 1) {
+        PyErr_SetString(PyExc_ValueError, "pipeline with rate is not supported");
+        return -1;
+    }
     /* Under a rate a connection starts every concurrency/rate seconds. */
     if (cfg.rate > 0 && (double)conc / cfg.rate > HB_BENCH_MAX_SECONDS) {
         PyErr_Format(PyExc_ValueError, "rate %R is too low for %lld connections", rate_o, conc);

@@ -13,6 +13,7 @@ import os
 
 __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
+    "MAX_PIPELINE",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
     "UNIX_PATH_MAX", "unix_socket",
 ]
@@ -24,6 +25,7 @@ MAX_CONCURRENCY = 1_000_000
 MAX_THREADS = 1024
 MAX_BYTES = 2**62
 MAX_RATE = 1e9
+MAX_PIPELINE = 1024
 
 
 def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:

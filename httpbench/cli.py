@@ -211,6 +211,9 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--unix-socket", metavar="PATH",
                    help="as curl: connect to this Unix socket, not the URL's host and port (the "
                         "URL still gives Host and the path)")
+    p.add_argument("--pipeline", type=int, default=1, metavar="N",
+                   help="up to N requests in flight per connection, written together and "
+                        "answered in order (HTTP/1.1 pipelining; default 1)"),
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")
     return p
 
@@ -466,7 +469,7 @@ def bench(argv: Sequence[str]) -> int:
                 threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
                 warmup=warmup, progress=not args.quiet and "auto",
                 lengths_vary=args.lengths_vary, stream=sys.stderr, unix_socket=args.unix_socket,
-                **tls)  # type: ignore[arg-type]
+                pipeline=args.pipeline, **tls)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError, TLSError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).

@@ -18,7 +18,7 @@ __all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCH
 FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls")
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
-# failure class and the TLS figures (tls_*); 4 unix_socket.
+# failure class and the TLS figures (tls_*); 4 unix_socket and pipeline.
 SCHEMA = 4
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
@@ -144,7 +144,8 @@ class Latency:
 # Figures a result saved by an earlier version may lack, and their value then.
 _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": "",
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
-                          "tls_resumed_handshakes": 0, "unix_socket": ""}
+                          "tls_resumed_handshakes": 0, "unix_socket": "",
+                          "pipeline": 1}
 
 
 class Second(NamedTuple):
@@ -215,6 +216,8 @@ class Result:
     tls_handshake: Latency = dataclasses.field(default_factory=Latency)
     # The Unix socket connected to instead of host:port ("" over TCP).
     unix_socket: str = ""
+    # Requests in flight per connection (1: no pipelining).
+    pipeline: int = 1
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -363,6 +366,8 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Document Length:        {doc if doc is not None else 0} bytes"
     yield ""
     yield f"Concurrency Level:      {r.concurrency}"
+    if r.pipeline > 1:
+        yield f"Pipeline Depth:         {r.pipeline}"
     yield f"Time taken for tests:   {r.time_taken:.3f} seconds"
     yield f"Complete requests:      {r.complete}"
     yield f"Failed requests:        {r.failed}"
@@ -555,7 +560,8 @@ def _html(r: Result) -> str:
         ("Time taken", f"{r.time_taken:,.3f} s"),
         ("Latency mean", f"{r.latency.mean * 1e3:,.3f} ms"),
         ("Latency p99", f"{r.latency.p99 * 1e3:,.3f} ms"),
-        ("Concurrency", f"{r.concurrency:,}"),
+        ("Concurrency", f"{r.concurrency:,}" + (f", pipeline {r.pipeline}" if r.pipeline > 1
+                                                 else "")),
         ("Target rate", f"{r.rate:,.2f} req/s" if r.rate else "none (closed loop)"),
         ("Keep-alive requests", f"{r.keepalive_requests:,}"),
         ("Reconnects", f"{r.reconnects:,}"),

@@ -21,6 +21,8 @@ __all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "wi
 
 DEFAULT_REQUESTS = 200_000
 USER_AGENT = f"httpbench/{_core.__version__}"
+# Methods a client may send again unasked (RFC 9110 section 9.2.2).
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 Headers = Mapping[str, str] | Mapping[bytes, bytes] | Iterable[tuple[str | bytes, str | bytes]]
 Progress = bool | Literal["auto"]
 Path = str | os.PathLike[str]
@@ -255,6 +257,7 @@ def run(
     ciphersuites: str | None = None,
     tls_resume: bool = True,
     unix_socket: Path | None = None,
+    pipeline: int = 1,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -289,6 +292,15 @@ def run(
     unix_socket="/path" connects to that Unix socket instead of the URL's
     host and port (curl's --unix-socket); the URL still gives the Host
     field, the path and the scheme (https:// speaks TLS over the socket).
+
+    pipeline=N keeps up to N requests in flight on each connection, written
+    together and answered in order (HTTP/1.1 pipelining, wrk's pipeline
+    script); each request's latency runs from its write to its last
+    response byte. Requests a server leaves unanswered when it closes are
+    sent again on a new connection if the method allows it (GET, HEAD, PUT,
+    DELETE, OPTIONS, TRACE), else counted failed; again and again while
+    each new connection answers some, once if it answers none. Not with
+    rate.
     """
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
@@ -306,6 +318,10 @@ def run(
         rate = _check.rate(rate, concurrency)
     timeout_s = _check.YEAR if timeout is None else _check.seconds("timeout", timeout)
     unix_path = _check.unix_socket("unix_socket", unix_socket)
+    pipeline = _check.count("pipeline", pipeline, 1, _check.MAX_PIPELINE)
+    if pipeline > 1 and rate is not None:
+        raise ValueError("pipeline with rate is not supported: an open loop's requests start "
+                         "on their own schedule, not in batches")
     warmup = _check.warmup(warmup)
     tls = tls_context(target, verify, cafile, certfile, keyfile, server_hostname, tls_min, tls_max,
                       ciphers, ciphersuites, tls_resume)
@@ -328,7 +344,8 @@ def run(
 
     def start(n: int, seconds: float) -> _core._Bench:
         return _core._Bench(host, port, request, head, n, seconds, concurrency, threads,
-                            keepalive, rate or 0.0, timeout_s, lengths_vary, tls, unix_path)
+                            keepalive, rate or 0.0, timeout_s, lengths_vary, tls, unix_path,
+                            pipeline, method.upper() in IDEMPOTENT)
 
     interrupted = False
     if warmup is not None:
@@ -369,7 +386,7 @@ def run(
         tls_full_handshakes=raw["tls_full_handshakes"],
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
         tls_handshake=Latency(raw["tls_handshake"]),
-        unix_socket=unix_path or "",
+        unix_socket=unix_path or "", pipeline=pipeline,
     )
 
 

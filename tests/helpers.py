@@ -106,6 +106,29 @@ def read_message(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + rest
 
 
+def read_messages(sock: socket.socket, count: int) -> list[bytes]:
+    """Reads `count` requests (heads and Content-Length bodies) that may
+    have come together, as pipelined ones do; fewer if it closed first."""
+    data, out = b"", []
+    while len(out) < count:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            if len(rest) >= length:
+                out.append(head + sep + rest[:length])
+                data = rest[length:]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return out
+
+
 class _TLSStream:
     """A server side of TLS over a raw socket through memory BIOs, so that a
     script decides exactly which encrypted bytes leave: a record can be cut
@@ -167,6 +190,7 @@ class ScriptedServer:
 
     A script is a list of steps:
       ("recv",)            read one request (recorded in `requests`)
+      ("recv_pipeline", n) read n requests that may come together
       ("send", data)       send data at once
       ("trickle", data)    send data one byte per segment
       ("sleep", seconds)
@@ -225,6 +249,8 @@ class ScriptedServer:
                 kind = step[0]
                 if kind == "recv":
                     self.requests.append(read_message(io))
+                elif kind == "recv_pipeline":
+                    self.requests.extend(read_messages(io, step[1]))
                 elif kind == "send":
                     io.sendall(step[1])
                 elif kind == "trickle":
