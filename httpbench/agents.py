@@ -394,6 +394,9 @@ class _RequestsSession(_PoolSession):
         import requests
         self.timeout = sc.timeout
         self.session = requests.Session()
+        # HTTP_PROXY and the like are not read, by this agent or any other:
+        # a comparison never goes through a proxy by accident.
+        self.session.trust_env = False
         # Given with each request: a Session's own verify loses to
         # REQUESTS_CA_BUNDLE in the environment, a request's does not.
         self.verify: bool | str = True
@@ -456,8 +459,10 @@ class HttpxAgent(SyncAgent):
         verify: Any = sc.trust.ssl_context() if sc.tls else True
         if sc.unix_socket is not None:
             transport = httpx.HTTPTransport(uds=sc.unix_socket, verify=verify)
-            return _HttpxSession(httpx.Client(timeout=sc.timeout, transport=transport))
-        return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify))
+            return _HttpxSession(httpx.Client(timeout=sc.timeout, transport=transport,
+                                              trust_env=False))
+        # No HTTP_PROXY, SSL_CERT_FILE or the like from the environment.
+        return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify, trust_env=False))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -510,6 +515,7 @@ class PycurlAgent(SyncAgent):
         import pycurl
         c = pycurl.Curl()
         c.setopt(pycurl.TIMEOUT_MS, int(sc.timeout * 1000))
+        c.setopt(pycurl.PROXY, "")  # libcurl's way to read no http_proxy from the environment
         if sc.unix_socket is not None:
             c.setopt(pycurl.UNIX_SOCKET_PATH, sc.unix_socket)
         if sc.tls:

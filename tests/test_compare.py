@@ -197,3 +197,17 @@ def test_pinning_is_restored():
     assert os.sched_getaffinity(0) == before
     httpbench.compare(agents=["httpbench"], scenarios=["get"], requests=50, pin=False)
     assert os.sched_getaffinity(0) == before
+
+
+def test_no_agent_reads_a_proxy_from_the_environment(monkeypatch, server):
+    # A proxy that refuses everything: an agent that read it would fail.
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+                 "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    cmp = httpbench.compare(server.url("/rnd?c=2048"), scenarios=["get"], requests=30,
+                            duration=2)
+    assert set(INSTALLED) <= {a for a, _ in cmp.results}
+    for (agent, _), r in cmp.results.items():
+        assert (r.complete, r.failed) == (30, 0), (agent, r.first_error)
