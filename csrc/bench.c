@@ -67,6 +67,7 @@ typedef struct {
     size_t sent;     /* request bytes written */
     int batch;       /* requests of the current write (1, or up to the pipeline) */
     int answered;    /* of which answered; the rest are in flight */
+    int read_ahead;  /* reading answers while the batch is still being written */
     hb_buf head;     /* a response head split across reads */
     hb_head_scan scan;
     hb_body body; /* the response body's framing, from its head */
@@ -194,10 +195,15 @@ static void bc_events(bthread *t, bconn *c, unsigned events)
     c->events = events;
 }
 
-/* Waits (epoll) for what the transport said its last call wanted. */
+/* Waits (epoll) for what the transport said its last call wanted; while
+ * a pipeline is still being written as its answers are read, for both. */
 static void watch_wants(bthread *t, bconn *c)
 {
-    if (!t->blocking)
+    if (t->blocking)
+        return;
+    if (c->read_ahead)
+        bc_events(t, c, EPOLLIN | EPOLLOUT);
+    else
         bc_events(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
 }
 
@@ -205,6 +211,7 @@ static void bc_close(bconn *c)
 {
     hb_sock_close(&c->sock); /* also takes it out of the epoll set */
     c->events = 0;
+    c->read_ahead = 0;
     c->served = 0;
     hb_buf_clear(&c->head);
     hb_buf_shrink(&c->head, 65536);
@@ -405,13 +412,14 @@ static void write_request(bthread *t, bconn *c, int64_t now)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (c->batch > 1 && c->state == BC_READING)
-                return; /* still reading as it writes (below) */
+            if (c->read_ahead)
+                return; /* the wait for both goes on */
             if (c->batch > 1 && !t->blocking && c->sock.wants == HB_SOCK_WANT_WRITE) {
                 /* A pipeline's write may wait on a server that waits for
                  * its answers to be read: read them meanwhile. */
                 begin_reading(c);
-                bc_events(t, c, EPOLLIN | EPOLLOUT);
+                c->read_ahead = 1;
+                watch_wants(t, c);
                 return;
             }
             c->state = BC_WRITING;
@@ -424,8 +432,9 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             bc_fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
         return;
     }
-    if (c->state != BC_READING)
+    if (!c->read_ahead)
         begin_reading(c);
+    c->read_ahead = 0;
     c->sock.wants = HB_SOCK_WANT_READ;
     watch_wants(t, c);
 }
@@ -728,7 +737,7 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
         write_request(t, c, now);
     } else if (c->state == BC_READING) {
         /* A pipeline still being written waits for both (write_request). */
-        if (events & EPOLLOUT) {
+        if ((events & EPOLLOUT) && c->read_ahead) {
             write_request(t, c, now);
             if (c->state != BC_READING || !(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
                 return;

@@ -309,3 +309,15 @@ def test_compare_command_over_a_unix_socket(unix_server, sock_path):
     assert out.returncode == 0, out.stderr
     assert "http.client cannot connect to a Unix socket; left out" in out.stdout
     assert re.search(r"httpbench\s+\S+\s+get\s+50\b", out.stdout), out.stdout
+
+
+def test_a_pipeline_cut_short_over_a_unix_socket(scripted, sock_path):
+    # A Unix socket connects at once: the resend starts its write in the
+    # same call that read the last answer, and must read afresh.
+    close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    srv = scripted([("recv_pipeline", 4), ("send", OK + close), ("close",)],
+                   [("recv_pipeline", 2), ("send", OK + OK)], unix=sock_path)
+    r = httpbench.run("http://localhost/", requests=4, pipeline=4, unix_socket=sock_path,
+                      progress=False, timeout=5)
+    assert (r.issued, r.complete, r.failed) == (4, 4, 0), r.first_error
+    assert r.reconnects == 1 and srv.connections == 2
