@@ -4,6 +4,7 @@
 
 #include "buf.h"
 #include "parser.h"
+#include "tunnel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +51,7 @@
  * take to finish; those still in flight then are cancelled. */
 #define GRACE_NS 1000000000LL
 
-enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_HANDSHAKE, BC_WRITING, BC_READING };
+enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_TUNNEL, BC_HANDSHAKE, BC_WRITING, BC_READING };
 
 typedef struct {
     hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
@@ -68,6 +69,8 @@ typedef struct {
     int batch;       /* requests of the current write (1, or up to the pipeline) */
     int answered;    /* of which answered; the rest are in flight */
     int read_ahead;  /* reading answers while the batch is still being written */
+    int refused;     /* the proxy refused the tunnel: its answer is the response */
+    hb_tunnel tn;    /* the CONNECT through a forward proxy */
     hb_buf head;     /* a response head split across reads */
     hb_head_scan scan;
     hb_body body; /* the response body's framing, from its head */
@@ -212,6 +215,7 @@ static void bc_close(bconn *c)
     hb_sock_close(&c->sock); /* also takes it out of the epoll set */
     c->events = 0;
     c->read_ahead = 0;
+    c->refused = 0;
     c->served = 0;
     hb_buf_clear(&c->head);
     hb_buf_shrink(&c->head, 65536);
@@ -333,9 +337,10 @@ static void handshake(bthread *t, bconn *c, int64_t now)
 
 /* The connect to c->addr completed: that address serves the rest of the
  * run, on every connection. */
-static void connect_done(bthread *t, bconn *c, int64_t now)
+/* The connection is made (through a proxy's tunnel, if any): the
+ * transport's handshake, else the request. */
+static void opened(bthread *t, bconn *c, int64_t now)
 {
-    __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
     c->connect_ns = now - c->t_connect;
     if (c->sock.tp->handshake != NULL) {
         c->t_handshake = now;
@@ -343,6 +348,51 @@ static void connect_done(bthread *t, bconn *c, int64_t now)
         return;
     }
     connected(t, c, now);
+}
+
+static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now);
+
+/* Steps the CONNECT through a forward proxy; its round trip counts in the
+ * connect time. A refusal (407, 502) is the request's response, counted
+ * with its status; the socket is then closed. */
+static void tunnel(bthread *t, bconn *c, int64_t now)
+{
+    int rc = hb_tunnel_step(&c->tn, &c->sock);
+    if (rc == HB_TUNNEL_OPEN) {
+        opened(t, c, now);
+    } else if (rc == HB_TUNNEL_WAIT) {
+        c->state = BC_TUNNEL;
+        watch_wants(t, c);
+    } else if (rc == HB_TUNNEL_REFUSED) {
+        const char *p = hb_buf_rdptr(&c->tn.reply);
+        size_t n = hb_buf_size(&c->tn.reply);
+        t->res->bytes_received += n;
+        begin_reading(c);
+        c->refused = 1;
+        c->got_bytes = 1;
+        c->t_first = now;
+        take_bytes(t, c, p, n, now);
+    } else if (errno == EPROTO) {
+        char why[160];
+        snprintf(why, sizeof why, "the proxy's answer to CONNECT: %s", hb_tunnel_error(&c->tn));
+        bc_fail(t, c, &t->res->fail_exceptions, now, why);
+    } else {
+        bc_fail(t, c, &t->res->fail_receive, now,
+                errno == ECONNRESET ? "the proxy closed the connection before answering CONNECT"
+                                    : strerror(errno));
+    }
+}
+
+static void connect_done(bthread *t, bconn *c, int64_t now)
+{
+    const hb_bench_config *cfg = &t->b->cfg;
+    __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
+    if (cfg->tunnel != NULL) {
+        hb_tunnel_begin(&c->tn, cfg->tunnel, cfg->tunnel_len);
+        tunnel(t, c, now);
+        return;
+    }
+    opened(t, c, now);
 }
 
 static void connect_addr(bthread *t, bconn *c, int64_t now)
@@ -493,14 +543,14 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
     c->retried = 0;
     if (c->answered < c->batch) {
         __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
-        if (!c->reuse) {
+        if (!c->reuse || c->refused) {
             cut_short(t, c, now); /* the server closes after this one */
             return;
         }
         begin_reading(c);
         return;
     }
-    if (!t->b->cfg.keepalive || !c->reuse || leftover)
+    if (!t->b->cfg.keepalive || !c->reuse || leftover || c->refused)
         bc_close(c);
     end_batch(t, c, 0, now);
 }
@@ -731,6 +781,8 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
             return;
         }
         connect_done(t, c, now);
+    } else if (c->state == BC_TUNNEL) {
+        tunnel(t, c, now);
     } else if (c->state == BC_HANDSHAKE) {
         handshake(t, c, now);
     } else if (c->state == BC_WRITING) {
@@ -828,7 +880,7 @@ static void lone_loop(bthread *t)
         bconn *c = &t->conns[0];
         if (c->state == BC_READING) {
             on_readable(t, c, now);
-        } else if (c->state == BC_CONNECTING || c->state == BC_HANDSHAKE ||
+        } else if (c->state == BC_CONNECTING || c->state == BC_TUNNEL || c->state == BC_HANDSHAKE ||
                    c->state == BC_WRITING) {
             struct pollfd p = {.fd = c->sock.fd,
                                .events = c->sock.wants == HB_SOCK_WANT_READ ? POLLIN : POLLOUT};
@@ -1172,6 +1224,8 @@ void hb_bench_free(hb_bench *b)
             close(t->ep);
         if (t->tick_fd >= 0)
             close(t->tick_fd);
+        for (int k = 0; t->conns != NULL && k < t->nconns; k++)
+            hb_tunnel_free(&t->conns[k].tn);
         free(t->conns);
         free(t->ready);
         free(t->scratch);

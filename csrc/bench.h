@@ -63,6 +63,9 @@ typedef struct {
                                * than 1 only in closed loop (rate 0) */
     int idempotent;           /* the method may be sent again: a pipeline the server
                                * cut short is resent once on a new socket, else failed */
+    const char *tunnel;       /* a CONNECT request to send on each new socket before
+                               * the transport's handshake (a forward proxy), or NULL */
+    size_t tunnel_len;
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's

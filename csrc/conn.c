@@ -59,7 +59,39 @@ void hb_conn_free(hb_conn *c)
     free(c->host);
     free(c->port);
     free(c->unix_path);
-    c->host = c->port = c->unix_path = NULL;
+    free(c->tunnel_req);
+    hb_tunnel_free(&c->tn);
+    c->host = c->port = c->unix_path = c->tunnel_req = NULL;
+}
+
+/* hb_sock's before_handshake: the CONNECT's steps. */
+static int tunnel_step(hb_sock *s, void *arg)
+{
+    hb_conn *c = arg;
+    int rc = hb_tunnel_step(&c->tn, s);
+    if (rc == HB_TUNNEL_OPEN) {
+        c->tunnel_open = 1;
+        return 0;
+    }
+    if (rc == HB_TUNNEL_WAIT)
+        return 1;
+    if (rc == HB_TUNNEL_REFUSED)
+        errno = EACCES;
+    return -1;
+}
+
+hb_status hb_conn_set_tunnel(hb_conn *c, const char *request, size_t len)
+{
+    char *copy = malloc(len);
+    if (copy == NULL)
+        return HB_ERR_NOMEM;
+    memcpy(copy, request, len);
+    free(c->tunnel_req);
+    c->tunnel_req = copy;
+    c->tunnel_len = len;
+    c->sock.before_handshake = tunnel_step;
+    c->sock.before_arg = c;
+    return HB_OK;
 }
 
 hb_status hb_conn_set_unix(hb_conn *c, const char *path)
@@ -112,12 +144,30 @@ static hb_status open_socket(hb_conn *c, int64_t deadline)
             return HB_ERR_CONNECT;
         }
     }
+    if (c->tunnel_req != NULL) {
+        hb_tunnel_begin(&c->tn, c->tunnel_req, c->tunnel_len);
+        c->tunnel_open = 0;
+    }
     int i = hb_sock_open(&c->sock, c->addrs, c->naddrs, deadline);
     if (i < 0) {
         int err = errno;
+        char where[300];
+        if (c->tunnel_req != NULL && !c->tunnel_open && err != ETIMEDOUT && err != EINTR &&
+            c->tn.sent > 0) {
+            const hb_response *r = &c->tn.head;
+            const char *head = hb_buf_rdptr(&c->tn.reply);
+            if (err == EACCES)
+                return conn_fail(c, HB_ERR_CONNECT, "the proxy %s answered CONNECT with %d %.*s",
+                                 conn_where(c, where, sizeof where), r->status, (int)r->reason_len,
+                                 head + r->reason_off);
+            if (err == EPROTO)
+                return conn_fail(c, HB_ERR_PROTOCOL, "the proxy's answer to CONNECT: %s",
+                                 hb_tunnel_error(&c->tn));
+            return conn_fail(c, HB_ERR_CONNECT, "the proxy %s closed before answering CONNECT",
+                             conn_where(c, where, sizeof where));
+        }
         if (err == ETIMEDOUT || err == EINTR)
             return wait_failed(c, err, "connecting");
-        char where[300];
         if (err == EPROTO)
             return conn_fail(c, HB_ERR_TLS, "TLS handshake with %s failed: %s",
                              conn_where(c, where, sizeof where), hb_sock_strerror(&c->sock, err));

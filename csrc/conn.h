@@ -13,6 +13,7 @@
 #include "net.h"
 #include "parser.h"
 #include "request.h"
+#include "tunnel.h"
 
 #define HB_CONN_MAX_ADDRS 8
 #define HB_CONN_MAX_IOV 4
@@ -23,6 +24,10 @@ typedef struct {
     hb_sock sock;
     char *host, *port; /* owned copies */
     char *unix_path;   /* owned; set: connect to this Unix socket, not host:port */
+    char *tunnel_req;  /* owned; set: a CONNECT sent on each new socket first */
+    size_t tunnel_len;
+    int tunnel_open; /* the CONNECT of the socket being opened succeeded */
+    hb_tunnel tn;
     hb_addr addrs[HB_CONN_MAX_ADDRS];
     int naddrs;        /* 0 until the first connect resolves */
     uint64_t max_body; /* larger bodies are a protocol error */
@@ -55,6 +60,11 @@ hb_status hb_conn_init(hb_conn *c, const hb_transport *tp, const char *host, con
  * name the server, for Host and messages). Returns HB_OK, HB_ERR_NOMEM,
  * or HB_ERR_CONNECT with c->error set when the path cannot be one. */
 hb_status hb_conn_set_unix(hb_conn *c, const char *path);
+
+/* Opens every socket of c with a CONNECT tunnel through the forward proxy
+ * c connects to (host and port then name the proxy): request is the whole
+ * CONNECT, copied. Returns HB_OK or HB_ERR_NOMEM. */
+hb_status hb_conn_set_tunnel(hb_conn *c, const char *request, size_t len);
 
 /* Sends the request made of req[0..iovcnt) (iovcnt at most
  * HB_CONN_MAX_IOV; req itself is left as it was) and reads the response,

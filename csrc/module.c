@@ -495,8 +495,12 @@ typedef struct {
     double timeout;        /* seconds; NO_TIMEOUT for None */
     PyObject *host_header; /* bytes: "host:port" */
     hb_tls *tls;           /* NULL for plain TCP */
-    int busy;              /* a request is under way (GIL released) */
-    int ready;             /* __init__ succeeded */
+    /* Through a forward proxy: for an http:// server, the origin put before
+     * each path (str) and the Proxy-Authorization added (str or NULL); the
+     * proxy's host:port for the property. NULL without a proxy. */
+    PyObject *proxy_origin, *proxy_auth, *proxy_label;
+    int busy;  /* a request is under way (GIL released) */
+    int ready; /* __init__ succeeded */
 } ConnectionObject;
 
 static core_state *conn_state(ConnectionObject *self)
@@ -513,6 +517,9 @@ static void Connection_dealloc(ConnectionObject *self)
     hb_buf_free(&self->tx);
     Py_XDECREF(self->host);
     Py_XDECREF(self->host_header);
+    Py_XDECREF(self->proxy_origin);
+    Py_XDECREF(self->proxy_auth);
+    Py_XDECREF(self->proxy_label);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -530,28 +537,53 @@ static int unix_path_arg(PyObject *o, void *out)
 static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
                             PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
                             PyObject *cafile, PyObject *server_hostname, PyObject *certfile,
-                            PyObject *keyfile, PyObject *unix_socket);
+                            PyObject *keyfile, PyObject *unix_socket, PyObject *plan);
+
+/* httpbench._url.proxy_plan for host:port through proxy: a ProxyPlan
+ * (host, port, tunnel, origin, auth, label), or NULL with an exception. */
+static PyObject *proxy_plan(PyObject *proxy, PyObject *host, PyObject *port, int tls)
+{
+    PyObject *mod = PyImport_ImportModule("httpbench._url");
+    PyObject *plan = mod ? PyObject_CallMethod(mod, "proxy_plan", "OOOO", proxy, host, port,
+                                               tls ? Py_True : Py_False)
+                         : NULL;
+    Py_XDECREF(mod);
+    if (plan != NULL && (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 6)) {
+        Py_DECREF(plan);
+        PyErr_SetString(PyExc_TypeError, "proxy_plan() did not give a ProxyPlan");
+        return NULL;
+    }
+    return plan;
+}
 
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host",     "port",    "timeout",     "max_body",
                              "tls",      "verify",  "cafile",      "server_hostname",
-                             "certfile", "keyfile", "unix_socket", NULL};
+                             "certfile", "keyfile", "unix_socket", "proxy",
+                             NULL};
     PyObject *host, *port_obj, *timeout_obj = NULL, *max_body_obj = NULL;
     PyObject *cafile = NULL, *server_hostname = NULL, *certfile = NULL, *keyfile = NULL;
     PyObject *unix_socket = NULL; /* bytes, from PyUnicode_FSConverter */
+    PyObject *proxy = Py_None, *plan = NULL;
     int tls = 0, verify = 1;
 
     /* Every conversion (which may run Python code, and so let another
      * thread in) comes before the object is looked at or changed. */
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOOO&:Connection", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOOO&O:Connection", kwlist, &host,
                                      &port_obj, &timeout_obj, &max_body_obj, &tls, &verify, &cafile,
                                      &server_hostname, &certfile, &keyfile, unix_path_arg,
-                                     &unix_socket))
+                                     &unix_socket, &proxy))
         return -1;
-    int rc = Connection_setup(self, host, port_obj, timeout_obj, max_body_obj, tls, verify, cafile,
-                              server_hostname, certfile, keyfile, unix_socket);
+    int rc = -1;
+    if (proxy != Py_None && unix_socket != NULL)
+        PyErr_SetString(PyExc_ValueError,
+                        "proxy and unix_socket are two ways to the server: give one");
+    else if (proxy == Py_None || (plan = proxy_plan(proxy, host, port_obj, tls)) != NULL)
+        rc = Connection_setup(self, host, port_obj, timeout_obj, max_body_obj, tls, verify, cafile,
+                              server_hostname, certfile, keyfile, unix_socket, plan);
     Py_XDECREF(unix_socket);
+    Py_XDECREF(plan);
     return rc;
 }
 
@@ -559,7 +591,7 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
 static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
                             PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
                             PyObject *cafile, PyObject *server_hostname, PyObject *certfile,
-                            PyObject *keyfile, PyObject *unix_socket)
+                            PyObject *keyfile, PyObject *unix_socket, PyObject *plan)
 {
     long long port, max_body = DEFAULT_MAX_BODY;
     double timeout = 30.0;
@@ -592,8 +624,20 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
         PyErr_Format(PyExc_ValueError, "invalid host %R", host);
         return -1;
     }
+    /* Connected to: the server, or the proxy the plan names. */
+    const char *to = h;
     char portbuf[8];
     snprintf(portbuf, sizeof portbuf, "%d", (int)port);
+    if (plan != NULL) {
+        long to_port = PyLong_AsLong(PyTuple_GET_ITEM(plan, 1));
+        to = PyUnicode_AsUTF8(PyTuple_GET_ITEM(plan, 0));
+        if (to == NULL || to_port < 1 || to_port > 65535) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "bad proxy port");
+            return -1;
+        }
+        snprintf(portbuf, sizeof portbuf, "%ld", to_port);
+    }
     /* An IPv6 literal goes in brackets in Host (RFC 9110 section 7.2); the
      * scheme's default port is left out (section 4.2). */
     int v6 = strchr(h, ':') != NULL;
@@ -614,8 +658,12 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
             return -1;
         }
     }
-    if (hb_conn_init(&self->conn, t ? &hb_net_tls : &hb_net_tcp, h, portbuf, timeout,
-                     (uint64_t)max_body) != HB_OK) {
+    PyObject *tunnel = plan != NULL ? PyTuple_GET_ITEM(plan, 2) : Py_None;
+    if (hb_conn_init(&self->conn, t ? &hb_net_tls : &hb_net_tcp, to, portbuf, timeout,
+                     (uint64_t)max_body) != HB_OK ||
+        (PyBytes_Check(tunnel) && hb_conn_set_tunnel(&self->conn, PyBytes_AS_STRING(tunnel),
+                                                     (size_t)PyBytes_GET_SIZE(tunnel)) != HB_OK)) {
+        hb_conn_free(&self->conn);
         Py_DECREF(host_header);
         hb_tls_free(t);
         PyErr_NoMemory();
@@ -623,6 +671,12 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
     }
     self->conn.sock.shared = t;
     self->tls = t;
+    if (plan != NULL) {
+        PyObject *origin = PyTuple_GET_ITEM(plan, 3), *auth = PyTuple_GET_ITEM(plan, 4);
+        self->proxy_origin = origin != Py_None ? Py_NewRef(origin) : NULL;
+        self->proxy_auth = auth != Py_None ? Py_NewRef(auth) : NULL;
+        self->proxy_label = Py_NewRef(PyTuple_GET_ITEM(plan, 5));
+    }
     if (unix_socket != NULL) {
         hb_status us = hb_conn_set_unix(&self->conn, PyBytes_AS_STRING(unix_socket));
         if (us != HB_OK) {
@@ -857,12 +911,50 @@ done:
     return rc;
 }
 
+/* What a request through a proxy to an http:// server is built from. */
+typedef struct {
+    PyObject *target, *headers; /* new references, or NULL */
+} proxied_parts;
+
+/* Through a forward proxy, an http:// server's request: the target in
+ * absolute form (RFC 9112 section 3.2.2) when given as a path, and the
+ * proxy's credentials added. *target and *headers are replaced by new
+ * references kept in *own. Returns 0, or -1 with an exception. */
+static int proxied(ConnectionObject *self, PyObject **target, PyObject **headers,
+                   proxied_parts *own)
+{
+    PyObject *t = *target;
+    if (PyUnicode_Check(t) && PyUnicode_GET_LENGTH(t) > 0 && PyUnicode_READ_CHAR(t, 0) == '/') {
+        own->target = PyUnicode_Concat(self->proxy_origin, t);
+    } else if (PyBytes_Check(t) && PyBytes_GET_SIZE(t) > 0 && PyBytes_AS_STRING(t)[0] == '/') {
+        own->target = PyUnicode_AsASCIIString(self->proxy_origin);
+        PyBytes_Concat(&own->target, t); /* leaves NULL on failure */
+    } else {
+        own->target = Py_NewRef(t);
+    }
+    if (own->target == NULL)
+        return -1;
+    *target = own->target;
+    if (self->proxy_auth != NULL) {
+        PyObject *mod = PyImport_ImportModule("httpbench._url");
+        own->headers =
+            mod ? PyObject_CallMethod(mod, "with_proxy_auth", "OO", *headers, self->proxy_auth)
+                : NULL;
+        Py_XDECREF(mod);
+        if (own->headers == NULL)
+            return -1;
+        *headers = own->headers;
+    }
+    return 0;
+}
+
 /* request(method, target, headers=None, body=None) -> Response */
 static PyObject *Connection_request(ConnectionObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames)
 {
     static const char *const names[] = {"method", "target", "headers", "body"};
     PyObject *argv[4] = {NULL, NULL, Py_None, Py_None};
+    proxied_parts own = {NULL, NULL};
     core_state *st = conn_state(self);
     Py_buffer body = {0};
     PyObject *result = NULL;
@@ -907,6 +999,8 @@ static PyObject *Connection_request(ConnectionObject *self, PyObject *const *arg
         goto done;
     hb_buf *b = &self->tx;
     int flags;
+    if (self->proxy_origin != NULL && proxied(self, &argv[1], &argv[2], &own) != 0)
+        goto done;
     if (build_request(b, argv[0], argv[1], argv[2], &body, self->host_header, COPY_BODY_MAX,
                       &flags) != 0)
         goto done;
@@ -926,6 +1020,8 @@ static PyObject *Connection_request(ConnectionObject *self, PyObject *const *arg
     PyEval_RestoreThread(hold.ts);
     result = s == HB_OK ? make_response(st, &self->conn) : raise_status(st, &self->conn, s);
 done:
+    Py_XDECREF(own.target);
+    Py_XDECREF(own.headers);
     if (body.obj != NULL)
         PyBuffer_Release(&body);
     if (self->tx.cap > (1u << 20))
@@ -999,6 +1095,12 @@ static PyObject *Connection_get_tls(ConnectionObject *self, void *closure)
     return PyBool_FromLong(self->tls != NULL);
 }
 
+static PyObject *Connection_get_proxy(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(self->proxy_label != NULL ? self->proxy_label : Py_None);
+}
+
 static PyObject *Connection_get_unix_socket(ConnectionObject *self, void *closure)
 {
     (void)closure;
@@ -1064,6 +1166,8 @@ static PyGetSetDef Connection_getset[] = {
      NULL},
     {"is_open", (getter)Connection_get_is_open, NULL, "Whether a socket is open now.", NULL},
     {"tls", (getter)Connection_get_tls, NULL, "Whether the connection speaks TLS.", NULL},
+    {"proxy", (getter)Connection_get_proxy, NULL,
+     "The forward proxy's host:port it goes through, or None.", NULL},
     {"unix_socket", (getter)Connection_get_unix_socket, NULL,
      "The Unix socket's path it connects to, or None (TCP).", NULL},
     {"tls_info", (getter)Connection_get_tls_info, NULL,
@@ -1505,6 +1609,7 @@ typedef struct {
     hb_bench *b;
     PyObject *request; /* bytes, kept alive while the threads use them */
     PyObject *tls;     /* the _TLS the connections use, likewise */
+    PyObject *tunnel;  /* bytes: the CONNECT through a proxy, likewise */
     int starting;      /* __init__ is under way with the GIL released */
 } BenchObject;
 
@@ -1519,19 +1624,20 @@ static void Bench_dealloc(BenchObject *self)
     }
     Py_XDECREF(self->request);
     Py_XDECREF(self->tls);
+    Py_XDECREF(self->tunnel);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
 
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {
-        "host",        "port",        "request",   "head",       "requests", "duration",
-        "concurrency", "threads",     "keepalive", "rate",       "timeout",  "lengths_vary",
-        "tls",         "unix_socket", "pipeline",  "idempotent", NULL};
+    static char *kwlist[] = {"host",       "port",         "request", "head",        "requests",
+                             "duration",   "concurrency",  "threads", "keepalive",   "rate",
+                             "timeout",    "lengths_vary", "tls",     "unix_socket", "pipeline",
+                             "idempotent", "tunnel",       NULL};
     const char *host;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
-    PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL;
+    PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL, *tunnel_o = Py_None;
     long long pipeline = 1;
     hb_addr unix_addr;
     hb_tls *tls;
@@ -1539,11 +1645,17 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "sOSpOOOOpOOp|OO&Op:_Bench", kwlist, &host, &port_o, &request, &cfg.head,
-            &requests_o, &duration_o, &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
-            &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o, &cfg.idempotent))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpO:_Bench", kwlist, &host,
+                                     &port_o, &request, &cfg.head, &requests_o, &duration_o,
+                                     &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
+                                     &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
+                                     &cfg.idempotent, &tunnel_o))
         return -1;
+    if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
+        Py_XDECREF(unix_o);
+        PyErr_SetString(PyExc_TypeError, "tunnel must be bytes or None");
+        return -1;
+    }
     if (unix_o != NULL) {
         char uerr[256];
         int ok = hb_net_unix(PyBytes_AS_STRING(unix_o), &unix_addr, uerr, sizeof uerr);
@@ -1608,6 +1720,11 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     cfg.naddrs = n;
     Py_XSETREF(self->request, Py_NewRef(request));
     Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
+    Py_XSETREF(self->tunnel, tunnel_o != Py_None ? Py_NewRef(tunnel_o) : NULL);
+    if (self->tunnel != NULL) {
+        cfg.tunnel = PyBytes_AS_STRING(self->tunnel);
+        cfg.tunnel_len = (size_t)PyBytes_GET_SIZE(self->tunnel);
+    }
     cfg.request = PyBytes_AS_STRING(request);
     cfg.request_len = (size_t)PyBytes_GET_SIZE(request);
     hb_bench *b;

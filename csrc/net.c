@@ -142,6 +142,11 @@ static int open_one(hb_sock *s, const hb_addr *a, int64_t deadline)
         return -1;
     if (rc == 1 && (hb_sock_wait(s, POLLOUT, deadline) != 0 || s->tp->connect_done(s) != 0))
         goto error;
+    while (s->before_handshake != NULL && (rc = s->before_handshake(s, s->before_arg)) != 0) {
+        if (rc < 0 ||
+            hb_sock_wait(s, s->wants == HB_SOCK_WANT_WRITE ? POLLOUT : POLLIN, deadline) != 0)
+            goto error;
+    }
     while (s->tp->handshake != NULL && s->tp->handshake(s) != 0) {
         if (errno != EAGAIN && errno != EINTR)
             goto error;
@@ -170,7 +175,7 @@ int hb_sock_open(hb_sock *s, const hb_addr *addrs, int n, int64_t deadline)
         err = errno;
         /* A deadline, an interrupt, or a server reached that refused the
          * transport's opening (EPROTO): no other address would do better. */
-        if (err == ETIMEDOUT || err == EINTR || err == EPROTO)
+        if (err == ETIMEDOUT || err == EINTR || err == EPROTO || err == EACCES)
             break;
     }
     errno = err;

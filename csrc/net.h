@@ -132,6 +132,13 @@ struct hb_sock {
      * nonzero to give up with EINTR, zero to go on waiting. */
     int (*interrupted)(void *arg);
     void *interrupt_arg;
+    /* Called (when set) by hb_sock_open between connecting and the
+     * transport's handshake, on the non-blocking socket: a step of opening
+     * (a proxy's CONNECT). Returns 0 when done, 1 to wait for s->wants and
+     * be called again, -1 with errno (EACCES: refused; no other address is
+     * tried then). */
+    int (*before_handshake)(hb_sock *s, void *arg);
+    void *before_arg;
 };
 
 /* Plain TCP: TCP_NODELAY, close-on-exec, no SIGPIPE. */

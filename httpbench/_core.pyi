@@ -89,6 +89,7 @@ class Connection:
         certfile: _Path | None = None,
         keyfile: _Path | None = None,
         unix_socket: _Path | None = None,
+        proxy: str | None = None,
     ) -> None: ...
     @classmethod
     def from_url(
@@ -103,10 +104,14 @@ class Connection:
         certfile: _Path | None = None,
         keyfile: _Path | None = None,
         unix_socket: _Path | None = None,
+        proxy: str | None = None,
     ) -> Connection:
         """A Connection to the URL's host and port, over TLS for https://."""
     @property
     def tls(self) -> bool: ...
+    @property
+    def proxy(self) -> str | None:
+        """The forward proxy's host:port it goes through, or None."""
     @property
     def unix_socket(self) -> str | None:
         """The Unix socket's path it connects to, or None (TCP)."""
@@ -221,6 +226,7 @@ class _Bench:
         unix_socket: _Path | None = None,
         pipeline: int = 1,
         idempotent: bool = False,
+        tunnel: bytes | None = None,
     ) -> None: ...
     def wait(self, seconds: float, /) -> bool: ...
     def stop(self) -> None: ...

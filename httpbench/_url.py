@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-from urllib.parse import urlsplit
+import base64
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["Target", "split_url"]
+__all__ = ["Target", "split_url", "Proxy", "split_proxy", "ProxyPlan", "proxy_plan",
+           "with_proxy_auth"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -38,3 +41,89 @@ def split_url(url: str) -> Target:
     if parts.query:
         path += "?" + parts.query
     return Target(parts.scheme, parts.scheme == "https", parts.hostname, port, path)
+
+
+class Proxy(NamedTuple):
+    """A forward proxy: where it listens, and its credentials if any."""
+
+    host: str
+    port: int
+    credentials: tuple[str, str] | None
+
+    def __str__(self) -> str:
+        name = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{name}:{self.port}"
+
+
+def split_proxy(proxy: str) -> Proxy:
+    """The Proxy of "http://[user:pass@]host:port" or ab's "host:port";
+    ValueError otherwise (an https:// proxy, which TLS to the proxy itself
+    would need, is not supported)."""
+    if not isinstance(proxy, str) or not proxy:
+        raise ValueError(f"proxy must be a URL like http://host:port, not {proxy!r}")
+    text = proxy if "://" in proxy else "http://" + proxy
+    parts = urlsplit(text)
+    if parts.scheme != "http":
+        raise ValueError(f"only http:// proxies are supported, not {proxy!r}")
+    if not parts.hostname:
+        raise ValueError(f"the proxy has no host: {proxy!r}")
+    try:
+        port = parts.port if parts.port is not None else 80
+    except ValueError as e:
+        raise ValueError(f"bad port in the proxy {proxy!r}: {e}") from None
+    if port == 0 or parts.path not in ("", "/") or parts.query:
+        raise ValueError(f"the proxy must be http://[user:pass@]host:port, not {proxy!r}")
+    creds = None
+    if parts.username is not None:
+        creds = (unquote(parts.username), unquote(parts.password or ""))
+    return Proxy(parts.hostname, port, creds)
+
+
+class ProxyPlan(NamedTuple):
+    """How requests to host:port go through a proxy: the address to connect
+    to; for an https:// target the CONNECT to send on each new socket; for
+    an http:// one the origin to put before each path (absolute form) and
+    the Proxy-Authorization to add; the proxy's name for reports."""
+
+    host: str
+    port: int
+    tunnel: bytes | None
+    origin: str | None
+    auth: str | None
+    label: str
+
+
+def proxy_plan(proxy: str, host: str, port: int, tls: bool, user_agent: str = "") -> ProxyPlan:
+    """The ProxyPlan for reaching host:port (over TLS if tls) through proxy
+    (see split_proxy)."""
+    via = split_proxy(proxy)
+    auth = None
+    if via.credentials is not None:
+        token = base64.b64encode(":".join(via.credentials).encode()).decode("ascii")
+        auth = "Basic " + token
+    name = f"[{host}]" if ":" in host else host
+    if tls:
+        # RFC 9110 section 9.3.6: CONNECT names the authority, port always.
+        lines = [f"CONNECT {name}:{port} HTTP/1.1", f"Host: {name}:{port}"]
+        lines += [f"User-Agent: {user_agent}"] if user_agent else []
+        lines += [f"Proxy-Authorization: {auth}"] if auth else []
+        tunnel = ("\r\n".join(lines) + "\r\n\r\n").encode("idna")
+        return ProxyPlan(via.host, via.port, tunnel, None, None, str(via))
+    # RFC 9112 section 3.2.2: to a proxy, the absolute form.
+    authority = name if port == 80 else f"{name}:{port}"
+    return ProxyPlan(via.host, via.port, None, f"http://{authority}", auth, str(via))
+
+
+def with_proxy_auth(headers: Any, auth: str) -> list[tuple[Any, Any]]:
+    """headers (a mapping or pairs, or None) as pairs, with
+    Proxy-Authorization: auth added unless given."""
+    if headers is None:
+        pairs: list[tuple[Any, Any]] = []
+    elif isinstance(headers, Mapping):
+        pairs = list(headers.items())
+    else:
+        pairs = list(headers) if isinstance(headers, Iterable) else []
+    names = {(n.decode("latin-1") if isinstance(n, bytes) else str(n)).lower() for n, _ in pairs}
+    if "proxy-authorization" not in names:
+        pairs.append(("Proxy-Authorization", auth))
+    return pairs

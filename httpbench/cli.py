@@ -26,6 +26,8 @@ import os
 import re
 import signal
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from types import FrameType
 from typing import IO
@@ -36,7 +38,7 @@ from .agents import AGENTS, MAX_WORKERS, available_agents
 from .compare import compare
 from .exceptions import HttpbenchError, TLSError
 from .result import Result
-from ._url import split_url
+from ._url import split_proxy, split_url
 from .runner import basic_auth, parse_url, run
 from .server import Server
 
@@ -211,6 +213,13 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--unix-socket", metavar="PATH",
                    help="as curl: connect to this Unix socket, not the URL's host and port (the "
                         "URL still gives Host and the path)")
+    p.add_argument("-X", dest="proxy", metavar="PROXY",
+                   help="as ab: through the forward proxy host:port (or http://host:port)")
+    p.add_argument("-P", dest="proxy_auth", metavar="USER:PASS",
+                   help="as ab: the proxy's credentials (Proxy-Authorization, Basic)")
+    p.add_argument("--proxy-from-env", action="store_true",
+                   help="take the proxy from http_proxy/https_proxy (and no_proxy), as curl "
+                        "does; ab, and httpbench without this, read none")
     p.add_argument("--pipeline", type=int, default=1, metavar="N",
                    help="up to N requests in flight per connection, written together and "
                         "answered in order (HTTP/1.1 pipelining; default 1)"),
@@ -257,6 +266,29 @@ def _tls_options(args: argparse.Namespace) -> dict[str, object]:
     if args.protocol is not None:
         opts.update(tls_min=lo, tls_max=hi)
     return opts
+
+
+def _proxy(args: argparse.Namespace) -> str | None:
+    """run()'s proxy from -X, -P and --proxy-from-env."""
+    proxy: str | None = args.proxy
+    if proxy is None and args.proxy_from_env and args.url is not None:
+        target = split_url(args.url)
+        # As curl and urllib read them: http_proxy, https_proxy, no_proxy.
+        proxies: dict[str, str] = urllib.request.getproxies()
+        if not bool(urllib.request.proxy_bypass(target.host)):
+            proxy = proxies.get(target.scheme)
+    if args.proxy_auth is not None:
+        if proxy is None:
+            raise UsageError("-P: the proxy's credentials need a proxy (-X)")
+        user, sep, password = args.proxy_auth.partition(":")
+        if not sep:
+            raise UsageError(f"-P takes user:password, not {args.proxy_auth!r}")
+        via = split_proxy(proxy)
+        quoted = f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}"
+        proxy = f"http://{quoted}@{via}"
+    if proxy is not None:
+        split_proxy(proxy)  # a bad one is bad usage, before anything is sent
+    return proxy
 
 
 _UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -440,6 +472,7 @@ def bench(argv: Sequence[str]) -> int:
         warmup = _warmup(args.warmup)
         method, body, headers = _request_parts(args)
         tls = _tls_options(args)
+        proxy = _proxy(args)
         if args.url is not None and not split_url(args.url).tls:
             given = [flag for flag, v in (("--cacert", args.cacert), ("--cert", args.cert),
                                           ("--key", args.key), ("-f", args.protocol),
@@ -469,7 +502,7 @@ def bench(argv: Sequence[str]) -> int:
                 threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
                 warmup=warmup, progress=not args.quiet and "auto",
                 lengths_vary=args.lengths_vary, stream=sys.stderr, unix_socket=args.unix_socket,
-                pipeline=args.pipeline, **tls)  # type: ignore[arg-type]
+                pipeline=args.pipeline, proxy=proxy, **tls)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError, TLSError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).

@@ -18,7 +18,7 @@ __all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCH
 FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls")
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
-# failure class and the TLS figures (tls_*); 4 unix_socket and pipeline.
+# failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy.
 SCHEMA = 4
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
@@ -145,7 +145,7 @@ class Latency:
 _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": "",
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
                           "tls_resumed_handshakes": 0, "unix_socket": "",
-                          "pipeline": 1}
+                          "pipeline": 1, "proxy": ""}
 
 
 class Second(NamedTuple):
@@ -218,6 +218,8 @@ class Result:
     unix_socket: str = ""
     # Requests in flight per connection (1: no pipelining).
     pipeline: int = 1
+    # The forward proxy the requests went through, host:port ("" if none).
+    proxy: str = ""
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -354,6 +356,8 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Server Port:            {r.port}"
     if r.unix_socket:
         yield f"Unix Socket:            {r.unix_socket}"
+    if r.proxy:
+        yield f"Proxy:                  {r.proxy}"
     if r.tls_protocol:
         yield f"SSL/TLS Protocol:       {r.tls_protocol}"
         if r.tls_temp_key:
@@ -573,6 +577,7 @@ def _html(r: Result) -> str:
          f"{r.cpu_time / r.complete * 1e6:,.2f} us" if r.complete else "-"),
         ("Server", r.server_software or "-"),
         *([("Unix socket", r.unix_socket)] if r.unix_socket else []),
+        *([("Proxy", r.proxy)] if r.proxy else []),
         ("Agent", f"{r.agent} {r.agent_version}, Python {r.python_version}"),
     ]
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in key)

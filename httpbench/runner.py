@@ -13,7 +13,7 @@ from typing import IO, Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
-from ._url import Target, split_url
+from ._url import Target, proxy_plan, split_url, with_proxy_auth
 from .result import FAILURE_CLASSES, Latency, Result, Second
 
 __all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header",
@@ -258,6 +258,7 @@ def run(
     tls_resume: bool = True,
     unix_socket: Path | None = None,
     pipeline: int = 1,
+    proxy: str | None = None,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -301,6 +302,14 @@ def run(
     DELETE, OPTIONS, TRACE), else counted failed; again and again while
     each new connection answers some, once if it answers none. Not with
     rate.
+
+    proxy="http://[user:pass@]host:port" (ab's -X and -P) sends through a
+    forward proxy: an http:// URL's requests in absolute form, an https://
+    URL's through a CONNECT tunnel per connection, TLS inside it (its round
+    trip counts in the connect time; a refusal, 407 or 502, is a non-2xx
+    response with its status). Credentials become Proxy-Authorization.
+    Environment variables are not read (the command line's
+    --proxy-from-env does).
     """
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
@@ -319,6 +328,8 @@ def run(
     timeout_s = _check.YEAR if timeout is None else _check.seconds("timeout", timeout)
     unix_path = _check.unix_socket("unix_socket", unix_socket)
     pipeline = _check.count("pipeline", pipeline, 1, _check.MAX_PIPELINE)
+    if proxy is not None and unix_path is not None:
+        raise ValueError("proxy and unix_socket are two ways to the server: give one")
     if pipeline > 1 and rate is not None:
         raise ValueError("pipeline with rate is not supported: an open loop's requests start "
                          "on their own schedule, not in batches")
@@ -338,14 +349,23 @@ def run(
     # ab sends both; a server that routes or logs by them sees a client.
     # (Connection.request sends only what it must: Host, Content-Length.)
     headers = with_header(with_header(headers, "User-Agent", USER_AGENT), "Accept", "*/*")
-    request, flags = _core.build_request(method, path, headers, body,
+    request_target, tunnel, to_host, to_port = path, None, host, port
+    plan = None
+    if proxy is not None:
+        plan = proxy_plan(proxy, host, port, target.tls, USER_AGENT)
+        to_host, to_port, tunnel = plan.host, plan.port, plan.tunnel
+        if plan.origin is not None:
+            request_target = plan.origin + path
+            if plan.auth is not None:
+                headers = with_proxy_auth(headers, plan.auth)
+    request, flags = _core.build_request(method, request_target, headers, body,
                                          host_field(host, port, target.tls))
     head = bool(flags & _core.REQ_HEAD)
 
     def start(n: int, seconds: float) -> _core._Bench:
-        return _core._Bench(host, port, request, head, n, seconds, concurrency, threads,
+        return _core._Bench(to_host, to_port, request, head, n, seconds, concurrency, threads,
                             keepalive, rate or 0.0, timeout_s, lengths_vary, tls, unix_path,
-                            pipeline, method.upper() in IDEMPOTENT)
+                            pipeline, method.upper() in IDEMPOTENT, tunnel)
 
     interrupted = False
     if warmup is not None:
@@ -386,7 +406,7 @@ def run(
         tls_full_handshakes=raw["tls_full_handshakes"],
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
         tls_handshake=Latency(raw["tls_handshake"]),
-        unix_socket=unix_path or "", pipeline=pipeline,
+        unix_socket=unix_path or "", pipeline=pipeline, proxy=plan.label if plan else "",
     )
 
 

@@ -28,7 +28,8 @@ from typing import Any
 import httpbench
 
 __all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
-           "free_port", "wait_for_port", "find_nginx", "nginx", "make_pki", "server_context"]
+           "free_port", "wait_for_port", "find_nginx", "nginx", "make_pki", "server_context",
+           "tinyproxy", "read_messages"]
 
 def tool_env() -> dict[str, str]:
     """The environment for programs not built here: without the ASan
@@ -412,6 +413,37 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
             if unix_socket is not None:
                 wait_for_port(unix_socket, proc)
             yield port, www
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+@contextmanager
+def tinyproxy(auth: tuple[str, str] | None = None) -> Iterator[int | None]:
+    """Debian's tinyproxy, a forward proxy no one here wrote, on a free port
+    of 127.0.0.1 (with Basic credentials when `auth`); yields its port, or
+    None if it is not installed."""
+    binary = shutil.which("tinyproxy") or (
+        "/usr/bin/tinyproxy" if os.path.exists("/usr/bin/tinyproxy") else None)
+    if binary is None:
+        print("tinyproxy: skipped (apt-get install tinyproxy)", file=sys.stderr)
+        yield None
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        conf = Path(tmp) / "tinyproxy.conf"
+        lines = [f"Port {port}", "Listen 127.0.0.1", "Timeout 30", "MaxClients 500",
+                 "Allow 127.0.0.1", "LogLevel Critical", "DisableViaHeader Yes"]
+        if auth is not None:
+            lines.append(f"BasicAuth {auth[0]} {auth[1]}")
+        if os.geteuid() == 0:
+            lines += ["User root", "Group root"]
+        conf.write_text("\n".join(lines) + "\n")
+        proc = subprocess.Popen([binary, "-d", "-c", str(conf)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=tool_env())
+        try:
+            wait_for_port(port, proc)
+            yield port
         finally:
             proc.terminate()
             proc.wait(10)

@@ -185,7 +185,7 @@ def test_json_saved_by_the_previous_layout_still_loads(server):
     old = r.to_dict()
     for name in ("schema", "start_time", "cancelled", "tls_protocol", "tls_temp_key",
                  "tls_server_name", "tls_full_handshakes", "tls_resumed_handshakes",
-                 "tls_handshake", "unix_socket", "pipeline"):
+                 "tls_handshake", "unix_socket", "pipeline", "proxy"):
         del old[name]
     del old["failures"]["tls"]
     old["timeline"] = [[x["t"], x["complete"], x["failed"], x["p99"]] for x in old["timeline"]]

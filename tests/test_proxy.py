@@ -1,0 +1,208 @@
+"""Forward proxies on the client side: Connection, run() and the command
+line through Debian's tinyproxy (no one here wrote it) for http:// targets
+(absolute form) and https:// ones (CONNECT, then TLS inside), with and
+without credentials; and scripted proxies for the failure paths."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+
+import pytest
+from helpers import tinyproxy
+
+import httpbench
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+@pytest.fixture(scope="module")
+def proxy():
+    with tinyproxy() as port:
+        if port is None:
+            pytest.skip("tinyproxy is not installed")
+        yield f"127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def auth_proxy():
+    with tinyproxy(("alice", "s3cret")) as port:
+        if port is None:
+            pytest.skip("tinyproxy is not installed")
+        yield f"127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def servers():
+    with httpbench.Server() as plain, httpbench.Server(tls=True) as tls:
+        yield plain, tls
+
+
+# ----------------------------------------------------------- Connection
+
+
+def test_connection_through_a_proxy_to_http(proxy, servers):
+    plain, _ = servers
+    before = plain.stats()["requests"]
+    with httpbench.Connection("127.0.0.1", plain.port, proxy=proxy) as conn:
+        assert conn.proxy == proxy
+        r = conn.request("GET", "/rnd?c=100")
+        assert r.status == 200 and len(r.body) == 100
+        r = conn.request("GET", b"/rnd?c=7")  # tinyproxy closes each time: sent again
+        assert len(r.body) == 7
+    assert plain.stats()["requests"] - before == 2
+
+
+def test_connection_through_a_proxy_to_https(proxy, servers):
+    _, tls = servers
+    with httpbench.Connection.from_url(tls.url(), proxy=f"http://{proxy}",
+                                       cafile=tls.cafile) as conn:
+        for n in (10, 100_000):
+            assert len(conn.request("GET", f"/rnd?c={n}").body) == n
+        assert conn.request("POST", "/echo", body=b"inside").body == b"inside"
+        assert conn.connects == 1 and conn.tls_info["protocol"].startswith("TLSv1.3,")
+
+
+def test_proxy_credentials(auth_proxy, servers):
+    plain, tls = servers
+    with httpbench.Connection.from_url(plain.url(), proxy=auth_proxy) as conn:
+        r = conn.request("GET", "/rnd?c=5")
+        assert r.status == 407  # the proxy's answer, as a response
+    with httpbench.Connection.from_url(tls.url(), proxy=auth_proxy, cafile=tls.cafile) as conn:
+        with pytest.raises(httpbench.ConnectError,
+                           match="answered CONNECT with 407 Proxy Authentication Required"):
+            conn.request("GET", "/rnd?c=5")
+    good = f"http://alice:s3cret@{auth_proxy}"
+    for srv, kw in ((plain, {}), (tls, {"cafile": tls.cafile})):
+        with httpbench.Connection.from_url(srv.url(), proxy=good, **kw) as conn:
+            assert conn.proxy == auth_proxy  # no password shown
+            assert conn.request("GET", "/rnd?c=5").status == 200
+
+
+def test_proxy_arguments_are_checked():
+    for bad, words in (("https://p:1", "only http:// proxies"), ("p:0", "must be http://"),
+                       ("http://p:1/x", "must be http://"), ("", "must be a URL"),
+                       (3, "must be a URL")):
+        with pytest.raises(ValueError, match=words):
+            httpbench.Connection("h", 80, proxy=bad)
+        with pytest.raises(ValueError, match=words):
+            httpbench.run("http://h/", requests=1, proxy=bad, progress=False)
+    with pytest.raises(ValueError, match="proxy and unix_socket"):
+        httpbench.Connection("h", 80, proxy="p:1", unix_socket="/tmp/x.sock")
+
+
+def test_a_proxy_that_refuses_or_closes(scripted):
+    refused = httpbench.run("http://127.0.0.1:9/", requests=3, proxy="127.0.0.1:1",
+                            progress=False)
+    assert refused.failures["connect"] == 3
+    # A proxy that closes on the CONNECT without a word: receive.
+    srv = scripted([("recv",), ("close",)], [("recv",), ("close",)], [("recv",), ("close",)])
+    r = httpbench.run("https://example.test/", requests=2, proxy=f"127.0.0.1:{srv.port}",
+                      verify=False, progress=False, timeout=5)
+    assert r.failures["receive"] == 2 and "before answering CONNECT" in r.first_error
+    assert srv.requests[0].startswith(b"CONNECT example.test:443 HTTP/1.1\r\n"
+                                      b"Host: example.test:443\r\n")
+    # An answer that is not HTTP: exceptions.
+    srv = scripted([("recv",), ("send", b"SSH-2.0-x\r\n"), ("close",)])
+    r = httpbench.run("https://example.test/", requests=1, proxy=f"127.0.0.1:{srv.port}",
+                      verify=False, progress=False, timeout=5)
+    assert r.failures["exceptions"] == 1 and "CONNECT" in r.first_error
+    with pytest.raises(httpbench.ConnectError, match="closed before answering CONNECT"):
+        srv = scripted([("recv",), ("close",)])
+        httpbench.Connection("example.test", 443, tls=True, verify=False,
+                             proxy=f"127.0.0.1:{srv.port}", timeout=5).request("GET", "/")
+
+
+def test_a_502_to_connect_is_a_response_with_its_status(scripted):
+    page = b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 11\r\n\r\nbad gateway"
+    srv = scripted(*[[("recv",), ("send", page)]] * 4)
+    r = httpbench.run("https://example.test/", requests=4, concurrency=2,
+                      proxy=f"127.0.0.1:{srv.port}", verify=False, progress=False, timeout=5)
+    assert (r.complete, r.failed, r.status_counts) == (4, 0, {502: 4})
+    assert r.non_2xx == 4 and r.connects == 4
+
+
+# --------------------------------------------------------------- run()
+
+
+def test_run_through_a_proxy_counts_exactly(proxy, servers):
+    plain, tls = servers
+    before = plain.stats()["requests"]
+    r = httpbench.run(plain.url("/rnd?c=2048"), requests=1001, concurrency=4, proxy=proxy,
+                      progress=False)
+    assert (r.issued, r.complete, r.failed) == (1001, 1001, 0), r.first_error
+    assert r.body_bytes == 1001 * 2048 and r.proxy == proxy
+    assert plain.stats()["requests"] - before == 1001
+    assert f"Proxy:                  {proxy}" in r.report()
+    r = httpbench.run(tls.url("/rnd?c=2048"), requests=1001, concurrency=4, proxy=proxy,
+                      cafile=tls.cafile, progress=False)
+    assert (r.complete, r.failed, r.connects) == (1001, 0, 4), r.first_error
+    assert r.connect_time.max > 0 and r.tls_full_handshakes == 4
+    r = httpbench.run(tls.url("/echo"), "POST", b"b" * 5000, requests=60, concurrency=2,
+                      keepalive=False, proxy=proxy, cafile=tls.cafile, progress=False)
+    assert (r.complete, r.failed, r.connects) == (60, 0, 60), r.first_error
+    assert r.tls_resumed_handshakes > 0
+
+
+def test_run_with_proxy_credentials(auth_proxy, servers):
+    plain, tls = servers
+    for srv, kw in ((plain, {}), (tls, {"cafile": tls.cafile})):
+        r = httpbench.run(srv.url("/rnd?c=10"), requests=20, concurrency=2, proxy=auth_proxy,
+                          progress=False, **kw)
+        assert (r.complete, r.failed, r.status_counts) == (20, 0, {407: 20})
+        r = httpbench.run(srv.url("/rnd?c=10"), requests=20, concurrency=2,
+                          proxy=f"http://alice:s3cret@{auth_proxy}", progress=False, **kw)
+        assert (r.complete, r.failed, r.status_counts) == (20, 0, {200: 20}), r.first_error
+
+
+def test_the_absolute_form_and_credentials_on_the_wire(scripted):
+    srv = scripted([("recv",), ("send", OK)])
+    r = httpbench.run("http://example.test:8080/a?b", requests=1,
+                      proxy=f"http://u%40x:p%3A@127.0.0.1:{srv.port}", progress=False)
+    assert r.complete == 1, r.first_error
+    sent = srv.requests[0]
+    assert sent.startswith(b"GET http://example.test:8080/a?b HTTP/1.1\r\n")
+    assert b"\r\nHost: example.test:8080\r\n" in sent
+    token = base64.b64encode(b"u@x:p:").decode()
+    assert f"Proxy-Authorization: Basic {token}\r\n".encode() in sent
+
+
+# ------------------------------------------------------- the command line
+
+
+def hb(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True,
+                          text=True, timeout=60, cwd="/", env=env)
+
+
+def test_command_line_x_and_p(auth_proxy, servers):
+    plain, tls = servers
+    out = hb("-n", "30", "-q", "-X", auth_proxy, "-P", "alice:s3cret", plain.url("/rnd?c=9"))
+    assert out.returncode == 0, out.stderr
+    assert "Complete requests:      30" in out.stdout and f"Proxy:                  {auth_proxy}" \
+        in out.stdout
+    out = hb("-n", "30", "-q", "-X", auth_proxy, "-P", "alice:s3cret", "--cacert", tls.cafile,
+             tls.url("/rnd?c=9"))
+    assert out.returncode == 0 and "Complete requests:      30" in out.stdout, out.stderr
+    out = hb("-n", "3", "-P", "a:b", plain.url("/"))
+    assert out.returncode == 2 and "-P" in out.stderr
+    out = hb("-n", "3", "-X", "https://p:1", plain.url("/"))
+    assert out.returncode == 2 and "only http:// proxies" in out.stderr
+
+
+def test_proxy_from_env_only_when_asked(proxy, servers):
+    import os
+    plain, _ = servers
+    env = {**os.environ, "http_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+    # Not asked: the environment's proxy (a refusing one) is not read.
+    out = hb("-n", "5", "-q", plain.url("/rnd?c=3"), env=env)
+    assert out.returncode == 0 and "Proxy:" not in out.stdout
+    out = hb("-n", "5", "-q", "--proxy-from-env", plain.url("/rnd?c=3"), env=env)
+    assert out.returncode == 1 and "Connect: 5" in out.stdout
+    env["http_proxy"] = f"http://{proxy}"
+    out = hb("-n", "5", "-q", "--proxy-from-env", plain.url("/rnd?c=3"), env=env)
+    assert out.returncode == 0 and f"Proxy:                  {proxy}" in out.stdout
+    env["no_proxy"] = "127.0.0.1"
+    out = hb("-n", "5", "-q", "--proxy-from-env", plain.url("/rnd?c=3"), env=env)
+    assert out.returncode == 0 and "Proxy:" not in out.stdout
