@@ -29,6 +29,7 @@ import platform
 import socket
 import ssl
 import time
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -37,8 +38,8 @@ from . import _check
 from ._plan import Plan, Tally, ThreadCPU, agent_result
 from ._version import __version__
 from .result import Result
-from ._url import split_url
-from .runner import run
+from ._url import Proxy, split_proxy, split_url
+from .runner import basic_auth, run
 
 __all__ = ["AGENTS", "available_agents", "run_agent", "MAX_WORKERS", "Agent", "Trust"]
 
@@ -117,9 +118,11 @@ class Agent(ABC):
     @abstractmethod
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None,
+            proxy: str | None = None) -> Result:
         """The scenario through this client, measured as httpbench.run is;
-        over the Unix socket at unix_socket if given (unix_sockets)."""
+        over the Unix socket at unix_socket if given (unix_sockets), through
+        the forward proxy if given ("http://[user:pass@]host:port")."""
 
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         """The library's own exception types by failure class (timeout,
@@ -162,12 +165,14 @@ class HttpbenchAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None,
+            proxy: str | None = None) -> Result:
         tls: dict[str, Any] = {}
         if split_url(url).tls:
             tls = {"verify": trust.verify, "cafile": trust.cafile}
         r = run(url, method, body, None, requests, duration, concurrency, timeout=timeout,
-                progress=False, lengths_vary=lengths_vary, unix_socket=unix_socket, **tls)
+                progress=False, lengths_vary=lengths_vary, unix_socket=unix_socket, proxy=proxy,
+                **tls)
         r.agent, r.agent_version = self.name, self.version()
         return r
 
@@ -177,11 +182,19 @@ class _Scenario:
 
     def __init__(self, url: str, method: str, body: bytes | None, requests: int | None,
                  duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-                 check_echo: bool, trust: Trust, unix_socket: str | None = None) -> None:
+                 check_echo: bool, trust: Trust, unix_socket: str | None = None,
+                 proxy: str | None = None) -> None:
         self.url, self.method, self.body, self.trust = url, method, body, trust
         self.unix_socket = unix_socket
         target = split_url(url)
         self.tls, self.host, self.port = target.tls, target.host, target.port
+        # Through a forward proxy: its URL without credentials, and these
+        # as a Proxy-Authorization value, for each library's own way.
+        self.proxy: Proxy | None = None if proxy is None else split_proxy(proxy)
+        self.proxy_url = None if self.proxy is None else f"http://{self.proxy}"
+        self.proxy_auth = None
+        if self.proxy is not None and self.proxy.credentials is not None:
+            self.proxy_auth = basic_auth(*self.proxy.credentials)
         self.path = target.path
         self.requests = None if requests is None else _check.count("requests", requests)
         self.duration = None if duration is None else _check.seconds("duration", duration)
@@ -236,9 +249,10 @@ class SyncAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None,
+            proxy: str | None = None) -> Result:
         sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                       check_echo, trust, unix_socket)
+                       check_echo, trust, unix_socket, proxy)
         targets = [functools.partial(self._worker, sc, t) for t in sc.tallies]
         return sc.measure(self, targets, threads=sc.concurrency)
 
@@ -270,10 +284,13 @@ class SyncAgent(Agent):
 
 
 class _HttpClientSession:
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, prefix: str = "", extra: dict[str, str] | None = None) -> None:
         self.conn = conn
         self.sockets = 0
         self.last: Any = None
+        # Through a proxy to an http:// server: the origin before each path
+        # (absolute form) and the proxy's credentials.
+        self.prefix, self.extra = prefix, extra or {}
 
 
 class HttpClientAgent(SyncAgent):
@@ -288,17 +305,26 @@ class HttpClientAgent(SyncAgent):
 
     def open(self, sc: _Scenario) -> _HttpClientSession:
         import http.client
+        auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else {}
+        host, port = (sc.proxy.host, sc.proxy.port) if sc.proxy else (sc.host, sc.port)
         if sc.tls:
-            return _HttpClientSession(http.client.HTTPSConnection(
-                sc.host, sc.port, timeout=sc.timeout, context=sc.trust.ssl_context()))
-        return _HttpClientSession(http.client.HTTPConnection(sc.host, sc.port,
-                                                             timeout=sc.timeout))
+            conn = http.client.HTTPSConnection(host, port, timeout=sc.timeout,
+                                               context=sc.trust.ssl_context())
+            if sc.proxy:
+                conn.set_tunnel(sc.host, sc.port, headers=auth)
+            return _HttpClientSession(conn)
+        plain = http.client.HTTPConnection(host, port, timeout=sc.timeout)
+        if sc.proxy:
+            origin = sc.url[:len(sc.url) - len(sc.path)] if sc.url.endswith(sc.path) else ""
+            return _HttpClientSession(plain, origin, auth)
+        return _HttpClientSession(plain)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
         conn = session.conn
         try:
-            conn.request(method, path, body=body, headers=headers)
+            conn.request(method, session.prefix + path, body=body,
+                         headers={**headers, **session.extra} if session.extra else headers)
             if conn.sock is not session.last:
                 session.sockets += 1
                 session.last = conn.sock
@@ -363,6 +389,18 @@ class _Urllib3Session(_PoolSession):
     def __init__(self, sc: _Scenario) -> None:
         super().__init__()
         tls = _urllib3_trust(sc.trust) if sc.tls else {}
+        self.target = sc.path
+        if sc.proxy_url is not None:
+            import urllib3
+            auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
+            manager = urllib3.ProxyManager(sc.proxy_url, proxy_headers=auth, maxsize=1,
+                                           retries=False, timeout=sc.timeout, **tls)
+            # Its pools count their connects as the direct ones do.
+            manager.pool_classes_by_scheme = {"http": self.pool_class(False),
+                                              "https": self.pool_class(True)}
+            self.pool: Any = manager
+            self.target = sc.url  # a proxy manager takes whole URLs
+            return
         self.pool = self.pool_class(sc.tls)(sc.host, sc.port, maxsize=1, retries=False,
                                             timeout=sc.timeout, **tls)
 
@@ -378,14 +416,18 @@ class Urllib3Agent(SyncAgent):
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
-        r = session.pool.request(method, path, body=body, headers=headers, retries=False)
+        r = session.pool.request(method, session.target, body=body, headers=headers,
+                                 retries=False)
         return r.status, r.data, _head_bytes(r.status, r.reason or "", list(r.headers.items()))
 
     def connections(self, session: Any) -> int:
         return int(session.connects)
 
     def close(self, session: Any) -> None:
-        session.pool.close()
+        if hasattr(session.pool, "close"):
+            session.pool.close()
+        else:
+            session.pool.clear()  # a ProxyManager's pools
 
 
 class _RequestsSession(_PoolSession):
@@ -404,7 +446,15 @@ class _RequestsSession(_PoolSession):
             _urllib3_trust(sc.trust)  # the warning off when unverified
             self.verify = (sc.trust.cafile or True) if sc.trust.verify else False
         scheme = "https" if sc.tls else "http"
-        manager = self.session.get_adapter(f"{scheme}://").poolmanager  # type: ignore[attr-defined]
+        adapter: Any = self.session.get_adapter(f"{scheme}://")
+        manager = adapter.poolmanager
+        if sc.proxy is not None:
+            creds = sc.proxy.credentials
+            quoted = "" if creds is None else (
+                f"{urllib.parse.quote(creds[0], safe='')}:{urllib.parse.quote(creds[1], safe='')}@")
+            proxy_url = f"http://{quoted}{sc.proxy}"
+            self.session.proxies = {"http": proxy_url, "https": proxy_url}
+            manager = adapter.proxy_manager_for(proxy_url)
         # A table of its own: the default is urllib3's module-wide one.
         manager.pool_classes_by_scheme = {**manager.pool_classes_by_scheme,
                                           scheme: self.pool_class(sc.tls)}
@@ -461,8 +511,13 @@ class HttpxAgent(SyncAgent):
             transport = httpx.HTTPTransport(uds=sc.unix_socket, verify=verify)
             return _HttpxSession(httpx.Client(timeout=sc.timeout, transport=transport,
                                               trust_env=False))
+        proxy: Any = None
+        if sc.proxy_url is not None:
+            auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
+            proxy = httpx.Proxy(sc.proxy_url, headers=auth)
         # No HTTP_PROXY, SSL_CERT_FILE or the like from the environment.
-        return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify, trust_env=False))
+        return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify, trust_env=False,
+                                          proxy=proxy))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -515,7 +570,10 @@ class PycurlAgent(SyncAgent):
         import pycurl
         c = pycurl.Curl()
         c.setopt(pycurl.TIMEOUT_MS, int(sc.timeout * 1000))
-        c.setopt(pycurl.PROXY, "")  # libcurl's way to read no http_proxy from the environment
+        # "" is libcurl's way to read no http_proxy from the environment.
+        c.setopt(pycurl.PROXY, sc.proxy_url or "")
+        if sc.proxy is not None and sc.proxy.credentials is not None:
+            c.setopt(pycurl.PROXYUSERPWD, ":".join(sc.proxy.credentials))
         if sc.unix_socket is not None:
             c.setopt(pycurl.UNIX_SOCKET_PATH, sc.unix_socket)
         if sc.tls:
@@ -575,9 +633,10 @@ class AiohttpAgent(Agent):
 
     def run(self, url: str, method: str, body: bytes | None, requests: int | None,
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
-            check_echo: bool, trust: Trust, unix_socket: str | None = None) -> Result:
+            check_echo: bool, trust: Trust, unix_socket: str | None = None,
+            proxy: str | None = None) -> Result:
         sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                       check_echo, trust, unix_socket)
+                       check_echo, trust, unix_socket, proxy)
         errors: list[BaseException] = []
 
         def target() -> None:
@@ -600,6 +659,7 @@ class AiohttpAgent(Agent):
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(on_create)
         ssl_arg: Any = sc.trust.ssl_context() if sc.tls else True
+        proxy_headers = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
         connector: aiohttp.BaseConnector
         if sc.unix_socket is not None:
             connector = aiohttp.UnixConnector(sc.unix_socket, limit=len(sc.tallies))
@@ -615,7 +675,9 @@ class AiohttpAgent(Agent):
                     t0 = time.perf_counter_ns()
                     try:
                         async with session.request(sc.method, sc.url, data=plan.body,
-                                                   headers=sc.headers, ssl=ssl_arg) as r:
+                                                   headers=sc.headers, ssl=ssl_arg,
+                                                   proxy=sc.proxy_url,
+                                                   proxy_headers=proxy_headers) as r:
                             data = await r.read()
                             head = _head_bytes(r.status, r.reason or "", list(r.headers.items()))
                             status = r.status
@@ -644,22 +706,29 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
               concurrency: int = 1, timeout: float = 30.0, lengths_vary: bool = False,
               check_echo: bool = False, verify: bool = True,
               cafile: str | os.PathLike[str] | None = None,
-              unix_socket: str | os.PathLike[str] | None = None) -> Result:
+              unix_socket: str | os.PathLike[str] | None = None,
+              proxy: str | None = None) -> Result:
     """One agent through one scenario, measured as httpbench.run measures,
     by the same accounting rule (issued == complete + failed + cancelled).
     With check_echo the response body must be the request body (the C loop,
     which keeps no bodies, checks its length). Over https:// the server is
     verified (against cafile, else the system's CAs) unless verify=False.
     unix_socket: the server's Unix socket, for the agents that can reach
-    one (Agent.unix_sockets); the URL still gives Host and the path."""
+    one (Agent.unix_sockets); the URL still gives Host and the path.
+    proxy: a forward proxy, "http://[user:pass@]host:port", that every
+    agent goes through in its own way (absolute form, CONNECT for https)."""
     if agent_name not in AGENTS:
         raise ValueError(f"unknown agent {agent_name!r}; available here: "
                          f"{', '.join(available_agents())}")
     agent = AGENTS[agent_name]
     path = _check.unix_socket("unix_socket", unix_socket)
+    if proxy is not None:
+        split_proxy(proxy)  # checked once, before any agent starts
+        if path is not None:
+            raise ValueError("proxy and unix_socket are two ways to the server: give one")
     if path is not None and not agent.unix_sockets:
         raise ValueError(f"{agent_name} cannot connect to a Unix socket (the agents that can: "
                          f"{', '.join(a.name for a in AGENTS.values() if a.unix_sockets)})")
     trust = Trust(bool(verify), None if cafile is None else os.fspath(cafile))
     return agent.run(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
-                     check_echo, trust, path)
+                     check_echo, trust, path, proxy)

@@ -576,6 +576,9 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--unix-socket", metavar="PATH",
                    help="every agent connects to this Unix socket (with no URL the embedded "
                         "server listens on it); http.client, urllib3 and requests cannot")
+    p.add_argument("-X", "--proxy", dest="proxy", metavar="PROXY",
+                   help="every agent goes through this forward proxy, host:port or "
+                        "http://[user:pass@]host:port")
     return p
 
 
@@ -598,6 +601,8 @@ def compare_main(argv: Sequence[str]) -> int:
             parse_url(args.url)
             if args.tls:
                 raise UsageError("--tls is for the embedded server: give an https:// URL instead")
+        if args.proxy is not None:
+            split_proxy(args.proxy)
         outputs = _Outputs({"--json": args.json, "--markdown": args.markdown})
     except (UsageError, ValueError) as e:
         print(f"httpbench compare: {e}", file=sys.stderr)
@@ -615,7 +620,8 @@ def compare_main(argv: Sequence[str]) -> int:
     try:
         cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
                       duration=duration, progress=not args.quiet, pin=pin, verify=args.verify,
-                      cafile=args.cacert, tls=args.tls, unix_socket=args.unix_socket)
+                      cafile=args.cacert, tls=args.tls, unix_socket=args.unix_socket,
+                      proxy=args.proxy)
     except (ValueError, HttpbenchError, OSError) as e:
         outputs.discard()
         print(_one_line("httpbench compare", e), file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import _check
+from ._url import split_proxy
 from .agents import AGENTS, MAX_WORKERS, available_agents, run_agent
 from .result import Result
 from .server import Server
@@ -177,7 +178,8 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
             timeout: float = 30.0, progress: bool = False,
             pin: bool | None = None, *, verify: bool = True,
             cafile: str | os.PathLike[str] | None = None, tls: bool = False,
-            unix_socket: str | os.PathLike[str] | None = None) -> Comparison:
+            unix_socket: str | os.PathLike[str] | None = None,
+            proxy: str | None = None) -> Comparison:
     """Runs each agent through each scenario against url (None: the embedded
     server). An agent that is not installed is left out with a note; one that
     fails counts its failures in its own result and the others still run.
@@ -199,7 +201,11 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     unix_socket: every agent connects to the server's Unix socket (the URL
     still gives Host and the path); with no url, the embedded server listens
     on it. http.client, urllib3 and requests cannot, and are left out with a
-    note."""
+    note.
+
+    proxy: every agent goes through this forward proxy,
+    "http://[user:pass@]host:port" (each library's own way: the absolute
+    form for http://, a CONNECT tunnel for https://)."""
     requests = _check.count("requests", requests)
     concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
     if duration is not None:
@@ -220,6 +226,10 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if bad:
         raise ValueError(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
     unix_path = _check.unix_socket("unix_socket", unix_socket)
+    if proxy is not None:
+        split_proxy(proxy)  # a bad one is refused before anything runs
+        if unix_path is not None:
+            raise ValueError("proxy and unix_socket are two ways to the server: give one")
     notes = []
     runnable = []
     for name in names:
@@ -253,7 +263,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
                 try:
                     r = run_agent(name, target, method, body, requests, duration, concurrency,
                                   timeout, check_echo=echo, verify=verify, cafile=cafile,
-                                  unix_socket=unix_path)
+                                  unix_socket=unix_path, proxy=proxy)
                 except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
                     notes.append(f"{name} {scenario} failed to run: {e}")
                     continue
