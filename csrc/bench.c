@@ -70,7 +70,8 @@ typedef struct {
     int answered;    /* of which answered; the rest are in flight */
     int read_ahead;  /* reading answers while the batch is still being written */
     int refused;     /* the proxy refused the tunnel: its answer is the response */
-    hb_tunnel tn;    /* the CONNECT through a forward proxy */
+    hb_tunnel *tn;   /* the CONNECT through a forward proxy: made at the first,
+                      * so a run without one keeps its connections small */
     hb_buf head;     /* a response head split across reads */
     hb_head_scan scan;
     hb_body body; /* the response body's framing, from its head */
@@ -357,15 +358,15 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
  * with its status; the socket is then closed. */
 static void tunnel(bthread *t, bconn *c, int64_t now)
 {
-    int rc = hb_tunnel_step(&c->tn, &c->sock);
+    int rc = hb_tunnel_step(c->tn, &c->sock);
     if (rc == HB_TUNNEL_OPEN) {
         opened(t, c, now);
     } else if (rc == HB_TUNNEL_WAIT) {
         c->state = BC_TUNNEL;
         watch_wants(t, c);
     } else if (rc == HB_TUNNEL_REFUSED) {
-        const char *p = hb_buf_rdptr(&c->tn.reply);
-        size_t n = hb_buf_size(&c->tn.reply);
+        const char *p = hb_buf_rdptr(&c->tn->reply);
+        size_t n = hb_buf_size(&c->tn->reply);
         t->res->bytes_received += n;
         begin_reading(c);
         c->refused = 1;
@@ -374,7 +375,7 @@ static void tunnel(bthread *t, bconn *c, int64_t now)
         take_bytes(t, c, p, n, now);
     } else if (errno == EPROTO) {
         char why[160];
-        snprintf(why, sizeof why, "the proxy's answer to CONNECT: %s", hb_tunnel_error(&c->tn));
+        snprintf(why, sizeof why, "the proxy's answer to CONNECT: %s", hb_tunnel_error(c->tn));
         bc_fail(t, c, &t->res->fail_exceptions, now, why);
     } else {
         bc_fail(t, c, &t->res->fail_receive, now,
@@ -388,7 +389,11 @@ static void connect_done(bthread *t, bconn *c, int64_t now)
     const hb_bench_config *cfg = &t->b->cfg;
     __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
     if (cfg->tunnel != NULL) {
-        hb_tunnel_begin(&c->tn, cfg->tunnel, cfg->tunnel_len);
+        if (c->tn == NULL && (c->tn = calloc(1, sizeof *c->tn)) == NULL) {
+            bc_fail(t, c, &t->res->fail_connect, now, "out of memory");
+            return;
+        }
+        hb_tunnel_begin(c->tn, cfg->tunnel, cfg->tunnel_len);
         tunnel(t, c, now);
         return;
     }
@@ -1225,7 +1230,10 @@ void hb_bench_free(hb_bench *b)
         if (t->tick_fd >= 0)
             close(t->tick_fd);
         for (int k = 0; t->conns != NULL && k < t->nconns; k++)
-            hb_tunnel_free(&t->conns[k].tn);
+            if (t->conns[k].tn != NULL) {
+                hb_tunnel_free(t->conns[k].tn);
+                free(t->conns[k].tn);
+            }
         free(t->conns);
         free(t->ready);
         free(t->scratch);

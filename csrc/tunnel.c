@@ -12,6 +12,7 @@ void hb_tunnel_begin(hb_tunnel *t, const char *request, size_t len)
     hb_buf_clear(&t->reply);
     hb_response_reset(&t->head);
     t->have_head = 0;
+    t->body.error = NULL; /* no reason left over from a previous tunnel */
 }
 
 void hb_tunnel_free(hb_tunnel *t)
