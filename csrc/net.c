@@ -371,6 +371,16 @@ static ssize_t tcp_sendfile(hb_sock *s, int file_fd, off_t *off, size_t n)
     return r;
 }
 
+static ssize_t tcp_splice(hb_sock *s, int pipe_fd, size_t n, int in)
+{
+    unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+    ssize_t r = in ? splice(s->fd, NULL, pipe_fd, NULL, n, flags)
+                   : splice(pipe_fd, NULL, s->fd, NULL, n, flags);
+    if (r < 0)
+        s->wants = in ? HB_SOCK_WANT_READ : HB_SOCK_WANT_WRITE;
+    return r;
+}
+
 static int tcp_idle_ok(hb_sock *s)
 {
     char byte;
@@ -391,6 +401,7 @@ const hb_transport hb_net_tcp = {
     .read = tcp_read,
     .writev = tcp_writev,
     .sendfile = tcp_sendfile,
+    .splice = tcp_splice,
     .idle_ok = tcp_idle_ok,
     .shutdown_write = tcp_shutdown_write,
     .close = tcp_close,

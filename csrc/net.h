@@ -89,6 +89,11 @@ typedef struct {
      * through user space, as sendfile(2). NULL for a transport that must
      * see every byte (TLS): the caller reads and writes instead. */
     ssize_t (*sendfile)(hb_sock *s, int file_fd, off_t *off, size_t n);
+    /* Moves up to n bytes between the socket and a pipe without copying
+     * through user space, as splice(2): from the socket into pipe_fd (a
+     * pipe's write end) when `in`, else from pipe_fd (its read end) out to
+     * the socket. Non-blocking on both. NULL as sendfile is. */
+    ssize_t (*splice)(hb_sock *s, int pipe_fd, size_t n, int in);
     /* Whether an idle open socket can carry another request: nothing to
      * read and no end of stream waiting on it. Never blocks. */
     int (*idle_ok)(hb_sock *s);

@@ -46,11 +46,16 @@ struct hb_loop {
     hb_sess **heap;    /* sessions waiting out a delay, by wake_at */
     int nheap, heap_cap;
     int accept_paused; /* out of descriptors: accepting again at the next sweep */
+    /* The batch of events being handled: a session closed part way through
+     * has its later events in it struck out (a relay has two sockets). */
+    struct epoll_event *batch;
+    int batch_n, batch_i;
 };
 
 struct hb_srv {
     hb_srv_config cfg;
     char *host, *static_dir, *unix_path;
+    hb_relay_allow *allow;
     int listen_fd, stop_fd, port;
     dev_t unix_dev; /* the socket file made, removed at stop if still ours */
     ino_t unix_ino;
@@ -179,12 +184,25 @@ static void arm_timer(hb_loop *l)
 
 /* ----------------------------------------------------- the epoll driver */
 
+/* The epoll tag of a session's upstream socket: the session's address with
+ * the low bit set (sessions are aligned). */
+#define UP_TAG(s) ((uintptr_t)(s) | 1u)
+
 static void close_session(hb_loop *l, hb_sess *s)
 {
+    for (int i = l->batch_i + 1; i < l->batch_n; i++) {
+        uintptr_t tag = (uintptr_t)l->batch[i].data.ptr;
+        if (tag == (uintptr_t)s || tag == UP_TAG(s))
+            l->batch[i].data.ptr = NULL;
+    }
     heap_remove(l, s);
     list_remove(&l->sessions, s);
-    hb_sock_close(&s->sock); /* also takes it out of the epoll set */
-    hb_sess_free(s);
+    /* Out of the epoll set before the close: a child forked meanwhile (by
+     * the process that runs the server) holds the socket open until it
+     * execs, and the set would go on naming this session, soon freed. */
+    epoll_ctl(l->ep, EPOLL_CTL_DEL, s->sock.fd, NULL);
+    hb_sock_close(&s->sock);
+    hb_sess_free(s); /* (the upstream's unwatch takes it out likewise) */
     free(s);
 }
 
@@ -197,11 +215,41 @@ static void loop_events(hb_loop *l, hb_sess *s, unsigned events)
     s->events = events;
 }
 
+/* Watches a relay's new upstream socket, edge-triggered for both
+ * directions: the relay tries both sides whenever it runs, and waits on
+ * the upstream only after it would block, so each edge is one it awaits
+ * (or a spurious wake-up), and a direction it does not want now costs no
+ * wake-ups. */
+static void watch_upstream(hb_loop *l, hb_sess *s)
+{
+    if (s->up_fd < 0 || s->up_gen == s->up_gen_seen)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = (void *)UP_TAG(s)};
+    epoll_ctl(l->ep, EPOLL_CTL_ADD, s->up_fd, &ev);
+    s->up_gen_seen = s->up_gen;
+}
+
+static void unwatch_upstream(hb_sess *s, int fd)
+{
+    hb_loop *l = s->driver;
+    epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static unsigned epoll_bits(int wants)
+{
+    return (wants & HB_SOCK_WANT_READ ? EPOLLIN : 0) | (wants & HB_SOCK_WANT_WRITE ? EPOLLOUT : 0);
+}
+
 static void drive(hb_loop *l, hb_sess *s, int64_t now)
 {
-    switch (hb_sess_advance(s, now)) {
+    hb_want want = hb_sess_advance(s, now);
+    if (want != HB_WANT_CLOSE)
+        watch_upstream(l, s);
+    switch (want) {
     case HB_WANT_READ: loop_events(l, s, EPOLLIN); break;
     case HB_WANT_WRITE: loop_events(l, s, EPOLLOUT); break;
+    case HB_WANT_IO: loop_events(l, s, epoll_bits(s->io_client)); break;
     case HB_WANT_TIMER:
         /* Nothing is read while a delay runs: pipelined requests wait. */
         loop_events(l, s, 0);
@@ -237,6 +285,8 @@ static void accept_some(hb_loop *l, int64_t now)
             continue;
         }
         s->events = EPOLLIN;
+        s->driver = l;
+        s->unwatch = unwatch_upstream;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
         if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
             hb_sock_close(&s->sock);
@@ -260,8 +310,11 @@ static void sweep(hb_loop *l, int64_t now)
     hb_sess *s = l->sessions;
     while (s != NULL) {
         hb_sess *next = s->next;
-        if (hb_sess_expired(s, now))
+        int expired = hb_sess_expired(s, now);
+        if (expired == 1)
             close_session(l, s);
+        else if (expired == 2)
+            drive(l, s, now); /* it answers for the timeout */
         s = next;
     }
     if (l->accept_paused) {
@@ -279,8 +332,13 @@ static void *loop_main(void *arg)
     for (;;) {
         int n = epoll_wait(l->ep, events, EVENTS, (int)(SWEEP_NS / 1000000));
         int64_t now = hb_now_ns();
+        l->batch = events;
+        l->batch_n = n;
         for (int i = 0; i < n; i++) {
             void *tag = events[i].data.ptr;
+            l->batch_i = i;
+            if (tag == NULL)
+                continue; /* its session closed earlier in the batch */
             if (tag == &TAG_STOP)
                 return NULL;
             if (tag == &TAG_LISTEN) {
@@ -290,10 +348,19 @@ static void *loop_main(void *arg)
                 if (read(l->timer_fd, &ticks, sizeof ticks) < 0)
                     (void)0; /* nothing to do: the heap says what is due */
                 l->timer_at = 0;
+            } else if ((uintptr_t)tag & 1u) {
+                /* (the tags above are chars: tested first, as their
+                 * addresses may be odd) */
+                hb_sess *s = (hb_sess *)((uintptr_t)tag & ~(uintptr_t)1);
+                if (s->heap_index < 0)
+                    drive(l, s, now);
             } else {
                 hb_sess *s = tag;
-                if (s->heap_index >= 0 && (events[i].events & (EPOLLHUP | EPOLLERR))) {
-                    close_session(l, s); /* gone while its delay ran */
+                if ((s->heap_index >= 0 || s->events == 0) &&
+                    (events[i].events & (EPOLLHUP | EPOLLERR))) {
+                    /* Gone while a delay ran, or while a relay waited on
+                     * its upstream alone: nothing is to be sent it. */
+                    close_session(l, s);
                     continue;
                 }
                 if (s->heap_index < 0)
@@ -305,6 +372,7 @@ static void *loop_main(void *arg)
             heap_remove(l, s);
             drive(l, s, now);
         }
+        l->batch_n = 0;
         arm_timer(l);
         if (now >= next_sweep) {
             sweep(l, now);
@@ -344,6 +412,37 @@ static void loop_close(hb_loop *l)
 
 /* ------------------------------------------- the thread-per-connection driver */
 
+/* On a non-blocking socket (a proxy's): waits in poll(2) for what the
+ * session wants, its deadline, or the stop. Returns 0, or -1 when the
+ * client went while nothing was asked of it (nothing can reach it now). */
+static int wait_poll(hb_srv *srv, hb_sess *s, hb_want want)
+{
+    struct pollfd p[3];
+    int n = 0;
+    int client = want == HB_WANT_READ    ? HB_SOCK_WANT_READ
+                 : want == HB_WANT_WRITE ? HB_SOCK_WANT_WRITE
+                                         : s->io_client;
+    p[n++] = (struct pollfd){.fd = s->sock.fd,
+                             .events = (short)((client & HB_SOCK_WANT_READ ? POLLIN : 0) |
+                                               (client & HB_SOCK_WANT_WRITE ? POLLOUT : 0))};
+    if (want == HB_WANT_IO && s->up_fd >= 0 && s->io_up != 0)
+        p[n++] = (struct pollfd){.fd = s->up_fd,
+                                 .events = (short)((s->io_up & HB_SOCK_WANT_READ ? POLLIN : 0) |
+                                                   (s->io_up & HB_SOCK_WANT_WRITE ? POLLOUT : 0))};
+    p[n++] = (struct pollfd){.fd = srv->stop_fd, .events = POLLIN};
+    struct timespec ts, *tsp = NULL;
+    if (s->deadline != 0) {
+        int64_t left = s->deadline - hb_now_ns();
+        if (left < 0)
+            left = 0;
+        ts = (struct timespec){.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+        tsp = &ts;
+    }
+    if (ppoll(p, (nfds_t)n, tsp, NULL) > 0 && client == 0 && (p[0].revents & (POLLHUP | POLLERR)))
+        return -1;
+    return 0;
+}
+
 static void *conn_main(void *arg)
 {
     hb_sess *s = arg;
@@ -351,10 +450,14 @@ static void *conn_main(void *arg)
 
     while (!srv_stopping(srv)) {
         int64_t now = hb_now_ns();
-        if (hb_sess_expired(s, now))
+        int expired = hb_sess_expired(s, now);
+        if (expired == 1)
             break;
         hb_want want = hb_sess_advance(s, now);
         if (want == HB_WANT_CLOSE)
+            break;
+        if ((want == HB_WANT_READ || want == HB_WANT_WRITE || want == HB_WANT_IO) && !s->blocking &&
+            wait_poll(srv, s, want) != 0)
             break;
         if (want == HB_WANT_TIMER) {
             /* Sleep out the delay, waking early only to stop. */
@@ -390,7 +493,9 @@ static void *acceptor_main(void *arg)
     pthread_attr_setstacksize(&attr, THREAD_STACK);
 
     while (!srv_stopping(srv)) {
-        int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        /* A proxy's sessions wait in poll, on non-blocking sockets. */
+        int fd = accept4(srv->listen_fd, NULL, NULL,
+                         SOCK_CLOEXEC | (srv->cfg.proxy ? SOCK_NONBLOCK : 0));
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 struct timespec pause = {0, ACCEPT_PAUSE_NS};
@@ -399,7 +504,7 @@ static void *acceptor_main(void *arg)
             continue;
         }
         hb_sess *s = malloc(sizeof *s);
-        if (s == NULL || hb_sess_init(s, fd, &srv->sh, hb_now_ns(), 1) != 0) {
+        if (s == NULL || hb_sess_init(s, fd, &srv->sh, hb_now_ns(), !srv->cfg.proxy) != 0) {
             close(fd);
             free(s);
             continue;
@@ -585,6 +690,23 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
     sh->idle_timeout = (int64_t)(cfg->idle_timeout * 1e9);
     sh->server_field_len = (size_t)snprintf(sh->server_field, sizeof sh->server_field,
                                             "Server: httpbench/%s\r\n", cfg->version);
+    if (cfg->proxy) {
+        if (cfg->nallow > 0) {
+            srv->allow = malloc(cfg->nallow * sizeof *srv->allow);
+            if (srv->allow == NULL)
+                goto nomem;
+            memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof *srv->allow);
+        }
+        sh->proxy = 1;
+        sh->allow = srv->allow;
+        sh->nallow = cfg->nallow;
+        sh->upstream_timeout = (int64_t)(cfg->upstream_timeout * 1e9);
+        /* A name of this server's own, so a request sent round to it again
+         * is seen (508) rather than relayed until descriptors run out. */
+        uint64_t id = (uint64_t)hb_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)srv;
+        sh->via_len = (size_t)snprintf(sh->via, sizeof sh->via, "Via: 1.1 httpbench-%08x\r\n",
+                                       (unsigned)(id ^ (id >> 32)));
+    }
 
     if (listen_on(srv, err, errlen) != 0)
         goto error;
@@ -647,6 +769,8 @@ void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out)
     out->requests = __atomic_load_n(&srv->sh.requests, __ATOMIC_RELAXED);
     out->rejected = __atomic_load_n(&srv->sh.rejected, __ATOMIC_RELAXED);
     out->timeouts = __atomic_load_n(&srv->sh.timeouts, __ATOMIC_RELAXED);
+    out->relayed = __atomic_load_n(&srv->sh.relayed, __ATOMIC_RELAXED);
+    out->tunnels = __atomic_load_n(&srv->sh.tunnels, __ATOMIC_RELAXED);
 }
 
 void hb_srv_stop(hb_srv *srv)
@@ -686,6 +810,7 @@ void hb_srv_stop(hb_srv *srv)
     pthread_mutex_destroy(&srv->mu);
     pthread_cond_destroy(&srv->idle);
     free(srv->loops);
+    free(srv->allow);
     free(srv->rnd);
     free(srv->host);
     free(srv->static_dir);

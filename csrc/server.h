@@ -8,11 +8,15 @@
  *   HB_SRV_THREADS  a thread per connection on a blocking socket, as
  *                   HttpCore's classic server did.
  * Server threads block every signal: signals stay with the caller's threads.
+ * As a forward proxy a session has two sockets, the client's and its
+ * upstream's: the event loops watch both, and a connection's thread waits
+ * for both in poll(2) on non-blocking sockets.
  */
 #ifndef HB_SERVER_H
 #define HB_SERVER_H
 
 #include "net.h"
+#include "relay.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +44,10 @@ typedef struct {
     const char *version;           /* for the Server field */
     const hb_transport *transport; /* NULL: plain TCP; hb_net_tls for TLS */
     void *transport_shared;        /* its settings (an hb_tls), outliving the server */
+    int proxy;                     /* also a forward proxy (relay.h) */
+    const hb_relay_allow *allow;   /* destinations allowed besides loopback (copied) */
+    size_t nallow;
+    double upstream_timeout; /* seconds an upstream may stall before 504 */
 } hb_srv_config;
 
 typedef struct hb_srv hb_srv;
@@ -49,6 +57,8 @@ typedef struct {
     uint64_t requests;    /* responses (counted before their first byte is sent) */
     uint64_t rejected;    /* of which answers to bad requests */
     uint64_t timeouts;    /* connections cut off by a deadline */
+    uint64_t relayed;     /* responses relayed from an upstream (proxy) */
+    uint64_t tunnels;     /* CONNECT tunnels opened (proxy) */
 } hb_srv_stats;
 
 /* Binds, listens and starts serving. Returns the server, or NULL with a

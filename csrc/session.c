@@ -28,6 +28,10 @@
  *             error                                      closed
  *   S_LINGER  bytes in (up to LINGER_MAX, LINGER_NS)     S_LINGER
  *             end of stream, error, past either limit    closed
+ *   S_RELAY   (a proxy's request: relay.c moves it)      S_RELAY, waiting for either side
+ *             the relayed response out                   as S_SEND's response out
+ *             a refusal, 502, 504 before any byte        S_SEND, closing after (reject)
+ *             a tunnel's end, a failure mid-response     closed
  *   S_FAILED  (no memory for a head)                     closed
  */
 #define _GNU_SOURCE
@@ -44,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_FAILED };
+enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_FAILED };
 
 /* What a state function returns to go on to the next state at once; any
  * other value is the hb_want the driver waits for. */
@@ -86,6 +90,7 @@ int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocki
     s->sh = sh;
     s->blocking = blocking;
     s->plan.file_fd = -1;
+    s->up_fd = -1;
     s->since = now;
     s->deadline = now + sh->idle_timeout;
     /* A transport that opens with a handshake (TLS) has it inside the first
@@ -177,6 +182,7 @@ static void end_plan(hb_sess *s)
 
 void hb_sess_free(hb_sess *s)
 {
+    hb_relay_free(s);
     end_plan(s);
     drop_body(s);
     hb_buf_free(&s->rx);
@@ -191,6 +197,10 @@ int hb_sess_expired(hb_sess *s, int64_t now)
     /* An idle keep-alive connection closing is no timeout of note. */
     if (!(s->state == S_HEAD && !s->head_begun))
         COUNT(timeouts);
+    if (s->state == S_RELAY && hb_relay_expired(s)) {
+        s->deadline = 0; /* the 504 is queued at the next advance */
+        return 2;
+    }
     /* Close with a reset: a graceful close would have the kernel go on
      * trickling the unsent response to a client that does not read. */
     hb_sock_abort_on_close(&s->sock);
@@ -558,6 +568,39 @@ static void respond(hb_sess *s, int64_t now)
     wait_from(s, fresh(s, now), s->sh->send_timeout);
 }
 
+/* Answers Expect: 100-continue before a body is read (RFC 9110 section
+ * 10.1.1). Best effort: a client that misses it sends anyway. Returns 0, or
+ * -1 when the connection failed. */
+static int send_continue(hb_sess *s)
+{
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    struct iovec iov = {(char *)cont, sizeof cont - 1};
+    if (s->req.body == HB_BODY_NONE || !s->req.expect_continue)
+        return 0;
+    if (s->sock.tp->writev(&s->sock, &iov, 1, HB_SOCK_DONTWAIT) < 0 && errno != EAGAIN &&
+        errno != EWOULDBLOCK)
+        return -1;
+    return 0;
+}
+
+/* Hands a proxy's request to the relay (relay.h), or answers its refusal. */
+static hb_want relay_begin(hb_sess *s, int64_t now)
+{
+    const char *why;
+    s->close_after = !s->req.keep_alive;
+    s->plan.status = 0;
+    int status = hb_relay_begin(s, now, &why);
+    if (status != 0) {
+        reject(s, status, why);
+        respond(s, now);
+        return GO_ON;
+    }
+    if (send_continue(s) != 0)
+        return HB_WANT_CLOSE;
+    s->state = S_RELAY;
+    return GO_ON;
+}
+
 static hb_want sess_head(hb_sess *s, int64_t now)
 {
     /* RFC 9112 section 2.2: empty lines before a request line are ignored,
@@ -593,6 +636,8 @@ static hb_want sess_head(hb_sess *s, int64_t now)
         respond(s, now);
         return GO_ON;
     }
+    if (s->sh->proxy && hb_relay_wanted(s))
+        return relay_begin(s, now);
     plan_request(s);
     hb_buf_consume(&s->rx, s->req.head_len);
     if (s->req.body == HB_BODY_LENGTH && s->req.content_length > s->sh->max_body) {
@@ -607,14 +652,8 @@ static hb_want sess_head(hb_sess *s, int64_t now)
         respond(s, now);
         return GO_ON;
     }
-    if (s->req.body != HB_BODY_NONE && s->req.expect_continue) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        struct iovec iov = {(char *)cont, sizeof cont - 1};
-        /* Best effort: a client that misses it sends anyway. */
-        if (s->sock.tp->writev(&s->sock, &iov, 1, HB_SOCK_DONTWAIT) < 0 && errno != EAGAIN &&
-            errno != EWOULDBLOCK)
-            return HB_WANT_CLOSE;
-    }
+    if (send_continue(s) != 0)
+        return HB_WANT_CLOSE;
     s->state = S_BODY;
     wait_from(s, fresh(s, now), s->sh->header_timeout);
     return GO_ON;
@@ -646,13 +685,10 @@ static hb_want sess_delay(hb_sess *s, int64_t now)
     return GO_ON;
 }
 
-static hb_want sess_send(hb_sess *s, int64_t now)
+/* A response is out (the session's own, or one relayed): close, linger or
+ * read the next request. */
+static hb_want response_out(hb_sess *s, int64_t now)
 {
-    int rc = send_some(s, now);
-    if (rc < 0)
-        return HB_WANT_CLOSE;
-    if (rc == 0)
-        return waiting(s);
     end_plan(s);
     if (s->close_after) {
         if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400)
@@ -672,6 +708,31 @@ static hb_want sess_send(hb_sess *s, int64_t now)
     s->head_begun = hb_buf_size(&s->rx) > 0;
     s->since = fresh(s, now);
     return GO_ON;
+}
+
+static hb_want sess_send(hb_sess *s, int64_t now)
+{
+    int rc = send_some(s, now);
+    if (rc < 0)
+        return HB_WANT_CLOSE;
+    if (rc == 0)
+        return waiting(s);
+    return response_out(s, now);
+}
+
+static hb_want sess_relay(hb_sess *s, int64_t now)
+{
+    const char *why;
+    int rc = hb_relay_advance(s, now, &why);
+    switch (rc) {
+    case HB_RELAY_WAIT: return HB_WANT_IO;
+    case HB_RELAY_DONE: return response_out(s, now);
+    case HB_RELAY_CLOSE: return HB_WANT_CLOSE;
+    default:
+        reject(s, rc, why);
+        respond(s, now);
+        return GO_ON;
+    }
 }
 
 static hb_want sess_linger(hb_sess *s)
@@ -700,6 +761,7 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
         case S_DELAY: want = sess_delay(s, now); break;
         case S_SEND: want = sess_send(s, now); break;
         case S_LINGER: want = sess_linger(s); break;
+        case S_RELAY: want = sess_relay(s, now); break;
         default: want = HB_WANT_CLOSE; break;
         }
     } while (want == GO_ON);

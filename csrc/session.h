@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "net.h"
 #include "parser.h"
+#include "relay.h"
 #include "route.h"
 
 /* The shared random block /rnd serves from (printable bytes). */
@@ -32,10 +33,20 @@ typedef struct {
     int64_t idle_timeout;   /* ns a kept-alive connection may sit idle */
     char server_field[64];  /* "Server: httpbench/VERSION\r\n" */
     size_t server_field_len;
+    /* The forward-proxy mode (relay.h), on when proxy is set. */
+    int proxy;
+    const hb_relay_allow *allow; /* destinations allowed besides loopback */
+    size_t nallow;
+    int64_t upstream_timeout; /* ns an upstream may stall before 504 */
+    char via[64];             /* "Via: 1.1 httpbench-XXXXXXXX\r\n": its name is this
+                               * server's own, so a request that loops back is seen */
+    size_t via_len;
     uint64_t requests; /* responses begun (counted before their first byte) */
     uint64_t rejected; /* of which 4xx/5xx for bad requests */
     uint64_t timeouts; /* sessions cut off by a deadline */
     uint64_t buffered; /* request body bytes held now (reserved) */
+    uint64_t relayed;  /* responses relayed from an upstream (counted at their head) */
+    uint64_t tunnels;  /* CONNECT tunnels opened */
 } hb_sess_shared;
 
 /* What a session waits for. */
@@ -44,6 +55,8 @@ typedef enum {
     HB_WANT_WRITE,
     HB_WANT_TIMER, /* call again at wake_at */
     HB_WANT_CLOSE, /* done: the driver closes fd and frees the session */
+    HB_WANT_IO,    /* relaying: wait for io_client on fd and io_up on up_fd
+                    * (HB_SOCK_WANT_* bits, either may be 0) or the deadline */
 } hb_want;
 
 typedef struct hb_sess {
@@ -65,6 +78,11 @@ typedef struct hb_sess {
     int final_chunk; /* chunked: the last chunk is queued */
     int close_after;
     char content_type[256]; /* echoed by /echo */
+    struct hb_relay *relay; /* the relay's state, from the first request relayed */
+    int io_client, io_up;   /* with HB_WANT_IO */
+    int up_fd;              /* the upstream socket, -1 when none */
+    unsigned up_gen;        /* counts upstream sockets: a new one is a new
+                             * generation though its number may repeat */
     int64_t since;          /* when the current wait began, or its last progress */
     int64_t deadline;       /* when it gives up; 0: never. Kept current in every
                            * state, so a blocking wait can be bounded by it */
@@ -74,6 +92,11 @@ typedef struct hb_sess {
     struct hb_sess *prev, *next;
     int heap_index;
     unsigned events;
+    unsigned up_gen_seen; /* the upstream generation the driver watches */
+    /* Called (when set) just before up_fd is closed: an epoll set must drop
+     * it first, as a forked child may hold the socket open past the close,
+     * and its events would name a session that is gone. */
+    void (*unwatch)(struct hb_sess *s, int fd);
 } hb_sess;
 
 /* Sets s up for an accepted socket fd, handed to the shared transport
@@ -90,9 +113,10 @@ int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocki
  * session must not be advanced again. */
 hb_want hb_sess_advance(hb_sess *s, int64_t now);
 
-/* Whether the current wait has outlived its deadline; the driver then
- * closes the session, which resets the connection (unsent data is
- * dropped). Counts the timeout. */
+/* Whether the current wait has outlived its deadline: 0 when not; 1 when
+ * the driver is to close the session, which resets the connection (unsent
+ * data is dropped); 2 when it is to advance it, which answers for the
+ * timeout (a relay's upstream that stalled: 504). Counts the timeout. */
 int hb_sess_expired(hb_sess *s, int64_t now);
 
 /* Frees what s holds (its share of sh->buffered too), the socket excepted. */

@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import socket
+from collections.abc import Iterable
 
 __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
     "MAX_PIPELINE",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
-    "UNIX_PATH_MAX", "unix_socket",
+    "UNIX_PATH_MAX", "unix_socket", "allow",
 ]
 
 # Durations and timeouts: at most a year (None is "no limit" where documented).
@@ -139,3 +141,44 @@ def unix_socket(name: str, value: object) -> str | None:
         raise ValueError(f"{name} must be a path of 1 to {UNIX_PATH_MAX} bytes without NUL, "
                          f"not {path!r} ({size} bytes)")
     return path
+
+
+def allow(value: object) -> list[tuple[str, int, str]]:
+    """The relay's allow list: destinations as "host" or "host:port"
+    ("[v6]:port" for an IPv6 address), each resolved now to one numeric
+    address. Returns (host, port or 0, address) triples."""
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(f"allow must be a list of 'host' or 'host:port' strings, not {value!r}")
+    out = []
+    for entry in value:
+        if not isinstance(entry, str) or not entry or any(c.isspace() for c in entry):
+            raise ValueError(f"allow takes 'host' or 'host:port' strings, not {entry!r}")
+        host, port = entry, 0
+        if entry.startswith("["):
+            end = entry.find("]")
+            rest = entry[end + 1:] if end > 0 else "?"
+            if end < 0 or (rest and not rest.startswith(":")):
+                raise ValueError(f"allow: not host or host:port: {entry!r}")
+            host, portpart = entry[1:end], rest[1:]
+        elif entry.count(":") == 1:
+            host, portpart = entry.split(":")
+        else:
+            portpart = ""
+        if portpart:
+            if not portpart.isdigit():
+                raise ValueError(f"allow: the port of {entry!r} is not a number")
+            port = _port_of(entry, int(portpart))
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as e:
+            raise ValueError(f"allow: cannot resolve {host!r}: {e}") from None
+        out.append((host, port, str(infos[0][4][0])))
+    return out
+
+
+def _port_of(entry: str, port: int) -> int:
+    if not 1 <= port <= 65535:
+        raise ValueError(f"allow: the port of {entry!r} must be from 1 to 65535")
+    return port

@@ -1,7 +1,7 @@
 """Types of the C extension httpbench._core."""
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypedDict, TypeVar, final, overload
 
@@ -172,10 +172,13 @@ class _ServerCore:
         max_buffered: int,
         tls: _TLS | None = None,
         unix_socket: str | None = None,
+        proxy: bool = False,
+        allow: Sequence[tuple[str, int, str]] | None = None,
+        upstream_timeout: float = 10.0,
     ) -> None: ...
     @property
     def port(self) -> int | None: ...
-    def stats(self) -> tuple[int, int, int, int]: ...
+    def stats(self) -> tuple[int, int, int, int, int, int]: ...
     def stop(self) -> None: ...
 
 class Histogram:

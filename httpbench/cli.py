@@ -6,7 +6,8 @@
               [-H 'Name: value']... [-m METHOD] [-s TIMEOUT] [-q] [-l] [-e CSVFILE]
               [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL]
     httpbench serve [--host H] [--port P] [--mode epoll|threads] [--threads T] [--static DIR]
-                    [--tls [--cert FILE --key FILE]]
+                    [--tls [--cert FILE --key FILE]] [--unix-socket PATH]
+                    [--proxy [--allow HOST[:PORT]]... [--upstream-timeout S]]
 
 https:// URLs speak TLS, verifying the server unless --insecure (curl's
 word; -k stays ab's keep-alive); --cacert, --cert, --key as curl's; ab's -f
@@ -69,6 +70,16 @@ def serve_parser() -> argparse.ArgumentParser:
                    help="serve HTTPS: with --cert/--key, else a fresh self-signed certificate "
                         "(its file is printed, for curl --cacert)")
     add_cert_arguments(p, "with --tls: the server's certificate chain")
+    p.add_argument("--proxy", action="store_true",
+                   help="also a forward proxy: relay absolute-form requests and CONNECT tunnels "
+                        "to loopback (as ab -X and curl -x send them); --no-zero-copy relays "
+                        "by read/write instead of splice")
+    p.add_argument("--allow", metavar="HOST[:PORT]", action="append",
+                   help="with --proxy: a destination besides loopback to relay to (repeat for "
+                        "more); any other is refused with 403")
+    p.add_argument("--upstream-timeout", metavar="SECONDS", type=float, default=10.0,
+                   help="with --proxy: an upstream silent this long gets the client a 504 "
+                        "(default 10)")
     return p
 
 
@@ -89,9 +100,13 @@ def serve(argv: Sequence[str]) -> int:
         if args.unix_socket is not None and args.port is not None:
             raise ValueError("--port and --unix-socket: give one")
         port = 0 if args.unix_socket is not None else 8080 if args.port is None else args.port
+        if not args.proxy and (args.allow or args.upstream_timeout != 10.0):
+            raise ValueError("--allow and --upstream-timeout are for --proxy")
         srv = Server(args.host, port, args.mode, args.threads, args.static, args.zero_copy,
                      max_buffered=max_buffered, tls=args.tls, certfile=args.cert,
-                     keyfile=args.key, unix_socket=args.unix_socket)
+                     keyfile=args.key, unix_socket=args.unix_socket, proxy=args.proxy,
+                     allow=args.allow if args.proxy else None,
+                     upstream_timeout=args.upstream_timeout)
     except (OSError, ValueError, HttpbenchError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
@@ -110,6 +125,10 @@ def serve(argv: Sequence[str]) -> int:
                   f"{curl} --cacert {srv.cafile} {srv.url()}", flush=True)
         elif srv.unix_socket is not None:
             print(f"{curl} {srv.url()}", flush=True)
+        if srv.proxy and srv.unix_socket is None:
+            copy = "splice" if srv.zero_copy else "read/write"
+            print(f"forward proxy ({copy}): curl -x {srv.url()} http://127.0.0.1:PORT/..., "
+                  f"or httpbench -X {srv.url()[len('http://'):].rstrip('/')} URL", flush=True)
         srv.serve_forever()
     except (KeyboardInterrupt, _Stop):
         pass
@@ -118,7 +137,10 @@ def serve(argv: Sequence[str]) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     st = srv.stats()
-    print(f"served {st['requests']} requests on {st['connections']} connections", flush=True)
+    relayed = (f"; relayed {st['relayed']} responses and {st['tunnels']} tunnels"
+               if srv.proxy else "")
+    print(f"served {st['requests']} requests on {st['connections']} connections{relayed}",
+          flush=True)
     return 0
 
 

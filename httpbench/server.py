@@ -11,6 +11,9 @@ Endpoints: GET|HEAD /rnd?c=N (N printable pseudo-random bytes, up to
 RND_MAX), POST|PUT /echo (the body back, Content-Type echoed), GET|HEAD
 /static/PATH (a file under static_dir), GET /status/CODE, GET /delay?ms=N
 (an empty 200 after N ms, stalling no other connection), GET /chunked?c=N.
+
+    with httpbench.Server(proxy=True) as relay:   # also a forward proxy
+        httpbench.run(target.url("/rnd?c=2048"), proxy=relay.url())
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Literal
 
@@ -61,6 +65,24 @@ class Server:
     kernel TLS is not used). A client's handshake must be done, and its
     first request head in, within `header_timeout`; a plain HTTP request
     on the TLS port gets a 400 saying so.
+
+    proxy=True makes it a forward proxy too (the seed's rabbit): requests
+    in absolute form (`GET http://host:port/path`) are relayed to that
+    server and CONNECT opens a tunnel, as ab -X and curl -x use them;
+    requests for its own paths are answered as ever. It relays to loopback
+    only, and to what `allow` names ("host" or "host:port" strings, each
+    resolved now); any other destination is 403. zero_copy keeps its
+    meaning: the kernel moves the bytes where it can, here splice(2)
+    through a pipe for Content-Length bodies, bodies read until close and
+    tunnels (chunked bodies are copied); zero_copy=False reads and writes
+    through a buffer. A direction never holds more than a pipe or 64 KiB:
+    a client that stops reading stops the upstream being read. A CONNECT
+    to a port that refuses is 502, an upstream that does not answer within
+    `upstream_timeout` seconds 504 (a stall after the response began cuts
+    the client off), a request that comes round again 508. A request with
+    both Content-Length and Transfer-Encoding is refused with 400 before a
+    byte is forwarded. stats() then counts `relayed` responses and
+    `tunnels`.
     """
 
     def __init__(
@@ -81,6 +103,9 @@ class Server:
         certfile: str | os.PathLike[str] | None = None,
         keyfile: str | os.PathLike[str] | None = None,
         unix_socket: str | os.PathLike[str] | None = None,
+        proxy: bool = False,
+        allow: Iterable[str] | None = None,
+        upstream_timeout: float = 10.0,
     ) -> None:
         if mode not in ("epoll", "threads"):
             raise ValueError(f"mode must be 'epoll' or 'threads', not {mode!r}")
@@ -94,6 +119,10 @@ class Server:
         header_timeout = _check.seconds("header_timeout", header_timeout)
         send_timeout = _check.seconds("send_timeout", send_timeout)
         idle_timeout = _check.seconds("idle_timeout", idle_timeout)
+        upstream_timeout = _check.seconds("upstream_timeout", upstream_timeout)
+        if not proxy and allow is not None:
+            raise ValueError("allow is the relay's list: it needs proxy=True")
+        allowed = _check.allow(allow)
         directory = None
         if static_dir is not None:
             directory = os.fspath(static_dir)
@@ -108,6 +137,8 @@ class Server:
         if not tls and (certfile is not None or keyfile is not None):
             raise ValueError("certfile and keyfile are for tls=True")
         self.tls = bool(tls)
+        self.proxy = bool(proxy)
+        self.upstream_timeout = upstream_timeout
         self.cafile: str | None = None
         self._tempdir: str | None = None
         context = None
@@ -116,7 +147,7 @@ class Server:
         self._core: _core._ServerCore | None = _core._ServerCore(
             host, port, mode == "threads", threads, directory, zero_copy, max_body,
             header_timeout, send_timeout, idle_timeout, __version__, max_buffered, context,
-            unix_path,
+            unix_path, self.proxy, allowed, upstream_timeout,
         )
         self.unix_socket = unix_path
         # On a Unix socket there is no port; URLs name "localhost" (for Host).
@@ -151,11 +182,14 @@ class Server:
 
     def stats(self) -> dict[str, int]:
         """Counts so far: connections accepted, responses sent, of those the
-        answers to bad requests (rejected), and connections cut off by a
-        deadline (timeouts)."""
+        answers to bad requests (rejected), connections cut off by a
+        deadline (timeouts), and as a proxy, responses relayed from
+        upstreams (relayed, not among `requests`) and CONNECT tunnels
+        opened (tunnels)."""
         core = self._core
         figures = core.stats() if core is not None else self._final
-        return dict(zip(("connections", "requests", "rejected", "timeouts"), figures, strict=True))
+        names = ("connections", "requests", "rejected", "timeouts", "relayed", "tunnels")
+        return dict(zip(names, figures, strict=True))
 
     def close(self) -> None:
         """Stops serving: every connection is closed, every thread ends."""
@@ -192,6 +226,6 @@ class Server:
         state = "serving " + where if self.running else "closed"
         return f"<httpbench.Server {self.mode}, {state}>"
 
-    _final: tuple[int, int, int, int] = (0, 0, 0, 0)
+    _final: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0)
     _core: _core._ServerCore | None = None  # until __init__ starts one
     _tempdir: str | None = None

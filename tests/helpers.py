@@ -419,10 +419,11 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
 
 
 @contextmanager
-def tinyproxy(auth: tuple[str, str] | None = None) -> Iterator[int | None]:
+def tinyproxy(auth: tuple[str, str] | None = None,
+              cpu: int | None = None) -> Iterator[int | None]:
     """Debian's tinyproxy, a forward proxy no one here wrote, on a free port
-    of 127.0.0.1 (with Basic credentials when `auth`); yields its port, or
-    None if it is not installed."""
+    of 127.0.0.1 (with Basic credentials when `auth`, pinned to `cpu` when
+    given); yields its port, or None if it is not installed."""
     binary = shutil.which("tinyproxy") or (
         "/usr/bin/tinyproxy" if os.path.exists("/usr/bin/tinyproxy") else None)
     if binary is None:
@@ -439,8 +440,9 @@ def tinyproxy(auth: tuple[str, str] | None = None) -> Iterator[int | None]:
         if os.geteuid() == 0:
             lines += ["User root", "Group root"]
         conf.write_text("\n".join(lines) + "\n")
-        proc = subprocess.Popen([binary, "-d", "-c", str(conf)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=tool_env())
+        proc = subprocess.Popen(pinned(cpu, [binary, "-d", "-c", str(conf)]),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=tool_env())
         try:
             wait_for_port(port, proc)
             yield port

@@ -32,12 +32,14 @@ def test_parser_cases_whole_and_split(tmp_path):
     assert int(passed) >= 110 and failed == "0"
 
 
-SESSION = ["csrc/session.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c", "csrc/net.c"]
+SESSION = ["csrc/session.c", "csrc/relay.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c",
+           "csrc/net.c"]
 DRIVERS = {
     "fuzz_response": ("corpus", ["csrc/parser.c"]),
     "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
     "fuzz_session": ("corpus_session", SESSION),
     "fuzz_tls": ("corpus_tls", [*SESSION, "csrc/tls.c"]),
+    "fuzz_relay": ("corpus_relay", SESSION),
     "fuzz_build": ("corpus_build", ["csrc/request.c", "csrc/parser.c", "csrc/buf.c"]),
 }
 

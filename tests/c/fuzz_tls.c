@@ -9,7 +9,7 @@
  * unbounded memory; over TLS every answer must start with a status line.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -o fuzz_tls tests/c/fuzz_tls.c \
- *       csrc/session.c csrc/route.c csrc/parser.c csrc/buf.c csrc/net.c csrc/tls.c \
+ *       csrc/session.c csrc/relay.c csrc/route.c csrc/parser.c csrc/buf.c csrc/net.c csrc/tls.c \
  *       -lssl -lcrypto
  *   ./fuzz_tls -max_total_time=60 tests/c/corpus_tls
  *

@@ -1,0 +1,1076 @@
+/* relay.c: the forward-proxy mode, one relayed exchange or tunnel at a time.
+ *
+ *   state      on                                        next
+ *   R_CONNECT  the upstream connected                    R_SEND, or R_TUNNEL (CONNECT)
+ *              refused, failed                           502
+ *   R_SEND     the request out, its body relayed         R_HEAD
+ *              a reused upstream gone before a byte      R_CONNECT (once)
+ *   R_HEAD     a final response head                     R_RESP (the head queued)
+ *              an interim (1xx) head                     R_HEAD (dropped)
+ *              malformed, closed, reset                  502 (a reused upstream closed
+ *                                                        before answering: R_CONNECT, once)
+ *   R_RESP     the body relayed                          done: the session goes on
+ *   R_TUNNEL   both directions ended                     closed
+ *   (any)      the upstream stalled, client had nothing  504
+ *
+ * A direction of bytes is a flow (flow_run): from one socket, through the
+ * session's pipe (zero copy) or a buffer, to the other, taking at most
+ * `left` bytes from its source.
+ */
+#define _GNU_SOURCE
+#include "relay.h"
+
+#include "session.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+enum { R_CONNECT = 1, R_SEND, R_HEAD, R_RESP, R_TUNNEL };
+
+/* The pipe a zero-copy direction asks for (the default is 64 KiB). */
+#define PIPE_SIZE (256 * 1024)
+/* Bytes of a response a zero-copy relay reads to find its head: the rest
+ * of the body stays in the socket for splice. */
+#define HEAD_READ 4096
+#define UNTIL_END UINT64_MAX
+
+/* One direction of bytes in transit. */
+typedef struct {
+    int pipe[2];   /* zero copy: read and write ends, -1 until first needed */
+    size_t cap;    /* the pipe's capacity */
+    size_t held;   /* bytes in the pipe */
+    hb_buf *buf;   /* bytes to write before the pipe's (copying: all of them) */
+    uint64_t left; /* bytes still to take from the source; UNTIL_END: to its end */
+    int eof;       /* the source ended */
+    int wait_src, wait_dst;
+    int failed; /* after flow_run's -1: 1 the source failed (or ended early), 2 the sink */
+    int err;    /* and its errno */
+} flow;
+
+typedef struct hb_relay {
+    int state;
+    int tunnel;
+    hb_sock up;
+    char dest[272]; /* host:port the upstream connection is to, "" when none */
+    hb_addr addr;
+    int reused;      /* up carried an earlier request */
+    int retried;     /* the request was sent again once already */
+    int head_req;    /* HEAD: the response has no body */
+    int answered;    /* the client has had bytes of this response */
+    int up_waiting;  /* the current wait is the upstream's */
+    int timed_out;   /* the upstream stalled (hb_relay_expired) */
+    int dechunk;     /* an HTTP/1.0 client: a chunked body goes as its data only */
+    int up_keep;     /* the upstream connection may carry another request */
+    int zero_copy;   /* bodies and tunnels by splice */
+    hb_buf out;      /* to the upstream */
+    hb_buf again;    /* the request, kept to send again when up was reused */
+    hb_buf in;       /* from the upstream, not yet parsed */
+    hb_body reqbody; /* the request body's framing */
+    hb_body respbody;
+    flow c2u, u2c;
+    int c_shut, u_shut; /* the tunnel's sending sides shut */
+    hb_response resp;
+} hb_relay;
+
+#define COUNT(s, field) __atomic_add_fetch(&(s)->sh->field, 1, __ATOMIC_RELAXED)
+
+/* ------------------------------------------------------------- flows */
+
+static void flow_init(flow *f, hb_buf *buf, uint64_t left)
+{
+    f->buf = buf;
+    f->left = left;
+    f->eof = f->wait_src = f->wait_dst = f->failed = 0;
+}
+
+static void flow_close(flow *f)
+{
+    for (int i = 0; i < 2; i++) {
+        if (f->pipe[i] >= 0)
+            close(f->pipe[i]);
+        f->pipe[i] = -1;
+    }
+    f->held = 0;
+}
+
+/* Makes f's pipe. Returns 0, or -1 with errno. */
+static int flow_pipe(flow *f)
+{
+    if (f->pipe[0] >= 0)
+        return 0;
+    if (pipe2(f->pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+        f->pipe[0] = f->pipe[1] = -1;
+        return -1;
+    }
+    /* A larger pipe, where the system allows one, halves the calls per
+     * large body; the default is fine too. */
+    int cap = fcntl(f->pipe[1], F_SETPIPE_SZ, PIPE_SIZE);
+    if (cap < 0)
+        cap = fcntl(f->pipe[1], F_GETPIPE_SZ);
+    f->cap = cap > 0 ? (size_t)cap : 65536;
+    return 0;
+}
+
+static int would_block(void)
+{
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+}
+
+/* Moves bytes of f from src to dst until neither side can go on. Returns 1
+ * when the flow is complete (left taken, or the source ended, and all of
+ * it written), 0 when it waits (f->wait_src, f->wait_dst say for what;
+ * *moved is set when anything moved), -1 on failure (f->failed, f->err).
+ * A source ending before `left` is taken is a failure of the source. */
+static int flow_run(flow *f, hb_sock *src, hb_sock *dst, int zero_copy, int *moved)
+{
+    f->wait_src = f->wait_dst = 0;
+    for (;;) {
+        int progress = 0;
+        ssize_t n;
+        /* Write what is held: the buffer first, then the pipe. */
+        size_t pending = hb_buf_size(f->buf);
+        if (pending > 0) {
+            struct iovec iov = {hb_buf_rdptr(f->buf), pending};
+            do
+                n = dst->tp->writev(dst, &iov, 1, 0);
+            while (n < 0 && errno == EINTR);
+            if (n > 0) {
+                hb_buf_consume(f->buf, (size_t)n);
+                progress = 1;
+            }
+        } else if (f->held > 0) {
+            do
+                n = dst->tp->splice(dst, f->pipe[0], f->held, 0);
+            while (n < 0 && errno == EINTR);
+            if (n > 0) {
+                f->held -= (size_t)n;
+                progress = 1;
+            }
+        } else {
+            n = 1;
+        }
+        if (n < 0 && !would_block()) {
+            f->failed = 2;
+            f->err = errno;
+            return -1;
+        }
+        int dst_blocked = n < 0;
+        /* Take more from the source, within the window. */
+        int src_blocked = 0;
+        ssize_t r = -2; /* not tried: the window is full, or nothing is to come */
+        if (!f->eof && f->left > 0) {
+            if (zero_copy) {
+                if (flow_pipe(f) != 0) {
+                    f->failed = 1;
+                    f->err = errno;
+                    return -1;
+                }
+                size_t room = f->cap - f->held;
+                if (room > 0) {
+                    size_t want = f->left < room ? (size_t)f->left : room;
+                    do
+                        r = src->tp->splice(src, f->pipe[1], want, 1);
+                    while (r < 0 && errno == EINTR);
+                    /* EAGAIN with bytes in the pipe may mean a pipe full
+                     * of part-filled pages rather than an empty socket: it
+                     * is a wait for the source only with the pipe empty. */
+                    src_blocked = r < 0 && would_block() && f->held == 0;
+                    if (r > 0)
+                        f->held += (size_t)r;
+                }
+            } else {
+                size_t have = hb_buf_size(f->buf);
+                if (have < HB_RELAY_WINDOW) {
+                    size_t room = HB_RELAY_WINDOW - have;
+                    size_t want = f->left < room ? (size_t)f->left : room;
+                    if (hb_buf_reserve(f->buf, want) != 0) {
+                        f->failed = 1;
+                        f->err = ENOMEM;
+                        return -1;
+                    }
+                    do
+                        r = src->tp->read(src, hb_buf_wrptr(f->buf), want);
+                    while (r < 0 && errno == EINTR);
+                    src_blocked = r < 0 && would_block();
+                    if (r > 0)
+                        hb_buf_commit(f->buf, (size_t)r);
+                }
+            }
+            if (r > 0) {
+                if (f->left != UNTIL_END)
+                    f->left -= (uint64_t)r;
+                progress = 1;
+            } else if (r == 0) {
+                f->eof = 1;
+                progress = 1;
+                if (f->left != UNTIL_END) {
+                    f->failed = 1;
+                    f->err = ECONNRESET;
+                    return -1;
+                }
+            } else if (r == -1 && !would_block()) {
+                f->failed = 1;
+                f->err = errno;
+                return -1;
+            }
+        }
+        if (hb_buf_size(f->buf) == 0 && f->held == 0 && (f->eof || f->left == 0))
+            return 1;
+        if (progress) {
+            *moved = 1;
+            continue;
+        }
+        f->wait_src = src_blocked;
+        f->wait_dst = dst_blocked;
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------ destinations */
+
+static int loopback(const hb_addr *a)
+{
+    if (a->sa.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&a->sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->sa;
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+        return 1;
+    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+}
+
+static int same_ip(const hb_addr *a, const hb_addr *b)
+{
+    if (a->sa.ss_family != b->sa.ss_family)
+        return 0;
+    if (a->sa.ss_family == AF_INET)
+        return ((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)&b->sa)->sin_addr.s_addr;
+    return memcmp(&((const struct sockaddr_in6 *)&a->sa)->sin6_addr,
+                  &((const struct sockaddr_in6 *)&b->sa)->sin6_addr, 16) == 0;
+}
+
+static void set_port(hb_addr *a, int port)
+{
+    if (a->sa.ss_family == AF_INET)
+        ((struct sockaddr_in *)&a->sa)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)&a->sa)->sin6_port = htons((uint16_t)port);
+}
+
+/* An address literal (IPv4, or IPv6 without its brackets). Returns 1 when
+ * host is one, with *out set. */
+static int literal(const char *host, hb_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *in = (struct sockaddr_in *)&out->sa;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&out->sa;
+    if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        out->len = sizeof *in;
+        return 1;
+    }
+    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        out->len = sizeof *in6;
+        return 1;
+    }
+    return 0;
+}
+
+/* Where a request for host (unbracketed, NUL-terminated) and port may go:
+ * 0 with *out set, or -1 when it may not. Loopback always; otherwise an
+ * allow entry naming host, or whose address host is. */
+static int destination(const hb_sess_shared *sh, const char *host, int port, hb_addr *out)
+{
+    hb_addr lit;
+    int is_lit = literal(host, &lit);
+    if (!is_lit && strcasecmp(host, "localhost") == 0)
+        is_lit = literal("127.0.0.1", &lit);
+    for (size_t i = 0; i < sh->nallow; i++) {
+        const hb_relay_allow *a = &sh->allow[i];
+        if (a->port != 0 && a->port != port)
+            continue;
+        if (strcasecmp(a->name, host) == 0 || (is_lit && same_ip(&a->addr, &lit))) {
+            *out = a->addr;
+            set_port(out, port);
+            return 0;
+        }
+    }
+    if (!is_lit || !loopback(&lit))
+        return -1;
+    *out = lit;
+    set_port(out, port);
+    return 0;
+}
+
+/* Splits an authority (RFC 3986 section 3.2: host [":" port], no userinfo)
+ * into host (brackets off an IPv6 literal) and port (def when absent).
+ * Returns 0, or -1 when it is not one. */
+static int split_authority(const char *p, size_t n, char *host, size_t hostlen, int *port, int def)
+{
+    size_t hl, rest;
+    if (n > 0 && p[0] == '[') {
+        const char *end = memchr(p, ']', n);
+        if (end == NULL)
+            return -1;
+        hl = (size_t)(end - p) - 1;
+        if (hl == 0 || hl >= hostlen)
+            return -1;
+        memcpy(host, p + 1, hl);
+        rest = (size_t)(end - p) + 1;
+    } else {
+        const char *colon = memchr(p, ':', n);
+        hl = colon ? (size_t)(colon - p) : n;
+        if (hl == 0 || hl >= hostlen)
+            return -1;
+        memcpy(host, p, hl);
+        rest = hl;
+    }
+    host[hl] = 0;
+    for (size_t i = 0; i < hl; i++) {
+        unsigned char c = (unsigned char)host[i];
+        /* reg-name, IPv4 and IPv6 characters; no userinfo, no percent. */
+        if (!(c == '-' || c == '.' || c == '_' || c == ':' || c == '~' || (c >= '0' && c <= '9') ||
+              ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')))
+            return -1;
+        if (c == ':' && p[0] != '[')
+            return -1;
+    }
+    if (rest == n) {
+        *port = def;
+        return def > 0 ? 0 : -1;
+    }
+    if (p[rest] != ':' || rest + 1 == n || n - rest - 1 > 5)
+        return -1;
+    int v = 0;
+    for (size_t i = rest + 1; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    if (v < 1 || v > 65535)
+        return -1;
+    *port = v;
+    return 0;
+}
+
+/* ----------------------------------------------------- rewriting heads */
+
+static int name_is(const char *base, const hb_header *h, const char *lower)
+{
+    return hb_name_is(base + h->name_off, h->name_len, lower, strlen(lower));
+}
+
+/* Whether a field of the given name is named by a Connection field among
+ * hs, so is hop-by-hop too (RFC 9110 section 7.6.1). */
+static int connection_names(const char *base, const hb_header *hs, unsigned n, const char *name,
+                            size_t len)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (!name_is(base, &hs[i], "connection"))
+            continue;
+        const char *v = base + hs[i].value_off, *end = v + hs[i].value_len;
+        while (v < end) {
+            while (v < end && (*v == ',' || *v == ' ' || *v == '\t'))
+                v++;
+            const char *t = v;
+            while (v < end && *v != ',' && *v != ' ' && *v != '\t')
+                v++;
+            if ((size_t)(v - t) == len && strncasecmp(t, name, len) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the field is for this hop only: never passed on. Expect goes too:
+ * the relay answers 100-continue itself and streams the body. */
+static int hop_by_hop(const char *base, const hb_header *hs, unsigned n, const hb_header *h)
+{
+    static const char *const names[] = {"connection",
+                                        "proxy-connection",
+                                        "keep-alive",
+                                        "proxy-authorization",
+                                        "proxy-authenticate",
+                                        "te",
+                                        "trailer",
+                                        "upgrade",
+                                        "expect"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (name_is(base, h, names[i]))
+            return 1;
+    return connection_names(base, hs, n, base + h->name_off, h->name_len);
+}
+
+static int put(hb_buf *b, const char *p, size_t n)
+{
+    return hb_buf_append(b, p, n);
+}
+
+#define PUTS(b, lit) put((b), lit, sizeof(lit) - 1)
+
+/* Appends the fields of a head except the hop-by-hop ones, those `skip`
+ * names, and (when skip_te) Transfer-Encoding. */
+static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned n,
+                      const char *skip, int skip_te)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const hb_header *h = &hs[i];
+        if (hop_by_hop(base, hs, n, h) || (skip && name_is(base, h, skip)) ||
+            (skip_te && name_is(base, h, "transfer-encoding")))
+            continue;
+        if (put(b, base + h->name_off, h->name_len) != 0 || PUTS(b, ": ") != 0 ||
+            put(b, base + h->value_off, h->value_len) != 0 || PUTS(b, "\r\n") != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Whether a Via field of the request names this relay: it came round. */
+static int looped(const hb_sess *s, const char *base)
+{
+    const char *name = s->sh->via + 9; /* after "Via: 1.1 " */
+    size_t len = s->sh->via_len - 11;  /* without it and the CRLF */
+    for (unsigned i = 0; i < s->req.num_headers; i++) {
+        const hb_header *h = &s->req.headers[i];
+        if (name_is(base, h, "via") && memmem(base + h->value_off, h->value_len, name, len))
+            return 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- the relay */
+
+static hb_relay *relay_new(hb_sess *s)
+{
+    hb_relay *rl = s->relay;
+    if (rl != NULL)
+        return rl;
+    rl = calloc(1, sizeof *rl);
+    if (rl == NULL)
+        return NULL;
+    hb_sock_init(&rl->up, &hb_net_tcp, 0);
+    rl->c2u.pipe[0] = rl->c2u.pipe[1] = rl->u2c.pipe[0] = rl->u2c.pipe[1] = -1;
+    s->relay = rl;
+    return rl;
+}
+
+/* Closes the upstream connection (reset when cut off mid-message). */
+static void up_close(hb_sess *s, int abort)
+{
+    hb_relay *rl = s->relay;
+    if (rl->up.fd >= 0) {
+        if (s->unwatch != NULL)
+            s->unwatch(s, rl->up.fd);
+        if (abort)
+            hb_sock_abort_on_close(&rl->up);
+        hb_sock_close(&rl->up);
+    }
+    rl->dest[0] = 0;
+    s->up_fd = -1;
+    /* Bytes left in a pipe belonged to that connection's exchange; an
+     * empty pipe serves the next. */
+    if (rl->c2u.held > 0)
+        flow_close(&rl->c2u);
+    if (rl->u2c.held > 0)
+        flow_close(&rl->u2c);
+}
+
+void hb_relay_free(hb_sess *s)
+{
+    hb_relay *rl = s->relay;
+    if (rl == NULL)
+        return;
+    up_close(s, 0);
+    flow_close(&rl->c2u);
+    flow_close(&rl->u2c);
+    hb_buf_free(&rl->out);
+    hb_buf_free(&rl->again);
+    hb_buf_free(&rl->in);
+    free(rl);
+    s->relay = NULL;
+}
+
+int hb_relay_wanted(const hb_sess *s)
+{
+    const char *head = hb_buf_rdptr(&s->rx);
+    const char *t = head + s->req.target_off;
+    if (s->req.method_len == 7 && memcmp(head, "CONNECT", 7) == 0)
+        return 1;
+    return s->req.target_len > 0 && t[0] != '/' && t[0] != '*';
+}
+
+/* Starts connecting to rl->addr (for rl->dest). Returns 0, or a status. */
+static int up_connect(hb_sess *s, int64_t now, const char **why)
+{
+    hb_relay *rl = s->relay;
+    int rc = rl->up.tp->connect_start(&rl->up, &rl->addr);
+    if (rc < 0) {
+        *why = errno == ECONNREFUSED ? "the upstream refused the connection\n"
+                                     : "the upstream could not be reached\n";
+        rl->dest[0] = 0;
+        return 502;
+    }
+    s->up_fd = rl->up.fd;
+    s->up_gen++;
+    rl->reused = 0;
+    rl->state = R_CONNECT;
+    s->since = now;
+    return 0;
+}
+
+/* Readies the relay for the request in s (head parsed, not consumed): its
+ * destination checked and connected to, or kept. Returns 0 or a status. */
+static int open_upstream(hb_sess *s, int64_t now, const char *host, int port, const char **why)
+{
+    hb_relay *rl = s->relay;
+    char dest[sizeof rl->dest];
+    hb_addr addr;
+    if (destination(s->sh, host, port, &addr) != 0) {
+        *why = "the relay goes to loopback and the destinations it is allowed, not this one\n";
+        return 403;
+    }
+    snprintf(dest, sizeof dest, "%s:%d", host, port);
+    /* A kept connection to the same place serves again if it has not
+     * closed meanwhile (a peek: nothing to read, no end of stream). */
+    if (!rl->tunnel && rl->up.fd >= 0 && strcmp(dest, rl->dest) == 0 &&
+        rl->up.tp->idle_ok(&rl->up)) {
+        rl->reused = 1;
+        rl->state = R_SEND;
+        return 0;
+    }
+    up_close(s, 0);
+    memcpy(rl->dest, dest, sizeof dest);
+    rl->addr = addr;
+    return up_connect(s, now, why);
+}
+
+/* Moves the body bytes s->rx holds into rl->out, through the body's
+ * framing (chunked bytes go as they came). Returns 0, or -1 on a bad
+ * chunk (*why). */
+static int take_body(hb_sess *s, const char **why)
+{
+    hb_relay *rl = s->relay;
+    while (hb_buf_size(&s->rx) > 0 && rl->reqbody.kind != HB_BODY_NONE) {
+        size_t used, off, n;
+        int rc =
+            hb_body_feed(&rl->reqbody, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx), &used, &off, &n);
+        if (rc == HB_PARSE_ERROR) {
+            *why = rl->reqbody.error;
+            return -1;
+        }
+        if (put(&rl->out, hb_buf_rdptr(&s->rx), used) != 0) {
+            *why = "out of memory\n";
+            return -1;
+        }
+        hb_buf_consume(&s->rx, used);
+        if (rc == HB_PARSE_DONE)
+            rl->reqbody.kind = HB_BODY_NONE;
+    }
+    return 0;
+}
+
+int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
+{
+    static const char bad_target[] =
+        "a proxy takes http://host[:port]/path, or CONNECT host:port\n";
+    const char *base = hb_buf_rdptr(&s->rx);
+    const hb_request *r = &s->req;
+    const char *t = base + r->target_off;
+    size_t tlen = r->target_len, head_len = r->head_len;
+    int connect = r->method_len == 7 && memcmp(base, "CONNECT", 7) == 0;
+    hb_relay *rl = relay_new(s);
+    char host[256];
+    int port, status = 0;
+    const char *auth = t, *path = NULL;
+    size_t alen = tlen, plen = 0;
+
+    *why = "out of memory\n";
+    if (rl == NULL) {
+        hb_buf_consume(&s->rx, head_len);
+        return 503;
+    }
+    rl->tunnel = connect;
+    rl->answered = rl->timed_out = rl->retried = rl->dechunk = 0;
+    rl->head_req = r->method_len == 4 && memcmp(base, "HEAD", 4) == 0;
+    rl->zero_copy = s->sh->zero_copy && s->sock.tp->splice != NULL;
+    hb_buf_clear(&rl->out);
+    hb_buf_clear(&rl->again);
+    hb_buf_clear(&rl->in);
+    if (!connect) {
+        /* absolute-form = "http://" authority path-abempty [ "?" query ] */
+        if (tlen >= 8 && strncasecmp(t, "https://", 8) == 0) {
+            *why = "an https:// target goes through a CONNECT tunnel\n";
+            status = 400;
+        } else if (tlen < 7 || strncasecmp(t, "http://", 7) != 0) {
+            *why = bad_target;
+            status = 400;
+        } else {
+            auth = t + 7;
+            alen = tlen - 7;
+            const char *slash = memchr(auth, '/', alen), *q = memchr(auth, '?', alen);
+            if (q != NULL && (slash == NULL || q < slash))
+                slash = q;
+            if (slash != NULL) {
+                path = slash;
+                plen = alen - (size_t)(slash - auth);
+                alen = (size_t)(slash - auth);
+            }
+        }
+    }
+    if (status == 0 && split_authority(auth, alen, host, sizeof host, &port, connect ? 0 : 80)) {
+        *why = bad_target;
+        status = 400;
+    }
+    if (status == 0 && looped(s, base)) {
+        *why = "the request came through this relay already\n";
+        status = 508;
+    }
+    if (status == 0 && connect && r->body != HB_BODY_NONE) {
+        *why = "a CONNECT has no body\n";
+        status = 400;
+    }
+    if (status == 0)
+        status = open_upstream(s, now, host, port, why);
+    if (status != 0) {
+        hb_buf_consume(&s->rx, head_len);
+        return status;
+    }
+    if (connect) {
+        hb_buf_consume(&s->rx, head_len); /* (the tunnel opens in st_connect) */
+        return 0;
+    }
+    /* The request as the origin is to see it (RFC 9112 section 3.2.2: Host
+     * from the target, whatever the client's said). */
+    int fail = put(&rl->out, base, r->method_len) != 0 || PUTS(&rl->out, " ") != 0 ||
+               (plen > 0 ? put(&rl->out, path[0] == '?' ? "/" : "", path[0] == '?')
+                         : PUTS(&rl->out, "/")) != 0 ||
+               put(&rl->out, path, plen) != 0 || PUTS(&rl->out, " HTTP/1.1\r\nHost: ") != 0 ||
+               put(&rl->out, auth, alen) != 0 || PUTS(&rl->out, "\r\n") != 0 ||
+               put_fields(&rl->out, base, r->headers, r->num_headers, "host", 0) != 0 ||
+               put(&rl->out, s->sh->via, s->sh->via_len) != 0 || PUTS(&rl->out, "\r\n") != 0;
+    hb_body_init(&rl->reqbody, r->body, r->content_length);
+    hb_buf_consume(&s->rx, head_len);
+    if (fail) {
+        up_close(s, 0);
+        return 503;
+    }
+    /* Sent again if a reused connection turns out gone: only what has no
+     * body (RFC 9110 section 9.2.2 allows it for idempotent methods; a
+     * request with a body would need the body kept too). */
+    if (r->body == HB_BODY_NONE && put(&rl->again, hb_buf_rdptr(&rl->out), hb_buf_size(&rl->out)))
+        return 503;
+    if (take_body(s, why) != 0) {
+        up_close(s, 0);
+        return 400;
+    }
+    flow_init(&rl->c2u, &rl->out, rl->reqbody.kind == HB_BODY_LENGTH ? rl->reqbody.left : 0);
+    hb_response_reset(&rl->resp);
+    return 0;
+}
+
+/* Starts the same request again on a fresh connection, after a reused
+ * one turned out gone before answering. Returns 0, or -1 when it may not
+ * be (the upstream failure stands). */
+static int send_again(hb_sess *s, int64_t now)
+{
+    hb_relay *rl = s->relay;
+    const char *why;
+    if (!rl->reused || rl->retried || hb_buf_size(&rl->again) == 0 || rl->answered)
+        return -1;
+    rl->retried = 1;
+    char dest[sizeof rl->dest];
+    memcpy(dest, rl->dest, sizeof dest);
+    up_close(s, 1);
+    memcpy(rl->dest, dest, sizeof dest);
+    hb_buf_clear(&rl->out);
+    if (put(&rl->out, hb_buf_rdptr(&rl->again), hb_buf_size(&rl->again)) != 0 ||
+        up_connect(s, now, &why) != 0)
+        return -1;
+    flow_init(&rl->c2u, &rl->out, 0);
+    hb_buf_clear(&rl->in);
+    hb_response_reset(&rl->resp);
+    return 0;
+}
+
+static int st_connect(hb_sess *s, const char **why)
+{
+    hb_relay *rl = s->relay;
+    if (rl->up.tp->connect_done(&rl->up) != 0) {
+        if (would_block() || errno == EINPROGRESS || errno == EALREADY) {
+            s->io_up = HB_SOCK_WANT_WRITE;
+            return HB_RELAY_WAIT;
+        }
+        *why = errno == ECONNREFUSED ? "the upstream refused the connection\n"
+                                     : "the upstream could not be reached\n";
+        up_close(s, 0);
+        return 502;
+    }
+    rl->state = rl->tunnel ? R_TUNNEL : R_SEND;
+    if (rl->tunnel) {
+        static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+        /* The client's first bytes (a ClientHello) may have come with the
+         * CONNECT: they go first. */
+        if (put(&s->tx, ok, sizeof ok - 1) != 0 ||
+            put(&rl->out, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx)) != 0) {
+            *why = "out of memory\n";
+            up_close(s, 0);
+            return 503;
+        }
+        hb_buf_clear(&s->rx);
+        flow_init(&rl->c2u, &rl->out, UNTIL_END);
+        flow_init(&rl->u2c, &s->tx, UNTIL_END);
+        rl->c_shut = rl->u_shut = 0;
+        rl->answered = 1;
+        COUNT(s, tunnels);
+    }
+    return -1; /* go on */
+}
+
+/* The request and its body out to the upstream. */
+static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
+{
+    hb_relay *rl = s->relay;
+    for (;;) {
+        int rc = flow_run(&rl->c2u, &s->sock, &rl->up, rl->zero_copy, moved);
+        if (rc < 0) {
+            if (rl->c2u.failed == 2 && send_again(s, now) == 0)
+                return -1;
+            if (rl->c2u.failed == 2) {
+                *why = "the upstream closed the connection before taking the request\n";
+                return 502;
+            }
+            return HB_RELAY_CLOSE; /* the client went, mid-body */
+        }
+        if (rc == 0) {
+            s->io_client = rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0;
+            s->io_up = rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0;
+            rl->up_waiting = rl->c2u.wait_dst;
+            return HB_RELAY_WAIT;
+        }
+        if (rl->reqbody.kind != HB_BODY_CHUNKED)
+            break;
+        /* A chunked body, through its decoder: the client's next bytes. */
+        if (hb_buf_reserve(&s->rx, 16384) != 0) {
+            *why = "out of memory\n";
+            return 503;
+        }
+        ssize_t n = s->sock.tp->read(&s->sock, hb_buf_wrptr(&s->rx), 16384);
+        if (n == 0 || (n < 0 && !would_block() && errno != EINTR))
+            return HB_RELAY_CLOSE;
+        if (n < 0) {
+            s->io_client = errno == EINTR ? 0 : HB_SOCK_WANT_READ;
+            s->io_up = 0;
+            rl->up_waiting = 0;
+            if (errno == EINTR)
+                continue;
+            return HB_RELAY_WAIT;
+        }
+        *moved = 1;
+        hb_buf_commit(&s->rx, (size_t)n);
+        if (take_body(s, why) != 0) {
+            up_close(s, 1);
+            return 400;
+        }
+    }
+    rl->state = R_HEAD;
+    return -1;
+}
+
+/* Queues the client's response head for the upstream's head in rl->in. */
+static int queue_head(hb_sess *s)
+{
+    hb_relay *rl = s->relay;
+    const hb_response *p = &rl->resp;
+    const char *base = hb_buf_rdptr(&rl->in);
+    char line[32];
+    int ll = snprintf(line, sizeof line, "HTTP/1.1 %03d ", p->status);
+    hb_buf_clear(&s->tx);
+    int fail = put(&s->tx, line, (size_t)ll) != 0 ||
+               put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
+               put_fields(&s->tx, base, p->headers, p->num_headers, NULL, rl->dechunk) != 0 ||
+               put(&s->tx, s->sh->via, s->sh->via_len) != 0;
+    if (!fail && s->close_after)
+        fail = PUTS(&s->tx, "Connection: close\r\n") != 0;
+    else if (!fail && s->req.minor_version == 0)
+        fail = PUTS(&s->tx, "Connection: keep-alive\r\n") != 0;
+    return fail || PUTS(&s->tx, "\r\n") != 0 ? -1 : 0;
+}
+
+/* Waits for, reads and parses the upstream's response head. */
+static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
+{
+    hb_relay *rl = s->relay;
+    for (;;) {
+        size_t have = hb_buf_size(&rl->in);
+        int rc = have == 0 ? HB_PARSE_MORE
+                           : hb_parse_response(&rl->resp, hb_buf_rdptr(&rl->in), have,
+                                               rl->head_req ? HB_PARSE_HEAD_REQUEST : 0);
+        if (rc == HB_PARSE_ERROR) {
+            *why = "the upstream's response is malformed\n";
+            up_close(s, 1);
+            return 502;
+        }
+        if (rc == HB_PARSE_DONE && rl->resp.status < 200 && rl->resp.status != 101) {
+            /* Interim responses end here: the relay answered any
+             * 100-continue itself. */
+            hb_buf_consume(&rl->in, rl->resp.head_len);
+            hb_response_reset(&rl->resp);
+            continue;
+        }
+        if (rc == HB_PARSE_DONE && rl->resp.status == 101) {
+            *why = "the upstream switched protocols, which the relay does not carry\n";
+            up_close(s, 1);
+            return 502;
+        }
+        if (rc == HB_PARSE_DONE)
+            break;
+        size_t want = rl->zero_copy ? HEAD_READ : HB_RELAY_WINDOW;
+        if (hb_buf_reserve(&rl->in, want) != 0) {
+            *why = "out of memory\n";
+            return 503;
+        }
+        ssize_t n;
+        do
+            n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), want);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && would_block()) {
+            s->io_client = 0;
+            s->io_up = HB_SOCK_WANT_READ;
+            rl->up_waiting = 1;
+            return HB_RELAY_WAIT;
+        }
+        if (n <= 0) {
+            if (have == 0 && send_again(s, now) == 0)
+                return -1;
+            *why = n == 0 ? "the upstream closed the connection before a complete response\n"
+                          : "the upstream reset the connection\n";
+            up_close(s, 1);
+            return 502;
+        }
+        hb_buf_commit(&rl->in, (size_t)n);
+        *moved = 1;
+    }
+    const hb_response *p = &rl->resp;
+    rl->dechunk = p->body == HB_BODY_CHUNKED && s->req.minor_version == 0;
+    if (p->body == HB_BODY_CLOSE || rl->dechunk)
+        s->close_after = 1; /* the client's end of the body is the close */
+    rl->up_keep = p->keep_alive && p->body != HB_BODY_CLOSE;
+    if (queue_head(s) != 0) {
+        *why = "out of memory\n";
+        up_close(s, 1);
+        return 503;
+    }
+    hb_buf_consume(&rl->in, p->head_len);
+    hb_body_init(&rl->respbody, p->body, p->content_length);
+    uint64_t left = p->body == HB_BODY_LENGTH  ? p->content_length
+                    : p->body == HB_BODY_CLOSE ? UNTIL_END
+                                               : 0;
+    /* Body bytes that came with the head go after it. */
+    if (p->body == HB_BODY_LENGTH || p->body == HB_BODY_CLOSE) {
+        size_t take = hb_buf_size(&rl->in);
+        if (left != UNTIL_END && take > left) {
+            take = (size_t)left;
+            rl->up_keep = 0; /* bytes past the body: the upstream is out of step */
+        }
+        if (put(&s->tx, hb_buf_rdptr(&rl->in), take) != 0) {
+            *why = "out of memory\n";
+            up_close(s, 1);
+            return 503;
+        }
+        if (left != UNTIL_END)
+            left -= take;
+        hb_buf_consume(&rl->in, take);
+    }
+    if (p->body != HB_BODY_CHUNKED && hb_buf_size(&rl->in) > 0)
+        rl->up_keep = 0;
+    flow_init(&rl->u2c, &s->tx, left);
+    COUNT(s, relayed);
+    rl->state = R_RESP;
+    rl->answered = 1; /* from here a failure can only cut the client off */
+    return -1;
+}
+
+/* Feeds the chunked body bytes in rl->in through the decoder into s->tx:
+ * as they came, or (dechunk) their data only. Returns 1 at the body's end,
+ * 0 for more, -1 on a bad chunk. */
+static int feed_chunked(hb_sess *s)
+{
+    hb_relay *rl = s->relay;
+    while (hb_buf_size(&rl->in) > 0) {
+        const char *p = hb_buf_rdptr(&rl->in);
+        size_t used, off, n;
+        int rc = hb_body_feed(&rl->respbody, p, hb_buf_size(&rl->in), &used, &off, &n);
+        if (rc == HB_PARSE_ERROR)
+            return -1;
+        if ((rl->dechunk ? put(&s->tx, p + off, n) : put(&s->tx, p, used)) != 0)
+            return -1;
+        hb_buf_consume(&rl->in, used);
+        if (rc == HB_PARSE_DONE) {
+            if (hb_buf_size(&rl->in) > 0)
+                rl->up_keep = 0;
+            hb_buf_clear(&rl->in);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The response out to the client. */
+static int st_resp(hb_sess *s, int *moved)
+{
+    hb_relay *rl = s->relay;
+    int chunked = rl->resp.body == HB_BODY_CHUNKED;
+    int body_done = !chunked;
+    if (chunked) {
+        int rc = feed_chunked(s);
+        if (rc < 0)
+            goto upstream_failed;
+        body_done = rc == 1;
+    }
+    for (;;) {
+        int rc = flow_run(&rl->u2c, &rl->up, &s->sock, rl->zero_copy && !chunked, moved);
+        if (rc < 0) {
+            if (rl->u2c.failed == 1)
+                goto upstream_failed;
+            up_close(s, 1);
+            return HB_RELAY_CLOSE; /* the client went */
+        }
+        if (rc == 0 || !chunked || body_done) {
+            if (rc == 1 && body_done)
+                break;
+            s->io_client = rl->u2c.wait_dst ? HB_SOCK_WANT_WRITE : 0;
+            s->io_up = rl->u2c.wait_src ? HB_SOCK_WANT_READ : 0;
+            if (chunked && !body_done && hb_buf_size(&s->tx) < HB_RELAY_WINDOW)
+                s->io_up = 0; /* (read below) */
+            else {
+                rl->up_waiting = rl->u2c.wait_src && !rl->u2c.wait_dst;
+                return HB_RELAY_WAIT;
+            }
+        }
+        /* Chunked: more from the upstream once the window has room. */
+        if (hb_buf_reserve(&rl->in, HB_RELAY_WINDOW) != 0)
+            goto upstream_failed;
+        ssize_t n;
+        do
+            n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), HB_RELAY_WINDOW);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && would_block()) {
+            s->io_up = HB_SOCK_WANT_READ;
+            rl->up_waiting = !s->io_client;
+            return HB_RELAY_WAIT;
+        }
+        if (n <= 0)
+            goto upstream_failed;
+        *moved = 1;
+        hb_buf_commit(&rl->in, (size_t)n);
+        rc = feed_chunked(s);
+        if (rc < 0)
+            goto upstream_failed;
+        body_done = rc == 1;
+    }
+    if (!rl->up_keep)
+        up_close(s, 0);
+    return HB_RELAY_DONE;
+
+upstream_failed:
+    /* The client has the head (or part of the body): all it can be told
+     * is a reset, which says the response is incomplete. */
+    up_close(s, 1);
+    hb_sock_abort_on_close(&s->sock);
+    return HB_RELAY_CLOSE;
+}
+
+/* Both directions of a tunnel, until both have ended. */
+static int st_tunnel(hb_sess *s, int *moved)
+{
+    hb_relay *rl = s->relay;
+    int zc = rl->zero_copy;
+    int a = flow_run(&rl->c2u, &s->sock, &rl->up, zc, moved);
+    int b = flow_run(&rl->u2c, &rl->up, &s->sock, zc, moved);
+    if (a < 0 || b < 0) {
+        up_close(s, 1);
+        hb_sock_abort_on_close(&s->sock);
+        return HB_RELAY_CLOSE;
+    }
+    /* An end of stream goes on as a half close (a client may send all,
+     * shut its side, and still read the answer). */
+    if (a == 1 && !rl->u_shut) {
+        rl->up.tp->shutdown_write(&rl->up);
+        rl->u_shut = 1;
+    }
+    if (b == 1 && !rl->c_shut) {
+        s->sock.tp->shutdown_write(&s->sock);
+        rl->c_shut = 1;
+    }
+    if (a == 1 && b == 1) {
+        up_close(s, 0);
+        return HB_RELAY_CLOSE;
+    }
+    s->io_client = (a == 0 && rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0) |
+                   (b == 0 && rl->u2c.wait_dst ? HB_SOCK_WANT_WRITE : 0);
+    s->io_up = (b == 0 && rl->u2c.wait_src ? HB_SOCK_WANT_READ : 0) |
+               (a == 0 && rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0);
+    rl->up_waiting = 0;
+    return HB_RELAY_WAIT;
+}
+
+int hb_relay_expired(hb_sess *s)
+{
+    hb_relay *rl = s->relay;
+    if (rl == NULL || rl->tunnel || !rl->up_waiting || rl->answered)
+        return 0;
+    rl->timed_out = 1;
+    return 1;
+}
+
+int hb_relay_advance(hb_sess *s, int64_t now, const char **why)
+{
+    hb_relay *rl = s->relay;
+    int moved = 0, rc = -1;
+    if (rl->timed_out) {
+        up_close(s, 1);
+        *why = "the upstream did not answer within the relay's upstream_timeout\n";
+        return 504;
+    }
+    s->io_client = s->io_up = 0;
+    while (rc == -1) {
+        switch (rl->state) {
+        case R_CONNECT: rc = st_connect(s, why); break;
+        case R_SEND: rc = st_send(s, now, &moved, why); break;
+        case R_HEAD: rc = st_head(s, now, &moved, why); break;
+        case R_RESP: rc = st_resp(s, &moved); break;
+        default: rc = st_tunnel(s, &moved); break;
+        }
+        if (rc == -1)
+            moved = 1; /* a state done is progress */
+    }
+    if (rc >= 400 && rl->answered) {
+        up_close(s, 1);
+        return HB_RELAY_CLOSE;
+    }
+    if (rc != HB_RELAY_WAIT)
+        return rc;
+    /* Progress restarts the wait's clock; what it waits for sets its
+     * length: an upstream gets upstream_timeout, a client reading or
+     * sending a body the server's own limits, a tunnel the idle time. */
+    if (moved)
+        s->since = hb_now_ns();
+    int64_t limit = rl->tunnel && rl->state == R_TUNNEL        ? s->sh->idle_timeout
+                    : rl->up_waiting || rl->state == R_CONNECT ? s->sh->upstream_timeout
+                    : s->io_client & HB_SOCK_WANT_WRITE        ? s->sh->send_timeout
+                                                               : s->sh->header_timeout;
+    if (rl->state == R_CONNECT)
+        rl->up_waiting = 1;
+    s->deadline = s->since + limit;
+    return HB_RELAY_WAIT;
+}
