@@ -35,10 +35,13 @@
 enum { R_CONNECT = 1, R_SEND, R_HEAD, R_RESP, R_TUNNEL };
 
 /* The pipe a zero-copy direction asks for (the default is 64 KiB). */
-#define PIPE_SIZE (256 * 1024)
-/* Bytes of a response a zero-copy relay reads to find its head: the rest
- * of the body stays in the socket for splice. */
+#define PIPE_SIZE HB_RELAY_WINDOW
+/* Bytes of a response read to find its head: with zero copy few, so the
+ * rest of the body stays in the socket for splice. And what a chunked body
+ * is read by. */
 #define HEAD_READ 4096
+#define HEAD_READ_COPY 16384
+#define CHUNKED_READ 65536
 #define UNTIL_END UINT64_MAX
 
 /* One direction of bytes in transit. */
@@ -186,10 +189,11 @@ static int flow_run(flow *f, hb_sock *src, hb_sock *dst, int zero_copy, int *mov
                         f->held += (size_t)r;
                 }
             } else {
-                size_t have = hb_buf_size(f->buf);
-                if (have < HB_RELAY_WINDOW) {
-                    size_t room = HB_RELAY_WINDOW - have;
-                    size_t want = f->left < room ? (size_t)f->left : room;
+                /* Read into an empty buffer only, as a read/write relay
+                 * does: topping up one part written would slide the rest
+                 * down, a copy more. */
+                if (hb_buf_size(f->buf) == 0) {
+                    size_t want = f->left < HB_RELAY_WINDOW ? (size_t)f->left : HB_RELAY_WINDOW;
                     if (hb_buf_reserve(f->buf, want) != 0) {
                         f->failed = 1;
                         f->err = ENOMEM;
@@ -834,7 +838,7 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
         }
         if (rc == HB_PARSE_DONE)
             break;
-        size_t want = rl->zero_copy ? HEAD_READ : HB_RELAY_WINDOW;
+        size_t want = rl->zero_copy ? HEAD_READ : HEAD_READ_COPY;
         if (hb_buf_reserve(&rl->in, want) != 0) {
             *why = "out of memory\n";
             return 503;
@@ -958,11 +962,11 @@ static int st_resp(hb_sess *s, int *moved)
             }
         }
         /* Chunked: more from the upstream once the window has room. */
-        if (hb_buf_reserve(&rl->in, HB_RELAY_WINDOW) != 0)
+        if (hb_buf_reserve(&rl->in, CHUNKED_READ) != 0)
             goto upstream_failed;
         ssize_t n;
         do
-            n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), HB_RELAY_WINDOW);
+            n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), CHUNKED_READ);
         while (n < 0 && errno == EINTR);
         if (n < 0 && would_block()) {
             s->io_up = HB_SOCK_WANT_READ;

@@ -18,7 +18,7 @@
  * of the session's, never entering user space; chunked bodies are copied
  * (their framing must be read to find their end). Without, everything is
  * read into a buffer and written from it. Either way a direction holds at
- * most one window (the pipe, or WINDOW bytes): a side that stops reading
+ * most one window (the pipe, or HB_RELAY_WINDOW bytes): a side that stops reading
  * stops the other side being read, and nothing grows.
  *
  * The relay works on non-blocking sockets only; the session says what it
@@ -43,8 +43,9 @@ typedef struct {
     hb_addr addr;
 } hb_relay_allow;
 
-/* Bytes a direction holds at most when copying. */
-#define HB_RELAY_WINDOW 65536
+/* Bytes a direction holds at most when copying: what a zero-copy one holds
+ * in its pipe, so the two ways compare like with like. */
+#define HB_RELAY_WINDOW (256 * 1024)
 
 /* What hb_relay_advance returns besides a status to answer with. */
 #define HB_RELAY_WAIT 0 /* wait as s->io_client, s->io_up and s->deadline say */

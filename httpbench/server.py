@@ -75,7 +75,7 @@ class Server:
     meaning: the kernel moves the bytes where it can, here splice(2)
     through a pipe for Content-Length bodies, bodies read until close and
     tunnels (chunked bodies are copied); zero_copy=False reads and writes
-    through a buffer. A direction never holds more than a pipe or 64 KiB:
+    through a buffer. A direction never holds more than 256 KiB (its pipe or buffer):
     a client that stops reading stops the upstream being read. A CONNECT
     to a port that refuses is 502, an upstream that does not answer within
     `upstream_timeout` seconds 504 (a stall after the response began cuts
