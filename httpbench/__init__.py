@@ -16,6 +16,7 @@ from .exceptions import (
 )
 from ._core import Connection, Histogram, Response
 from .agents import available_agents
+from .capacity import CapacityResult, CapacityStep, capacity
 from .compare import Comparison, compare
 from .result import Latency, Result
 from .runner import run
@@ -33,6 +34,9 @@ __all__ = [
     "available_agents",
     "compare",
     "Comparison",
+    "capacity",
+    "CapacityResult",
+    "CapacityStep",
     "HttpbenchError",
     "ConnectError",
     "Timeout",

@@ -5,6 +5,7 @@
     httpbench [-n N] [-c C] [-t SECONDS] [-k] [-p POSTFILE] [-u PUTFILE] [-T TYPE]
               [-H 'Name: value']... [-m METHOD] [-s TIMEOUT] [-q] [-l] [-e CSVFILE]
               [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL]
+    httpbench capacity URL [--slo 'p99<5ms'] [--max-error-rate F] [--start R] [--stage S] [-c C]
     httpbench serve [--host H] [--port P] [--mode epoll|threads] [--threads T] [--static DIR]
                     [--tls [--cert FILE --key FILE]] [--unix-socket PATH]
                     [--proxy [--allow HOST[:PORT]]... [--upstream-timeout S]]
@@ -22,6 +23,7 @@ only when every request completed without failure; 2 for bad usage.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -155,6 +157,7 @@ examples (the habits of other tools work here):
 other commands:
   httpbench compare [URL]  one scenario through httpbench and Python's HTTP clients, side by side
   httpbench serve          the embedded target server (see httpbench serve --help)
+  httpbench capacity URL   the highest rate URL takes within an SLO (--slo 'p99<5ms')
   httpbench                with no URL: that comparison on the embedded server (about 30 s)
 
 exit status: 0 no request failed, 1 some failed (or non-2xx with --fail-on-non-2xx, or
@@ -659,11 +662,65 @@ def compare_main(argv: Sequence[str]) -> int:
     return 0 if all(r.ok for r in cmp.results.values()) else 1
 
 
+def capacity_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="httpbench capacity",
+        description="Find the highest arrival rate URL takes while an SLO holds: open-loop "
+                    "stages, the rate raised until the SLO or the error rate breaks, then "
+                    "bisected to within 5%.",
+    )
+    p.add_argument("url", metavar="URL")
+    p.add_argument("--slo", default="p99<5ms",
+                   help="STAT<NUMBER UNIT, comma-separated: STAT mean, p50, p90, p99 or p999, "
+                        "UNIT us, ms or s (default p99<5ms)")
+    p.add_argument("--max-error-rate", type=float, default=0.001,
+                   help="failures and 5xx responses allowed, a fraction (default 0.001)")
+    p.add_argument("--start", type=float,
+                   help="the first stage's rate (default: a tenth of a one-second probe's)")
+    p.add_argument("--step", type=float, default=1.25, help="rate factor per stage (1.25)")
+    p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
+                   help="each stage's length (default 5)")
+    p.add_argument("-c", "--concurrency", type=int, default=50,
+                   help="connections (default 50)")
+    p.add_argument("--threads", type=int, help="loop threads (default: the CPUs, at most -c)")
+    p.add_argument("-s", "--timeout", type=float, default=30.0, help="seconds per request")
+    p.add_argument("-H", dest="headers", action="append", default=[], metavar="'Name: value'")
+    p.add_argument("--json", metavar="FILE", help="write the stages as JSON")
+    return p
+
+
+def capacity_main(argv: Sequence[str]) -> int:
+    from .capacity import capacity
+
+    args = capacity_parser().parse_args(argv)
+    try:
+        headers = [tuple(h.split(":", 1)) for h in args.headers]
+        if any(len(h) != 2 for h in headers):
+            raise ValueError("-H takes 'Name: value'")
+        c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
+                     start=args.start, step=args.step, stage_s=args.stage,
+                     concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
+                     headers=[(n.strip(), v.strip()) for n, v in headers])
+    except (ValueError, HttpbenchError, OSError) as e:
+        print(_one_line("httpbench capacity", e), file=sys.stderr)
+        return 2 if isinstance(e, ValueError) else 1
+    print(c.report(), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"url": c.url, "slo": c.slo, "max_error_rate": c.max_error_rate,
+                       "rate": c.rate,
+                       "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
+                                 for s in c.steps]}, f, indent=2)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args and args[0] == "serve":
             return serve(args[1:])
+        if args and args[0] == "capacity":
+            return capacity_main(args[1:])
         if args and args[0] == "compare":
             return compare_main(args[1:])
         return bench(args)

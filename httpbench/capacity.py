@@ -1,0 +1,210 @@
+"""httpbench.capacity: the highest arrival rate a server takes within an SLO.
+
+    c = httpbench.capacity("http://127.0.0.1:8080/api", slo="p99<5ms", concurrency=50)
+    c.rate          # the highest rate that held, req/s
+    c.steps         # every stage run: target and achieved rate, p50, p99, errors
+    c.plot()        # throughput against latency: the knee
+
+It runs open-loop stages (run(rate=R, duration=stage_s)), raising R by
+`step` while the SLO and the error rate hold, then bisects between the last
+rate that held and the first that broke until they are within 5%. Latency
+is counted from each request's intended start, as run() counts it under a
+rate, so a server that falls behind shows it in its percentiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any
+
+from . import _check
+from .result import Result, _pyplot
+from .runner import run
+
+__all__ = ["capacity", "CapacityResult", "CapacityStep", "parse_slo", "STATS"]
+
+# The statistics an SLO may bound, as Latency's attribute names.
+STATS = ("mean", "p50", "p90", "p99", "p999")
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+_TERM = re.compile(r"\s*(mean|p50|p90|p99|p999)\s*<\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*")
+# Bisection stops when the broken rate is within this of the held one.
+_CLOSE = 1.05
+# A stage whose achieved rate falls this far short of its target did not
+# hold it (the client or its connections could not keep up).
+_SHORTFALL = 0.9
+_MAX_STEPS = 60
+
+
+def parse_slo(slo: str) -> list[tuple[str, float]]:
+    """"p99<5ms,mean<2ms" as [("p99", 0.005), ("mean", 0.002)] (seconds);
+    ValueError naming what is wrong."""
+    if not isinstance(slo, str) or not slo.strip():
+        raise ValueError(f"slo must be like 'p99<5ms' (STAT<NUMBER UNIT, comma-separated), "
+                         f"not {slo!r}")
+    out = []
+    for term in slo.split(","):
+        m = _TERM.fullmatch(term)
+        if m is None:
+            raise ValueError(f"slo: {term.strip()!r} is not STAT<NUMBER UNIT with STAT one of "
+                             f"{', '.join(STATS)} and UNIT us, ms or s")
+        limit = float(m.group(2)) * _UNITS[m.group(3)]
+        if not 0 < limit <= _check.YEAR:
+            raise ValueError(f"slo: the bound in {term.strip()!r} must be above 0 and at most "
+                             "a year")
+        out.append((m.group(1), limit))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityStep:
+    """One stage: the rate asked for, what was achieved, and whether it
+    held (`why` says what broke, "" when it held)."""
+
+    target: float
+    achieved: float
+    p50: float
+    p99: float
+    errors: int
+    requests: int
+    held: bool
+    why: str
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.requests if self.requests else 0.0
+
+
+@dataclasses.dataclass
+class CapacityResult:
+    """The highest rate that held (0.0 when none did), the SLO, and every
+    stage in the order run."""
+
+    rate: float
+    slo: str
+    max_error_rate: float
+    steps: list[CapacityStep]
+    url: str
+
+    def report(self) -> str:
+        lines = [f"Capacity of {self.url} within {self.slo}, error rate at most "
+                 f"{self.max_error_rate:g}:",
+                 f"{'target/s':>10} {'achieved/s':>11} {'p50 ms':>8} {'p99 ms':>8} "
+                 f"{'errors':>7}  outcome"]
+        for s in self.steps:
+            lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
+                         f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {'held' if s.held else s.why}")
+        lines.append(f"capacity: {self.rate:,.0f} req/s")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def plot(self, ax: Any = None) -> Any:
+        """Achieved throughput against p99 and p50 latency, each stage a
+        point, the held ones apart from the broken (matplotlib)."""
+        plt = _pyplot()
+        if ax is None:
+            _, ax = plt.subplots()
+        steps = sorted(self.steps, key=lambda s: s.achieved)
+        ax.plot([s.achieved for s in steps], [s.p99 * 1e3 for s in steps], "-", color="C0",
+                label="p99")
+        ax.plot([s.achieved for s in steps], [s.p50 * 1e3 for s in steps], "-", color="C1",
+                label="p50")
+        for s in steps:
+            ax.plot(s.achieved, s.p99 * 1e3, "o" if s.held else "x", color="C0")
+        if self.rate > 0:
+            ax.axvline(self.rate, color="grey", linestyle=":", label=f"capacity {self.rate:,.0f}/s")
+        ax.set_xlabel("requests per second")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title(f"Capacity within {self.slo}")
+        ax.legend()
+        return ax
+
+
+def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
+           max_error_rate: float) -> CapacityStep:
+    errors = r.failed + sum(n for code, n in r.status_counts.items() if 500 <= code <= 599)
+    total = r.complete + r.failed
+    why = ""
+    for stat, limit in bounds:
+        value = getattr(r.latency, stat)
+        if value >= limit:
+            why = f"{stat} {value * 1e3:.2f} ms"
+            break
+    if not why and total and errors / total > max_error_rate:
+        why = f"error rate {errors / total:.4f}"
+    if not why and r.rps < _SHORTFALL * target:
+        why = f"reached {r.rps:,.0f}/s"
+    return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why)
+
+
+def capacity(url: str, slo: str = "p99<5ms", max_error_rate: float = 0.001,
+             start: float | None = None, step: float = 1.25, stage_s: float = 5.0,
+             **run_kwargs: Any) -> CapacityResult:
+    """Finds the highest arrival rate url takes while `slo` holds and
+    failures plus 5xx responses stay at most max_error_rate of requests.
+
+    slo: one or more comma-separated STAT<NUMBER UNIT (STAT mean, p50, p90,
+    p99 or p999; UNIT us, ms or s). start: the first stage's rate; None
+    begins at a tenth of what a one-second closed-loop probe reached with
+    the same connections. Each stage runs stage_s seconds; the rate grows by
+    `step` until a stage breaks, then the last rate that held and the first
+    that broke are bisected until within 5%. run()'s keyword arguments
+    (concurrency, threads, headers, timeout, ...) pass through; rate,
+    duration and requests are capacity's to set.
+    """
+    bounds = parse_slo(slo)
+    if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) or \
+            not 0 <= max_error_rate < 1:
+        raise ValueError(f"max_error_rate must be a fraction from 0 to below 1, "
+                         f"not {max_error_rate!r}")
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not 1.01 <= step <= 10:
+        raise ValueError(f"step must be a factor from 1.01 to 10, not {step!r}")
+    stage_s = _check.seconds("stage_s", stage_s)
+    if start is not None and (isinstance(start, bool) or not isinstance(start, (int, float))
+                              or not 1 <= start <= _check.MAX_RATE):
+        raise ValueError(f"start must be a rate from 1 to {_check.MAX_RATE:.0e} a second, "
+                         f"not {start!r}")
+    taken = {"rate", "duration", "requests"} & run_kwargs.keys()
+    if taken:
+        raise ValueError(f"capacity sets {', '.join(sorted(taken))} itself: leave "
+                         f"{'it' if len(taken) == 1 else 'them'} out")
+    run_kwargs.setdefault("progress", False)
+    steps: list[CapacityStep] = []
+
+    def stage(rate: float) -> bool:
+        r = run(url, rate=rate, duration=stage_s, **run_kwargs)
+        steps.append(_judge(r, rate, bounds, max_error_rate))
+        return steps[-1].held
+
+    if start is None:
+        probe = run(url, duration=1.0, **run_kwargs)
+        start = max(1.0, probe.rps / 10)
+    held: float | None = None
+    broke: float | None = None
+    rate = start
+    for _ in range(_MAX_STEPS):
+        if stage(rate):
+            held = rate
+            if broke is not None:
+                break  # stepping down found one that holds
+            rate *= step
+            if rate > _check.MAX_RATE:
+                break
+        else:
+            broke = rate
+            if held is not None:
+                break
+            rate /= step  # the first stage broke: step down until one holds
+            if rate < 1:
+                break
+    if held is not None and broke is not None and broke > held:
+        while broke / held > _CLOSE and len(steps) < _MAX_STEPS:
+            mid = math.sqrt(held * broke)
+            if stage(mid):
+                held = mid
+            else:
+                broke = mid
+    return CapacityResult(held or 0.0, slo, max_error_rate, steps, url)

@@ -1,0 +1,132 @@
+"""httpbench.capacity: found on servers whose capacity is known: the
+embedded server's /delay (a known service time over a known number of
+connections) and a server that answers 503 above a known rate; the SLO's
+syntax, the arguments' checks and the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import httpbench
+from httpbench.capacity import parse_slo
+
+
+def test_the_slo_syntax():
+    assert parse_slo("p99<5ms") == [("p99", 0.005)]
+    assert parse_slo(" mean < 250us , p999<1.5s") == [("mean", 0.00025), ("p999", 1.5)]
+    for bad in ("", "p98<5ms", "p99>5ms", "p99<5", "p99<5min", "p99<0ms", "p99<-1ms",
+                "p99<5ms,", "p99<1e9s"):
+        with pytest.raises(ValueError, match="slo"):
+            parse_slo(bad)
+
+
+def test_arguments_are_checked():
+    url = "http://127.0.0.1:9/"
+    for kwargs, name in ((dict(max_error_rate=1.0), "max_error_rate"),
+                         (dict(max_error_rate=float("nan")), "max_error_rate"),
+                         (dict(step=1.0), "step"), (dict(step=float("inf")), "step"),
+                         (dict(stage_s=0), "stage_s"), (dict(stage_s=float("nan")), "stage_s"),
+                         (dict(start=0), "start"), (dict(start=float("nan")), "start"),
+                         (dict(rate=100), "rate"), (dict(duration=3, requests=5), "duration"),
+                         (dict(slo="p99<"), "slo")):
+        with pytest.raises(ValueError, match=name):
+            httpbench.capacity(url, **kwargs)
+
+
+def test_capacity_of_a_known_service_time():
+    # 10 connections, each request 20 ms: 500 a second is the most it takes
+    # with p99 under 40 ms (past it, queues grow through the stage).
+    with httpbench.Server() as srv:
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<40ms", start=300,
+                               stage_s=1.0, concurrency=10)
+    assert 450 <= c.rate <= 550, c.report()
+    held = [s for s in c.steps if s.held]
+    assert held and max(s.target for s in held) == c.rate
+    assert any(not s.held for s in c.steps)
+    # Bisected to within 5%: the lowest rate that broke above the capacity.
+    assert min(s.target for s in c.steps if not s.held and s.target > c.rate) <= c.rate * 1.05
+    assert "capacity: " in c.report() and "held" in c.report()
+
+
+class _RateLimited(BaseHTTPRequestHandler):
+    """200 within a token bucket of RATE a second (burst BURST), else 503."""
+
+    protocol_version = "HTTP/1.1"
+    RATE, BURST = 300.0, 10.0
+    lock = threading.Lock()
+    tokens, last = BURST, time.monotonic()
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        cls = type(self)
+        with cls.lock:
+            now = time.monotonic()
+            cls.tokens = min(cls.BURST, cls.tokens + (now - cls.last) * cls.RATE)
+            cls.last = now
+            ok = cls.tokens >= 1
+            if ok:
+                cls.tokens -= 1
+        # One write: a head and a body sent apart meet Nagle's algorithm
+        # and the client's delayed ACK, 40 ms a response.
+        self.wfile.write(b"HTTP/1.1 %d %s\r\nContent-Length: 2\r\n\r\nok"
+                         % ((200, b"OK") if ok else (503, b"Service Unavailable")))
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_capacity_of_a_rate_limit():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _RateLimited)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        c = httpbench.capacity(f"http://127.0.0.1:{srv.server_port}/", slo="p99<500ms",
+                               start=150, stage_s=2.0, concurrency=4)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert 270 <= c.rate <= 330, c.report()
+    broken = [s for s in c.steps if not s.held]
+    assert broken and all(s.why.startswith("error rate") for s in broken), c.report()
+    assert all(s.errors == 0 for s in c.steps if s.held and s.target < 280)
+
+
+def test_a_first_stage_that_breaks_steps_down():
+    with httpbench.Server() as srv:
+        c = httpbench.capacity(srv.url("/delay?ms=50"), slo="p99<80ms", start=400,
+                               stage_s=0.5, concurrency=4, step=2.0)
+    # 4 connections of 50 ms: 80 a second. 400 breaks, 200 and 100 too, 50 holds.
+    assert c.steps[0].target == 400 and not c.steps[0].held
+    assert 50 <= c.rate <= 84, c.report()
+
+
+def test_the_command_line(tmp_path):
+    with httpbench.Server() as srv:
+        run = subprocess.run([sys.executable, "-m", "httpbench", "capacity",
+                              srv.url("/delay?ms=20"), "--slo", "p99<40ms", "--start", "300",
+                              "--stage", "1", "-c", "10", "--json", str(tmp_path / "c.json")],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "capacity: " in run.stdout
+    d = json.loads((tmp_path / "c.json").read_text())
+    assert 450 <= d["rate"] <= 550 and d["slo"] == "p99<40ms" and d["steps"]
+    bad = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "http://x/", "--slo",
+                          "p77<1ms"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert bad.returncode == 2 and "slo" in bad.stderr
+
+
+def test_plot():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    steps = [httpbench.CapacityStep(100, 100, 0.001, 0.002, 0, 100, True, ""),
+             httpbench.CapacityStep(200, 150, 0.01, 0.05, 0, 300, False, "p99 50.00 ms")]
+    ax = httpbench.CapacityResult(100.0, "p99<5ms", 0.001, steps, "http://x/").plot()
+    assert ax.get_xlabel() == "requests per second" and len(ax.lines) >= 4
