@@ -79,6 +79,8 @@ typedef struct {
     int64_t t_intended, t_start, t_first, t_connect, connect_ns;
     int64_t t_handshake; /* when the handshake began */
     int64_t next_at;     /* rate: the next intended start */
+    uint64_t seq;        /* a shape: requests this slot has started */
+    int global;          /* this slot's index over all threads */
 } bconn;
 
 typedef struct {
@@ -129,6 +131,8 @@ struct hb_bench {
     hb_sock_info tls; /* the first handshake's, once tls_set */
     int tls_set;
     char *pipe_req; /* with a pipeline: the request cfg.pipeline times over */
+    int paced;      /* starts at intended instants: a rate or a shape */
+    hb_shape *shape;
     char error[160];
 };
 
@@ -494,12 +498,21 @@ static void write_request(bthread *t, bconn *c, int64_t now)
     watch_wants(t, c);
 }
 
+/* Under a shape: when slot c's n-th request is due (see shape.h), or
+ * INT64_MAX when the shape holds no more for it. */
+static int64_t shape_due(const hb_bench *b, const bconn *c, uint64_t n)
+{
+    double k = (double)c->global + (double)n * (double)b->cfg.concurrency;
+    double at = hb_shape_due(b->shape, k);
+    return at < 0 ? INT64_MAX : b->start + (int64_t)(at * 1e9);
+}
+
 static void start_request(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     if (c->state == BC_RATE)
         t->rate_waiting--;
-    if (b->cfg.rate > 0 && c->next_at > now && !stopped(b) && !(b->end && now >= b->end)) {
+    if (b->paced && c->next_at > now && !stopped(b) && !(b->end && now >= b->end)) {
         c->state = BC_RATE;
         t->rate_waiting++;
         return;
@@ -516,9 +529,11 @@ static void start_request(bthread *t, bconn *c, int64_t now)
     c->answered = 0;
     t->res->issued += (uint64_t)batch;
     t->inflight += batch;
-    c->t_intended = b->cfg.rate > 0 ? c->next_at : now;
+    c->t_intended = b->paced ? c->next_at : now;
     if (b->cfg.rate > 0)
         c->next_at += t->interval;
+    else if (b->shape != NULL)
+        c->next_at = shape_due(b, c, ++c->seq);
     c->t_start = now;
     c->t_first = 0;
     c->connect_ns = 0;
@@ -908,7 +923,7 @@ static void epoll_loop(bthread *t)
     int64_t now = hb_now_ns();
     /* Under a rate the loop wakes for each intended start: with the kernel's
      * default slack (50 us) a timer may fire that much late. */
-    if (t->b->cfg.rate > 0)
+    if (t->b->paced)
         prctl(PR_SET_TIMERSLACK, 1UL);
     for (;;) {
         /* Start the next requests; a bounded number, so a run of instant
@@ -960,8 +975,11 @@ static void *thread_main(void *arg)
      * N/R seconds at any concurrency. */
     for (int i = 0; i < t->nconns; i++) {
         t->conns[i].next_at = b->start;
+        t->conns[i].global = t->first_conn + i;
         if (b->cfg.rate > 0)
             t->conns[i].next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
+        else if (b->shape != NULL)
+            t->conns[i].next_at = shape_due(b, &t->conns[i], 0);
         t->ready[t->nready++] = &t->conns[i];
     }
     if (t->blocking)
@@ -1018,6 +1036,14 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     pthread_cond_init(&b->gate_cv, NULL);
     if (b->cfg.pipeline < 1)
         b->cfg.pipeline = 1;
+    if (cfg->shape != NULL) {
+        b->shape = malloc(sizeof *b->shape);
+        if (b->shape == NULL)
+            goto error;
+        *b->shape = *cfg->shape;
+        b->cfg.shape = b->shape;
+    }
+    b->paced = cfg->rate > 0 || cfg->shape != NULL;
     if (b->cfg.pipeline > 1) {
         /* The whole pipeline's bytes, for one write of any part of it. */
         b->pipe_req = malloc((size_t)b->cfg.pipeline * cfg->request_len);
@@ -1066,7 +1092,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         if (t->ep < 0)
             goto error;
         /* A pipeline writes and reads at once: the event loop's. */
-        t->blocking = t->nconns == 1 && cfg->rate <= 0 && cfg->pipeline <= 1;
+        t->blocking = t->nconns == 1 && !b->paced && cfg->pipeline <= 1;
         if (!t->blocking) {
             struct itimerspec every = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -1246,5 +1272,6 @@ void hb_bench_free(hb_bench *b)
     pthread_cond_destroy(&b->done_cv);
     pthread_cond_destroy(&b->gate_cv);
     free(b->pipe_req);
+    free(b->shape);
     free(b);
 }

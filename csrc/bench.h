@@ -25,6 +25,7 @@
 
 #include "hist.h"
 #include "net.h"
+#include "shape.h"
 
 #include <stdint.h>
 
@@ -66,6 +67,9 @@ typedef struct {
     const char *tunnel;       /* a CONNECT request to send on each new socket before
                                * the transport's handshake (a forward proxy), or NULL */
     size_t tunnel_len;
+    const hb_shape *shape; /* a load shape (shape.h), or NULL: starts follow it, from
+                               * their intended instants, as under a rate (which must then
+                               * be 0, with no pipeline); copied */
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's

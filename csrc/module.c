@@ -15,6 +15,7 @@
 #include "request.h"
 #include "route.h"
 #include "server.h"
+#include "shape.h"
 #include "tls.h"
 
 #include <arpa/inet.h>
@@ -1714,13 +1715,56 @@ static void Bench_dealloc(BenchObject *self)
     Py_DECREF(tp);
 }
 
+/* A load shape from a sequence of (seconds, target rate) pairs, each
+ * checked (seconds finite and above 0, at most a year; a rate finite, 0 or
+ * above, at most 1e9). Returns it (PyMem_Free it), or NULL with an
+ * exception. */
+static hb_shape *shape_of(PyObject *stages_o)
+{
+    PyObject *seq = PySequence_Fast(stages_o, "stages must be a sequence of (seconds, rate)");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    double *v = PyMem_Calloc(n > 0 ? (size_t)n * 2 : 1, sizeof *v);
+    hb_shape *shape = PyMem_Malloc(sizeof *shape);
+    if (v == NULL || shape == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (n < 1 || n > HB_SHAPE_MAX) {
+        PyErr_Format(PyExc_ValueError, "stages: 1 to %d of them, not %zd", HB_SHAPE_MAX, n);
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *secs, *target;
+        if (!PyArg_ParseTuple(pair, "OO:stages", &secs, &target) ||
+            arg_real(secs, "a stage's seconds", 0, HB_BENCH_MAX_SECONDS, &v[i]) != 0 ||
+            arg_real(target, "a stage's rate", 1, 1e9, &v[n + i]) != 0)
+            goto error;
+    }
+    if (hb_shape_init(shape, v, v + n, (int)n) != 0 || !(shape->total >= 1)) {
+        PyErr_SetString(PyExc_ValueError, "stages: the shape holds no request");
+        goto error;
+    }
+    PyMem_Free(v);
+    Py_DECREF(seq);
+    return shape;
+error:
+    PyMem_Free(v);
+    PyMem_Free(shape);
+    Py_DECREF(seq);
+    return NULL;
+}
+
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host",       "port",         "request", "head",        "requests",
                              "duration",   "concurrency",  "threads", "keepalive",   "rate",
                              "timeout",    "lengths_vary", "tls",     "unix_socket", "pipeline",
-                             "idempotent", "tunnel",       NULL};
+                             "idempotent", "tunnel",       "stages",  NULL};
     const char *host;
+    PyObject *stages_o = Py_None;
+    hb_shape *shape = NULL;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
     PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL, *tunnel_o = Py_None;
     long long pipeline = 1;
@@ -1730,11 +1774,11 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpO:_Bench", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOO:_Bench", kwlist, &host,
                                      &port_o, &request, &cfg.head, &requests_o, &duration_o,
                                      &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
                                      &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
-                                     &cfg.idempotent, &tunnel_o))
+                                     &cfg.idempotent, &tunnel_o, &stages_o))
         return -1;
     if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
         Py_XDECREF(unix_o);
@@ -1772,6 +1816,16 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "pipeline with rate is not supported");
         return -1;
     }
+    if (stages_o != Py_None) {
+        if (cfg.rate > 0 || cfg.pipeline > 1) {
+            PyErr_SetString(PyExc_ValueError, "stages set the rate: no rate or pipeline beside");
+            return -1;
+        }
+        shape = shape_of(stages_o);
+        if (shape == NULL)
+            return -1;
+        cfg.shape = shape;
+    }
     /* Under a rate a connection starts every concurrency/rate seconds. */
     if (cfg.rate > 0 && (double)conc / cfg.rate > HB_BENCH_MAX_SECONDS) {
         PyErr_Format(PyExc_ValueError, "rate %R is too low for %lld connections", rate_o, conc);
@@ -1783,6 +1837,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     /* Checked after every conversion, and held while the GIL is released,
      * so that two threads never start two runs for one object. */
     if (self->b != NULL || self->starting) {
+        PyMem_Free(shape);
         PyErr_SetString(PyExc_RuntimeError, "already started");
         return -1;
     }
@@ -1799,6 +1854,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     }
     if (n < 1) {
         self->starting = 0;
+        PyMem_Free(shape);
         PyErr_SetString(st->ConnectError, err);
         return -1;
     }
@@ -1815,6 +1871,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench *b;
     Py_BEGIN_ALLOW_THREADS b = hb_bench_start(&cfg);
     Py_END_ALLOW_THREADS self->starting = 0;
+    PyMem_Free(shape); /* the run keeps a copy */
     if (b == NULL) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;

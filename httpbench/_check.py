@@ -17,7 +17,7 @@ __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
     "MAX_PIPELINE",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
-    "UNIX_PATH_MAX", "unix_socket", "allow",
+    "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages",
 ]
 
 # Durations and timeouts: at most a year (None is "no limit" where documented).
@@ -182,3 +182,35 @@ def _port_of(entry: str, port: int) -> int:
     if not 1 <= port <= 65535:
         raise ValueError(f"allow: the port of {entry!r} must be from 1 to 65535")
     return port
+
+
+MAX_STAGES = 1000
+
+
+def stages(value: object) -> list[tuple[float, float]]:
+    """A load shape: 1 to MAX_STAGES (seconds, rate) pairs, seconds as
+    seconds() checks them, a rate finite from 0 to MAX_RATE; the shape must
+    hold a request at least."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(f"stages must be a list of (seconds, rate) pairs, not {value!r}")
+    out = []
+    for stage in value:
+        if isinstance(stage, (str, bytes)) or not isinstance(stage, Iterable) or \
+                len(pair := tuple(stage)) != 2:
+            raise ValueError(f"stages: each stage is a (seconds, rate) pair, not {stage!r}")
+        secs = seconds("a stage's seconds", pair[0])
+        r = pair[1]
+        if isinstance(r, bool) or not isinstance(r, numbers.Real) or \
+                not 0 <= float(r) <= MAX_RATE:
+            raise ValueError(f"stages: a stage's rate must be from 0 to {MAX_RATE:.0e}, "
+                             f"not {r!r}")
+        out.append((secs, float(r)))
+    if not 1 <= len(out) <= MAX_STAGES:
+        raise ValueError(f"stages: 1 to {MAX_STAGES} of them, not {len(out)}")
+    previous, total = 0.0, 0.0
+    for secs, r in out:
+        total += secs * (previous + r) / 2
+        previous = r
+    if total < 1:
+        raise ValueError("stages: the shape holds no request (its rates are all 0)")
+    return out

@@ -259,6 +259,7 @@ def run(
     unix_socket: Path | None = None,
     pipeline: int = 1,
     proxy: str | None = None,
+    stages: Iterable[tuple[float, float]] | None = None,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -310,9 +311,32 @@ def run(
     response with its status). Credentials become Proxy-Authorization.
     Environment variables are not read (the command line's
     --proxy-from-env does).
+
+    stages=[(seconds, rate), ...] shapes the load (k6's ramping arrival
+    rate): over each stage the arrival rate ramps linearly from the last
+    stage's target (0 before the first) to its own, starts are scheduled
+    from the shape and latency counts from each intended start, as under a
+    rate. The stages set the run's length and rate: duration, requests and
+    rate beside them are a ValueError, and so is pipeline. The timeline
+    (per second) shows the ramp; Result.rate is the shape's mean rate and
+    Result.stages the shape.
     """
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
+    shape = None
+    if stages is not None:
+        given = [n for n, v in (("duration", duration), ("requests", requests), ("rate", rate))
+                 if v is not None]
+        if given:
+            raise ValueError(f"stages set the run's length and rate: no {' or '.join(given)} "
+                             "beside them")
+        if pipeline != 1:
+            raise ValueError("pipeline with stages is not supported: an open loop's requests "
+                             "start on their own schedule, not in batches")
+        shape = _check.stages(stages)
+        duration = sum(secs for secs, _ in shape)
+        rate = sum(secs * (a + b) / 2 for (secs, b), a in
+                   zip(shape, [0.0] + [r for _, r in shape[:-1]], strict=True)) / duration
     if requests is None and duration is None:
         requests = DEFAULT_REQUESTS
     if requests is not None:
@@ -323,7 +347,7 @@ def run(
     if threads is None:
         threads = min(cpus_here(), concurrency)
     threads = _check.count("threads", threads, 1, _check.MAX_THREADS)
-    if rate is not None:
+    if rate is not None and shape is None:
         rate = _check.rate(rate, concurrency)
     timeout_s = _check.YEAR if timeout is None else _check.seconds("timeout", timeout)
     unix_path = _check.unix_socket("unix_socket", unix_socket)
@@ -362,14 +386,16 @@ def run(
                                          host_field(host, port, target.tls))
     head = bool(flags & _core.REQ_HEAD)
 
-    def start(n: int, seconds: float) -> _core._Bench:
+    def start(n: int, seconds: float, measured: bool = True) -> _core._Bench:
+        # A shape paces the measured run alone; its warmup is closed loop.
         return _core._Bench(to_host, to_port, request, head, n, seconds, concurrency, threads,
-                            keepalive, rate or 0.0, timeout_s, lengths_vary, tls, unix_path,
-                            pipeline, method.upper() in IDEMPOTENT, tunnel)
+                            keepalive, (rate or 0.0) if shape is None else 0.0, timeout_s,
+                            lengths_vary, tls, unix_path, pipeline, method.upper() in IDEMPOTENT,
+                            tunnel, shape if measured else None)
 
     interrupted = False
     if warmup is not None:
-        w = start(warmup, 0.0) if isinstance(warmup, int) else start(0, warmup)
+        w = start(warmup, 0.0, False) if isinstance(warmup, int) else start(0, warmup, False)
         _, interrupted = _drive(w, None)
 
     started: str | None = None
@@ -407,6 +433,7 @@ def run(
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
         tls_handshake=Latency(raw["tls_handshake"]),
         unix_socket=unix_path or "", pipeline=pipeline, proxy=plan.label if plan else "",
+        stages=list(shape or []),
     )
 
 
