@@ -133,6 +133,7 @@ struct hb_bench {
     char *pipe_req; /* with a pipeline: the request cfg.pipeline times over */
     int paced;      /* starts at intended instants: a rate or a shape */
     hb_shape *shape;
+    hb_shape *vus; /* connections over time */
     char error[160];
 };
 
@@ -507,11 +508,34 @@ static int64_t shape_due(const hb_bench *b, const bconn *c, uint64_t n)
     return at < 0 ? INT64_MAX : b->start + (int64_t)(at * 1e9);
 }
 
+/* Under a shape of connections: now when slot c may run, else when it may
+ * next (INT64_MAX: never again). */
+static int64_t vus_next(const hb_bench *b, const bconn *c, int64_t now)
+{
+    double at = hb_shape_when(b->vus, (double)c->global + 1, (double)(now - b->start) / 1e9);
+    if (at < 0)
+        return INT64_MAX;
+    int64_t when = b->start + (int64_t)(at * 1e9);
+    return when > now ? when : now;
+}
+
 static void start_request(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     if (c->state == BC_RATE)
         t->rate_waiting--;
+    if (b->vus != NULL && !stopped(b) && !(b->end && now >= b->end)) {
+        int64_t at = vus_next(b, c, now);
+        if (at > now) {
+            /* Not among the connections the shape asks for now: its socket
+             * closes (a VU stopping) and it waits for its turn. */
+            bc_close(c);
+            c->next_at = at;
+            c->state = BC_RATE;
+            t->rate_waiting++;
+            return;
+        }
+    }
     if (b->paced && c->next_at > now && !stopped(b) && !(b->end && now >= b->end)) {
         c->state = BC_RATE;
         t->rate_waiting++;
@@ -1043,6 +1067,13 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         *b->shape = *cfg->shape;
         b->cfg.shape = b->shape;
     }
+    if (cfg->vus != NULL) {
+        b->vus = malloc(sizeof *b->vus);
+        if (b->vus == NULL)
+            goto error;
+        *b->vus = *cfg->vus;
+        b->cfg.vus = b->vus;
+    }
     b->paced = cfg->rate > 0 || cfg->shape != NULL;
     if (b->cfg.pipeline > 1) {
         /* The whole pipeline's bytes, for one write of any part of it. */
@@ -1092,7 +1123,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         if (t->ep < 0)
             goto error;
         /* A pipeline writes and reads at once: the event loop's. */
-        t->blocking = t->nconns == 1 && !b->paced && cfg->pipeline <= 1;
+        t->blocking = t->nconns == 1 && !b->paced && cfg->vus == NULL && cfg->pipeline <= 1;
         if (!t->blocking) {
             struct itimerspec every = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -1273,5 +1304,6 @@ void hb_bench_free(hb_bench *b)
     pthread_cond_destroy(&b->gate_cv);
     free(b->pipe_req);
     free(b->shape);
+    free(b->vus);
     free(b);
 }

@@ -70,6 +70,9 @@ typedef struct {
     const hb_shape *shape; /* a load shape (shape.h), or NULL: starts follow it, from
                                * their intended instants, as under a rate (which must then
                                * be 0, with no pipeline); copied */
+    const hb_shape *vus;   /* a shape of connections (k6's ramping VUs), or NULL:
+                               * connection i runs while the shape is at i + 1 or
+                               * above, closed loop; concurrency is its peak; copied */
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's

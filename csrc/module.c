@@ -1719,9 +1719,9 @@ static void Bench_dealloc(BenchObject *self)
  * checked (seconds finite and above 0, at most a year; a rate finite, 0 or
  * above, at most 1e9). Returns it (PyMem_Free it), or NULL with an
  * exception. */
-static hb_shape *shape_of(PyObject *stages_o)
+static hb_shape *shape_of(PyObject *stages_o, const char *name)
 {
-    PyObject *seq = PySequence_Fast(stages_o, "stages must be a sequence of (seconds, rate)");
+    PyObject *seq = PySequence_Fast(stages_o, "stages must be a sequence of (seconds, value)");
     if (seq == NULL)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1732,18 +1732,18 @@ static hb_shape *shape_of(PyObject *stages_o)
         goto error;
     }
     if (n < 1 || n > HB_SHAPE_MAX) {
-        PyErr_Format(PyExc_ValueError, "stages: 1 to %d of them, not %zd", HB_SHAPE_MAX, n);
+        PyErr_Format(PyExc_ValueError, "%s: 1 to %d of them, not %zd", name, HB_SHAPE_MAX, n);
         goto error;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *secs, *target;
         if (!PyArg_ParseTuple(pair, "OO:stages", &secs, &target) ||
             arg_real(secs, "a stage's seconds", 0, HB_BENCH_MAX_SECONDS, &v[i]) != 0 ||
-            arg_real(target, "a stage's rate", 1, 1e9, &v[n + i]) != 0)
+            arg_real(target, "a stage's target", 1, 1e9, &v[n + i]) != 0)
             goto error;
     }
-    if (hb_shape_init(shape, v, v + n, (int)n) != 0 || !(shape->total >= 1)) {
-        PyErr_SetString(PyExc_ValueError, "stages: the shape holds no request");
+    if (hb_shape_init(shape, v, v + n, (int)n) != 0 || !(shape->total > 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: the shape is 0 throughout", name);
         goto error;
     }
     PyMem_Free(v);
@@ -1761,10 +1761,10 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"host",       "port",         "request", "head",        "requests",
                              "duration",   "concurrency",  "threads", "keepalive",   "rate",
                              "timeout",    "lengths_vary", "tls",     "unix_socket", "pipeline",
-                             "idempotent", "tunnel",       "stages",  NULL};
+                             "idempotent", "tunnel",       "stages",  "vus",         NULL};
     const char *host;
-    PyObject *stages_o = Py_None;
-    hb_shape *shape = NULL;
+    PyObject *stages_o = Py_None, *vus_o = Py_None;
+    hb_shape *shape = NULL, *vus = NULL;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
     PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL, *tunnel_o = Py_None;
     long long pipeline = 1;
@@ -1774,11 +1774,11 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOO:_Bench", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOOO:_Bench", kwlist, &host,
                                      &port_o, &request, &cfg.head, &requests_o, &duration_o,
                                      &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
                                      &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
-                                     &cfg.idempotent, &tunnel_o, &stages_o))
+                                     &cfg.idempotent, &tunnel_o, &stages_o, &vus_o))
         return -1;
     if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
         Py_XDECREF(unix_o);
@@ -1821,10 +1821,21 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
             PyErr_SetString(PyExc_ValueError, "stages set the rate: no rate or pipeline beside");
             return -1;
         }
-        shape = shape_of(stages_o);
+        shape = shape_of(stages_o, "stages");
         if (shape == NULL)
             return -1;
         cfg.shape = shape;
+    }
+    if (vus_o != Py_None) {
+        if (cfg.rate > 0 || shape != NULL) {
+            PyMem_Free(shape);
+            PyErr_SetString(PyExc_ValueError, "concurrency_stages run closed loop: no rate");
+            return -1;
+        }
+        vus = shape_of(vus_o, "concurrency_stages");
+        if (vus == NULL)
+            return -1;
+        cfg.vus = vus;
     }
     /* Under a rate a connection starts every concurrency/rate seconds. */
     if (cfg.rate > 0 && (double)conc / cfg.rate > HB_BENCH_MAX_SECONDS) {
@@ -1838,6 +1849,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
      * so that two threads never start two runs for one object. */
     if (self->b != NULL || self->starting) {
         PyMem_Free(shape);
+        PyMem_Free(vus);
         PyErr_SetString(PyExc_RuntimeError, "already started");
         return -1;
     }
@@ -1855,6 +1867,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     if (n < 1) {
         self->starting = 0;
         PyMem_Free(shape);
+        PyMem_Free(vus);
         PyErr_SetString(st->ConnectError, err);
         return -1;
     }
@@ -1871,7 +1884,8 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench *b;
     Py_BEGIN_ALLOW_THREADS b = hb_bench_start(&cfg);
     Py_END_ALLOW_THREADS self->starting = 0;
-    PyMem_Free(shape); /* the run keeps a copy */
+    PyMem_Free(shape); /* the run keeps copies */
+    PyMem_Free(vus);
     if (b == NULL) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;

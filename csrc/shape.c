@@ -62,3 +62,20 @@ double hb_shape_rate(const hb_shape *s, double t)
             return s->from[i] + (s->to[i] - s->from[i]) * (t - s->t0[i]) / s->dur[i];
     return 0;
 }
+
+double hb_shape_when(const hb_shape *s, double level, double t)
+{
+    level -= 1e-9;
+    for (int i = 0; i < s->n; i++) {
+        double end = s->t0[i] + s->dur[i];
+        if (end <= t)
+            continue;
+        double x0 = t > s->t0[i] ? t : s->t0[i];
+        double v0 = s->from[i] + (s->to[i] - s->from[i]) * (x0 - s->t0[i]) / s->dur[i];
+        if (v0 >= level)
+            return x0;
+        if (s->to[i] >= level) /* rising through it within the stage */
+            return s->t0[i] + (level - s->from[i]) / (s->to[i] - s->from[i]) * s->dur[i];
+    }
+    return -1;
+}

@@ -34,7 +34,12 @@ int hb_shape_init(hb_shape *s, const double *seconds, const double *targets, int
  * the shape holds fewer than k + 1 requests (none is due again). */
 double hb_shape_due(const hb_shape *s, double k);
 
-/* The rate the shape asks for at t seconds from the start (0 past its end). */
+/* The rate the shape asks for at t seconds from the start (0 past its end).
+ * (A shape of connections, k6's ramping VUs, reads the same: its value.) */
 double hb_shape_rate(const hb_shape *s, double t);
+
+/* The first instant at or after t (seconds from the start) at which the
+ * shape's value is at least `level` (within 1e-9), or -1 if none. */
+double hb_shape_when(const hb_shape *s, double level, double t);
 
 #endif

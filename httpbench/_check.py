@@ -17,7 +17,7 @@ __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
     "MAX_PIPELINE",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
-    "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages",
+    "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages", "shape_total",
 ]
 
 # Durations and timeouts: at most a year (None is "no limit" where documented).
@@ -187,30 +187,37 @@ def _port_of(entry: str, port: int) -> int:
 MAX_STAGES = 1000
 
 
-def stages(value: object) -> list[tuple[float, float]]:
-    """A load shape: 1 to MAX_STAGES (seconds, rate) pairs, seconds as
-    seconds() checks them, a rate finite from 0 to MAX_RATE; the shape must
-    hold a request at least."""
+def stages(value: object, name: str = "stages", what: str = "rate",
+           top: float = MAX_RATE) -> list[tuple[float, float]]:
+    """A shape: 1 to MAX_STAGES (seconds, value) pairs, seconds as seconds()
+    checks them, a value (a rate; connections) finite from 0 to top, not 0
+    throughout."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ValueError(f"stages must be a list of (seconds, rate) pairs, not {value!r}")
+        raise ValueError(f"{name} must be a list of (seconds, {what}) pairs, not {value!r}")
     out = []
     for stage in value:
         if isinstance(stage, (str, bytes)) or not isinstance(stage, Iterable) or \
                 len(pair := tuple(stage)) != 2:
-            raise ValueError(f"stages: each stage is a (seconds, rate) pair, not {stage!r}")
-        secs = seconds("a stage's seconds", pair[0])
-        r = pair[1]
-        if isinstance(r, bool) or not isinstance(r, numbers.Real) or \
-                not 0 <= float(r) <= MAX_RATE:
-            raise ValueError(f"stages: a stage's rate must be from 0 to {MAX_RATE:.0e}, "
-                             f"not {r!r}")
-        out.append((secs, float(r)))
+            raise ValueError(f"{name}: each stage is a (seconds, {what}) pair, not {stage!r}")
+        secs = seconds(f"{name}: a stage's seconds", pair[0])
+        v = pair[1]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) <= top:
+            raise ValueError(f"{name}: a stage's {what} must be from 0 to {top:g}, not {v!r}")
+        out.append((secs, float(v)))
     if not 1 <= len(out) <= MAX_STAGES:
-        raise ValueError(f"stages: 1 to {MAX_STAGES} of them, not {len(out)}")
-    previous, total = 0.0, 0.0
-    for secs, r in out:
-        total += secs * (previous + r) / 2
-        previous = r
-    if total < 1:
-        raise ValueError("stages: the shape holds no request (its rates are all 0)")
+        raise ValueError(f"{name}: 1 to {MAX_STAGES} stages, not {len(out)}")
+    if name == "stages" and shape_total(out) < 1:
+        raise ValueError(f"{name}: the shape holds no request (its rates are all 0)")
+    if all(v == 0 for _, v in out):
+        raise ValueError(f"{name}: the shape is 0 throughout")
     return out
+
+
+def shape_total(shape: list[tuple[float, float]]) -> float:
+    """A shape's integral: each stage ramps linearly from the last one's
+    value (0 before the first)."""
+    previous, total = 0.0, 0.0
+    for secs, v in shape:
+        total += secs * (previous + v) / 2
+        previous = v
+    return total

@@ -19,7 +19,7 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
 # failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy;
-# 5 stages (a load shape).
+# 5 stages and concurrency_stages (load shapes).
 SCHEMA = 5
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
@@ -146,7 +146,8 @@ class Latency:
 _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": "",
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
                           "tls_resumed_handshakes": 0, "unix_socket": "",
-                          "pipeline": 1, "proxy": "", "stages": []}
+                          "pipeline": 1, "proxy": "", "stages": [],
+                          "concurrency_stages": []}
 
 
 class Second(NamedTuple):
@@ -224,6 +225,9 @@ class Result:
     # A load shape's (seconds, rate) stages (run(stages=)); rate is then
     # its mean. Empty when the rate was constant or there was none.
     stages: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+    # A shape of connections's (seconds, connections) stages
+    # (run(concurrency_stages=)); concurrency is then its peak.
+    concurrency_stages: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -232,6 +236,7 @@ class Result:
     def __post_init__(self) -> None:
         self.timeline = [_second(x) for x in self.timeline]
         self.stages = [(float(a), float(b)) for a, b in self.stages]
+        self.concurrency_stages = [(float(a), float(b)) for a, b in self.concurrency_stages]
         # A result of an earlier version (or another agent) has fewer classes.
         self.failures = {**dict.fromkeys(FAILURE_CLASSES, 0), **self.failures}
 
@@ -414,6 +419,8 @@ def _report_lines(r: Result) -> Iterable[str]:
                "latency from each request's intended start")
     if r.stages:
         yield "Load shape:             " + _shape_text(r.stages)
+    if r.concurrency_stages:
+        yield "Connections shape:      " + _shape_text(r.concurrency_stages, "")
     yield ""
     yield "Connection Times (ms)"
     yield f"{'':<12}{'min':>9}{'mean':>9}{'[+/-sd]':>8}{'median':>9}{'max':>9}"
@@ -438,11 +445,11 @@ def _report_lines(r: Result) -> Iterable[str]:
             yield f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>10}{tail}"
 
 
-def _shape_text(stages: list[tuple[float, float]]) -> str:
+def _shape_text(stages: list[tuple[float, float]], unit: str = "/s") -> str:
     """ "10 s to 100/s, 30 s at 100/s, 10 s to 0/s" """
     parts, previous = [], 0.0
     for secs, r in stages:
-        parts.append(f"{secs:g} s {'at' if r == previous else 'to'} {r:g}/s")
+        parts.append(f"{secs:g} s {'at' if r == previous else 'to'} {r:g}{unit}")
         previous = r
     return ", ".join(parts)
 
@@ -584,6 +591,8 @@ def _html(r: Result) -> str:
                                                  else "")),
         ("Target rate", f"{r.rate:,.2f} req/s" if r.rate else "none (closed loop)"),
         *([("Load shape", _shape_text(r.stages))] if r.stages else []),
+        *([("Connections shape", _shape_text(r.concurrency_stages, " connections"))]
+          if r.concurrency_stages else []),
         ("Keep-alive requests", f"{r.keepalive_requests:,}"),
         ("Reconnects", f"{r.reconnects:,}"),
         *([("TLS", f"{r.tls_protocol}; {r.tls_full_handshakes:,} full and "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import math
 import os
 import resource
 import sys
@@ -260,6 +261,7 @@ def run(
     pipeline: int = 1,
     proxy: str | None = None,
     stages: Iterable[tuple[float, float]] | None = None,
+    concurrency_stages: Iterable[tuple[float, float]] | None = None,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -320,6 +322,14 @@ def run(
     rate beside them are a ValueError, and so is pipeline. The timeline
     (per second) shows the ramp; Result.rate is the shape's mean rate and
     Result.stages the shape.
+
+    concurrency_stages=[(seconds, connections), ...] ramps the connections
+    instead (k6's ramping VUs), closed loop: connection i runs while the
+    shape is at i + 1 or above, finishing its request in flight when the
+    shape falls below, then closing. Its peak is the concurrency; the
+    stages set the run's length (duration, requests, rate, stages,
+    pipeline or a concurrency beside them are a ValueError).
+    Result.concurrency_stages is the shape.
     """
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
@@ -335,8 +345,22 @@ def run(
                              "start on their own schedule, not in batches")
         shape = _check.stages(stages)
         duration = sum(secs for secs, _ in shape)
-        rate = sum(secs * (a + b) / 2 for (secs, b), a in
-                   zip(shape, [0.0] + [r for _, r in shape[:-1]], strict=True)) / duration
+        rate = _check.shape_total(shape) / duration
+    vus = None
+    if concurrency_stages is not None:
+        given = [n for n, v in (("duration", duration), ("requests", requests), ("rate", rate),
+                                ("stages", stages)) if v is not None]
+        if concurrency != 1:
+            given.append("concurrency")
+        if pipeline != 1:
+            given.append("pipeline")
+        if given:
+            raise ValueError("concurrency_stages set the run's length and connections, closed "
+                             f"loop: no {' or '.join(given)} beside them")
+        vus = _check.stages(concurrency_stages, "concurrency_stages", "connections",
+                            _check.MAX_CONCURRENCY)
+        duration = sum(secs for secs, _ in vus)
+        concurrency = max(1, math.floor(max(v for _, v in vus) + 1e-9))
     if requests is None and duration is None:
         requests = DEFAULT_REQUESTS
     if requests is not None:
@@ -391,7 +415,7 @@ def run(
         return _core._Bench(to_host, to_port, request, head, n, seconds, concurrency, threads,
                             keepalive, (rate or 0.0) if shape is None else 0.0, timeout_s,
                             lengths_vary, tls, unix_path, pipeline, method.upper() in IDEMPOTENT,
-                            tunnel, shape if measured else None)
+                            tunnel, shape if measured else None, vus if measured else None)
 
     interrupted = False
     if warmup is not None:
@@ -433,7 +457,7 @@ def run(
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
         tls_handshake=Latency(raw["tls_handshake"]),
         unix_socket=unix_path or "", pipeline=pipeline, proxy=plan.label if plan else "",
-        stages=list(shape or []),
+        stages=list(shape or []), concurrency_stages=list(vus or []),
     )
 
 

@@ -77,3 +77,33 @@ def test_the_arguments_are_checked(srv):
                 [(1, 1)] * 1001):
         with pytest.raises(ValueError, match="stage"):
             httpbench.run(url, stages=bad)  # type: ignore[arg-type]
+
+
+def test_connections_ramp_with_concurrency_stages():
+    # Connection i runs while the shape is at i + 1 or above; each request
+    # takes 100 ms, so a second with k connections running completes 10 k.
+    shape = [(2, 10), (2, 10), (2, 0)]
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/delay?ms=100"), concurrency_stages=shape, progress=False)
+        opened = srv.stats()["connections"]
+    assert r.failed == 0 and r.concurrency == 10 and opened == 10
+    seconds = {s.t: s.complete for s in r.timeline}
+    # floor(5t) connections on the way up: 2 connection-seconds in the
+    # first second, 7 in the second; 10 on the plateau; 7 and 2 going down.
+    for t, want in ((2, 100), (3, 100)):
+        assert abs(seconds[t] - want) <= 5, seconds
+    assert seconds[0] < seconds[1] < seconds[2] and seconds[3] > seconds[4] > seconds[5]
+    assert abs(r.complete - 380) <= 19, seconds
+    assert "Connections shape:      2 s to 10, 2 s at 10, 2 s to 0" in r.report()
+    assert Result.from_json(r.to_json()).concurrency_stages == shape
+
+
+def test_concurrency_stages_arguments_are_checked(srv):
+    url = srv.url("/")
+    for kwargs in (dict(duration=3), dict(requests=10), dict(rate=5.0), dict(concurrency=4),
+                   dict(stages=[(1, 10)]), dict(pipeline=2)):
+        with pytest.raises(ValueError, match="concurrency_stages"):
+            httpbench.run(url, concurrency_stages=[(1, 2)], **kwargs)
+    for bad in ([], [(1, 0)], [(1, -1)], [(1, 2e6)], [(math.inf, 1)], [(1, math.nan)]):
+        with pytest.raises(ValueError, match="concurrency_stages"):
+            httpbench.run(url, concurrency_stages=bad)
