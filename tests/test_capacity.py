@@ -56,10 +56,13 @@ def test_capacity_of_a_known_service_time():
 
 
 class _RateLimited(BaseHTTPRequestHandler):
-    """200 within a token bucket of RATE a second (burst BURST), else 503."""
+    """200 within a token bucket of RATE a second (burst BURST), else 503.
+    The burst absorbs the bunching of a server thread scheduled late (under
+    a sanitizer, or on one CPU); above the rate it is used up within a
+    stage, and then every request past the rate is a 503."""
 
     protocol_version = "HTTP/1.1"
-    RATE, BURST = 300.0, 10.0
+    RATE, BURST = 300.0, 30.0
     lock = threading.Lock()
     tokens, last = BURST, time.monotonic()
 
@@ -87,14 +90,14 @@ def test_capacity_of_a_rate_limit():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         c = httpbench.capacity(f"http://127.0.0.1:{srv.server_port}/", slo="p99<500ms",
-                               start=150, stage_s=2.0, concurrency=4)
+                               max_error_rate=0.01, start=200, stage_s=3.0, concurrency=4)
     finally:
         srv.shutdown()
         srv.server_close()
     assert 270 <= c.rate <= 330, c.report()
     broken = [s for s in c.steps if not s.held]
     assert broken and all(s.why.startswith("error rate") for s in broken), c.report()
-    assert all(s.errors == 0 for s in c.steps if s.held and s.target < 280)
+    assert all(s.errors == 0 for s in c.steps if s.target < 280)
 
 
 def test_a_first_stage_that_breaks_steps_down():
