@@ -43,6 +43,7 @@ enum { R_CONNECT = 1, R_SEND, R_HEAD, R_RESP, R_TUNNEL };
 #define HEAD_READ_COPY 16384
 #define CHUNKED_READ 65536
 #define UNTIL_END UINT64_MAX
+#define NOT_ALLOWED "the relay goes to loopback and the destinations it is allowed, not this one\n"
 
 /* One direction of bytes in transit. */
 typedef struct {
@@ -423,10 +424,12 @@ static int put(hb_buf *b, const char *p, size_t n)
 #define PUTS(b, lit) put((b), lit, sizeof(lit) - 1)
 
 /* Appends the fields of a head except the hop-by-hop ones, those `skip`
- * names, and (when skip_te) Transfer-Encoding. */
+ * names, and (when skip_te) Transfer-Encoding. Returns how many it wrote,
+ * or -1 when memory ran out. */
 static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned n,
                       const char *skip, int skip_te)
 {
+    int written = 0;
     for (unsigned i = 0; i < n; i++) {
         const hb_header *h = &hs[i];
         if (hop_by_hop(base, hs, n, h) || (skip && name_is(base, h, skip)) ||
@@ -435,8 +438,17 @@ static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned
         if (put(b, base + h->name_off, h->name_len) != 0 || PUTS(b, ": ") != 0 ||
             put(b, base + h->value_off, h->value_len) != 0 || PUTS(b, "\r\n") != 0)
             return -1;
+        written++;
     }
-    return 0;
+    return written;
+}
+
+/* Whether a head of `fields` field lines and `len` bytes is within what
+ * the parsers take (parser.h): the relay adds Host, Via and Connection,
+ * and what it forwards must not be what the next hop refuses. */
+static int within_limits(int fields, size_t len)
+{
+    return fields <= HB_MAX_HEADERS && len <= HB_MAX_HEAD;
 }
 
 /* Whether a Via field of the request names this relay: it came round. */
@@ -540,7 +552,7 @@ static int open_upstream(hb_sess *s, int64_t now, const char *host, int port, co
     char dest[sizeof rl->dest];
     hb_addr addr;
     if (destination(s->sh, host, port, &addr) != 0) {
-        *why = "the relay goes to loopback and the destinations it is allowed, not this one\n";
+        *why = NOT_ALLOWED;
         return 403;
     }
     snprintf(dest, sizeof dest, "%s:%d", host, port);
@@ -643,7 +655,12 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
         *why = "a CONNECT has no body\n";
         status = 400;
     }
-    if (status == 0)
+    hb_addr unused;
+    if (status == 0 && destination(s->sh, host, port, &unused) != 0) {
+        *why = NOT_ALLOWED;
+        status = 403;
+    }
+    if (status == 0 && connect)
         status = open_upstream(s, now, host, port, why);
     if (status != 0) {
         hb_buf_consume(&s->rx, head_len);
@@ -655,12 +672,13 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
     }
     /* The request as the origin is to see it (RFC 9112 section 3.2.2: Host
      * from the target, whatever the client's said). */
+    int fields = -1;
     int fail = put(&rl->out, base, r->method_len) != 0 || PUTS(&rl->out, " ") != 0 ||
                (plen > 0 ? put(&rl->out, path[0] == '?' ? "/" : "", path[0] == '?')
                          : PUTS(&rl->out, "/")) != 0 ||
                put(&rl->out, path, plen) != 0 || PUTS(&rl->out, " HTTP/1.1\r\nHost: ") != 0 ||
                put(&rl->out, auth, alen) != 0 || PUTS(&rl->out, "\r\n") != 0 ||
-               put_fields(&rl->out, base, r->headers, r->num_headers, "host", 0) != 0 ||
+               (fields = put_fields(&rl->out, base, r->headers, r->num_headers, "host", 0)) < 0 ||
                put(&rl->out, s->sh->via, s->sh->via_len) != 0 || PUTS(&rl->out, "\r\n") != 0;
     hb_body_init(&rl->reqbody, r->body, r->content_length);
     hb_buf_consume(&s->rx, head_len);
@@ -668,6 +686,15 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
         up_close(s, 0);
         return 503;
     }
+    if (!within_limits(fields + 2, hb_buf_size(&rl->out))) {
+        *why = "with the relay's Host and Via the request would pass 100 fields or 64 KiB\n";
+        return 431;
+    }
+    /* Dialled (or a kept connection taken) once the request is known to
+     * be one to send. */
+    status = open_upstream(s, now, host, port, why);
+    if (status != 0)
+        return status;
     /* Sent again if a reused connection turns out gone: only what has no
      * body (RFC 9110 section 9.2.2 allows it for idempotent methods; a
      * request with a body would need the body kept too). */
@@ -790,7 +817,9 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
     return -1;
 }
 
-/* Queues the client's response head for the upstream's head in rl->in. */
+/* Queues the client's response head for the upstream's head in rl->in.
+ * Returns 0, -1 when memory ran out, or -2 when the head would pass the
+ * parsers' limits. */
 static int queue_head(hb_sess *s)
 {
     hb_relay *rl = s->relay;
@@ -799,15 +828,19 @@ static int queue_head(hb_sess *s)
     char line[32];
     int ll = snprintf(line, sizeof line, "HTTP/1.1 %03d ", p->status);
     hb_buf_clear(&s->tx);
-    int fail = put(&s->tx, line, (size_t)ll) != 0 ||
-               put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
-               put_fields(&s->tx, base, p->headers, p->num_headers, NULL, rl->dechunk) != 0 ||
-               put(&s->tx, s->sh->via, s->sh->via_len) != 0;
+    int fields = -1;
+    int fail =
+        put(&s->tx, line, (size_t)ll) != 0 ||
+        put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
+        (fields = put_fields(&s->tx, base, p->headers, p->num_headers, NULL, rl->dechunk)) < 0 ||
+        put(&s->tx, s->sh->via, s->sh->via_len) != 0;
     if (!fail && s->close_after)
         fail = PUTS(&s->tx, "Connection: close\r\n") != 0;
     else if (!fail && s->req.minor_version == 0)
         fail = PUTS(&s->tx, "Connection: keep-alive\r\n") != 0;
-    return fail || PUTS(&s->tx, "\r\n") != 0 ? -1 : 0;
+    if (fail || PUTS(&s->tx, "\r\n") != 0)
+        return -1;
+    return within_limits(fields + 2, hb_buf_size(&s->tx)) ? 0 : -2;
 }
 
 /* Waits for, reads and parses the upstream's response head. */
@@ -869,10 +902,14 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
     if (p->body == HB_BODY_CLOSE || rl->dechunk)
         s->close_after = 1; /* the client's end of the body is the close */
     rl->up_keep = p->keep_alive && p->body != HB_BODY_CLOSE;
-    if (queue_head(s) != 0) {
-        *why = "out of memory\n";
+    int queued = queue_head(s);
+    if (queued != 0) {
+        hb_buf_clear(&s->tx);
+        *why = queued == -2 ? "with the relay's Via the upstream's response head would pass "
+                              "100 fields or 64 KiB\n"
+                            : "out of memory\n";
         up_close(s, 1);
-        return 503;
+        return queued == -2 ? 502 : 503;
     }
     hb_buf_consume(&rl->in, p->head_len);
     hb_body_init(&rl->respbody, p->body, p->content_length);

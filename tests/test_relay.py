@@ -461,3 +461,21 @@ def test_a_relay_on_a_unix_socket(target, tmp_path):
             assert status(answer) == 200
             assert answer.partition(b"\r\n\r\n")[2] == direct(plain.url("/rnd?c=300000"))
         assert relay.stats()["relayed"] == 2
+
+
+def test_a_head_the_relay_would_take_past_the_limits_is_refused():
+    # 100 fields is what the parsers take; the relay adds Host and Via.
+    fields = "".join(f"X-F{i}: {i}\r\n" for i in range(99))
+    up = ScriptedServer([[("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                                               + fields.encode() + b"\r\nok")]])
+    try:
+        with httpbench.Server(proxy=True) as relay:
+            request = f"GET http://127.0.0.1:{up.port}/ HTTP/1.1\r\nHost: x\r\n{fields}\r\n"
+            assert status(ask(relay.port, request.encode())) == 431
+            time.sleep(0.1)
+            assert up.connections == 0  # refused before anything was dialled
+            short = f"GET http://127.0.0.1:{up.port}/ HTTP/1.1\r\nHost: x\r\n\r\n"
+            answer = ask(relay.port, short.encode())
+            assert status(answer) == 502 and b"100 fields" in answer
+    finally:
+        up.close()
