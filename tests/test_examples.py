@@ -51,3 +51,15 @@ def test_fetch_script(tmp_path):
                          text=True, timeout=120, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "HTTP/1.1 200 OK" in run.stdout and "50000 more requests" in run.stdout
+
+
+def test_four_documents_script(tmp_path):
+    run = subprocess.run([sys.executable, str(EXAMPLES / "four_documents.py"), "50"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    for name in ("/docs/", "/docs/mod/quickreference.html", "/docs/misc/perf-tuning.html",
+                 "/docs/platform/windows.html"):
+        assert f"GET {name} (" in out
+    assert out.count("run() (the C loop)") == 4 and out.count("http.client") >= 4
+    assert "failed" not in out
