@@ -62,9 +62,17 @@ class Plan:
         self.closed = False
         self.running = 0
         self.all_done = threading.Event()
+        # The start gate: no ticket before every worker has started, or a
+        # worker started late (a loaded machine) could find them all taken
+        # and its connection never opened (-c 3 making one), as the C
+        # loop's gate keeps its threads.
+        self.gate = threading.Event()
+        self.started = 0
 
     def take(self, tally: Tally) -> bool:
         """A ticket for one request, which is then in flight in tally."""
+        if not self.gate.is_set():
+            self.gate.wait()
         with self.lock:
             if self.stop or self.closed or (self.end is not None and
                                             time.monotonic() >= self.end):
@@ -126,6 +134,10 @@ class Plan:
         returns."""
 
         def counted(target: Callable[[], None]) -> None:
+            with self.lock:
+                self.started += 1
+                if self.started == len(targets):
+                    self.gate.set()
             try:
                 target()
             finally:
@@ -135,8 +147,12 @@ class Plan:
                         self.all_done.set()
 
         self.running = len(targets)
-        for target in targets:
-            threading.Thread(target=counted, args=(target,), daemon=True).start()
+        try:
+            for target in targets:
+                threading.Thread(target=counted, args=(target,), daemon=True).start()
+        except BaseException:
+            self.gate.set()  # the ones started go on; the caller sees the error
+            raise
 
     def wait(self) -> bool:
         """Waits for the workers. Once the duration has ended, or Ctrl-C has
