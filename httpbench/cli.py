@@ -79,7 +79,7 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow", metavar="HOST[:PORT]", action="append",
                    help="with --proxy: a destination besides loopback to relay to (repeat for "
                         "more); any other is refused with 403")
-    p.add_argument("--upstream-timeout", metavar="SECONDS", type=float, default=10.0,
+    p.add_argument("--upstream-timeout", metavar="SECONDS", type=float,
                    help="with --proxy: an upstream silent this long gets the client a 504 "
                         "(default 10)")
     return p
@@ -102,13 +102,14 @@ def serve(argv: Sequence[str]) -> int:
         if args.unix_socket is not None and args.port is not None:
             raise ValueError("--port and --unix-socket: give one")
         port = 0 if args.unix_socket is not None else 8080 if args.port is None else args.port
-        if not args.proxy and (args.allow or args.upstream_timeout != 10.0):
+        if not args.proxy and (args.allow or args.upstream_timeout is not None):
             raise ValueError("--allow and --upstream-timeout are for --proxy")
         srv = Server(args.host, port, args.mode, args.threads, args.static, args.zero_copy,
                      max_buffered=max_buffered, tls=args.tls, certfile=args.cert,
                      keyfile=args.key, unix_socket=args.unix_socket, proxy=args.proxy,
                      allow=args.allow if args.proxy else None,
-                     upstream_timeout=args.upstream_timeout)
+                     upstream_timeout=10.0 if args.upstream_timeout is None
+                     else args.upstream_timeout)
     except (OSError, ValueError, HttpbenchError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
@@ -694,16 +695,13 @@ def capacity_main(argv: Sequence[str]) -> int:
 
     args = capacity_parser().parse_args(argv)
     try:
-        headers = [tuple(h.split(":", 1)) for h in args.headers]
-        if any(len(h) != 2 for h in headers):
-            raise ValueError("-H takes 'Name: value'")
         c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
                      start=args.start, step=args.step, stage_s=args.stage,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
-                     headers=[(n.strip(), v.strip()) for n, v in headers])
-    except (ValueError, HttpbenchError, OSError) as e:
+                     headers=_headers(args.headers))
+    except (ValueError, UsageError, HttpbenchError, OSError) as e:
         print(_one_line("httpbench capacity", e), file=sys.stderr)
-        return 2 if isinstance(e, ValueError) else 1
+        return 2 if isinstance(e, (ValueError, UsageError)) else 1
     print(c.report(), flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -122,6 +122,9 @@ def test_the_command_line(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "http://x/", "--slo",
                           "p77<1ms"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert bad.returncode == 2 and "slo" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "http://x/", "-H",
+                          "no colon"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert bad.returncode == 2 and "-H takes 'Name: value'" in bad.stderr
 
 
 def test_plot():

@@ -425,6 +425,9 @@ def test_serve_proxy_on_the_command_line(target, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "httpbench", "serve", "--allow", "x"],
                          capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert bad.returncode == 2 and "--proxy" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "httpbench", "serve", "--upstream-timeout", "10"],
+                         capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert bad.returncode == 2 and "--proxy" in bad.stderr  # the default named is refused too
 
 
 def test_a_tls_relay_is_an_https_proxy(target):
