@@ -1,0 +1,172 @@
+"""Scenarios: several requests per run, written in Python, run in C.
+
+    s = httpbench.Scenario([
+        httpbench.Request("GET", "/api/items", name="list", weight=8),
+        httpbench.Request("GET", [f"/api/items/{i}" for i in range(1000)], name="item", weight=4),
+        httpbench.Request("POST", "/api/items", body=[json.dumps(x).encode() for x in rows],
+                          headers={"Content-Type": "application/json"}, name="create",
+                          expect_status=201, expect_body=b'"id"'),
+    ], order="weighted")
+
+A Request's target, body and headers may each be one value or a list of
+variants made beforehand; lists given together are zipped (the same
+length). Every variant's bytes are built once, before the run: no Python
+runs per request, and a million variants are a million requests' bytes in
+memory.
+
+(Work in progress on the scenarios-wip branch: the objects and their checks;
+the C loop does not run them yet.)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ._url import split_url
+
+__all__ = ["Request", "Scenario", "MAX_REQUESTS_IN_SCENARIO", "MAX_EXPECT_BODY", "join_target"]
+
+MAX_REQUESTS_IN_SCENARIO = 256
+MAX_EXPECT_BODY = 65536
+MAX_WEIGHT = 1e6
+
+Order = Literal["weighted", "sequence"]
+Variants = Literal["cycle", "random"]
+
+
+def _variants(name: str, value: Any, one: tuple[type, ...]) -> list[Any] | None:
+    """value as a list of variants when it is a list (or tuple), else None
+    (one value for every request)."""
+    if isinstance(value, (list, tuple)) and not (one and isinstance(value, one)):
+        if not value:
+            raise ValueError(f"{name}: a list of variants must not be empty")
+        return list(value)
+    return None
+
+
+class Request:
+    """One kind of request of a scenario (see the module's doc)."""
+
+    name: str
+    weight: float
+    nvariants: int
+
+    def __init__(self, method: str = "GET", target: str | Sequence[str] = "/", *,
+                 body: bytes | str | Sequence[bytes | str] | None = None,
+                 headers: Any = None, name: str | None = None, weight: float = 1,
+                 expect_status: int | Collection[int] | None = None,
+                 expect_body: bytes | None = None, expect_length: int | None = None,
+                 variants: Variants = "cycle") -> None:
+        if not isinstance(method, str) or not method or not all(
+                c.isalnum() or c in "!#$%&'*+-.^_`|~" for c in method):
+            raise ValueError(f"method must be a token such as GET, not {method!r}")
+        self.method = method
+        targets = _variants("target", target, ())
+        bodies = _variants("body", body, ())
+        # A list of header sets is variants; a list of (name, value) pairs is one set.
+        header_sets = None
+        if isinstance(headers, list) and headers and all(
+                isinstance(h, (Mapping, list)) for h in headers):
+            header_sets = list(headers)
+        lengths = {len(v) for v in (targets, bodies, header_sets) if v is not None}
+        if len(lengths) > 1:
+            raise ValueError("the target, body and headers variants are zipped: give lists of "
+                             f"the same length, not {sorted(lengths)}")
+        self.nvariants = lengths.pop() if lengths else 1
+        for t in targets or [target]:
+            if not isinstance(t, str) or not t:
+                raise ValueError(f"a target is a path or a URL, not {t!r}")
+        self.targets: list[str] = targets or [target]
+        self.bodies: list[bytes | str | None] = bodies or [body]
+        self.header_sets: list[Any] = header_sets or [headers]
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or \
+                not 0 < float(weight) <= MAX_WEIGHT or math.isnan(float(weight)):
+            raise ValueError(f"weight must be above 0 and at most {MAX_WEIGHT:g}, not {weight!r}")
+        self.weight = float(weight)
+        self.expect_status = _statuses(expect_status)
+        if expect_body is not None and (not isinstance(expect_body, (bytes, bytearray)) or
+                                        not 1 <= len(expect_body) <= MAX_EXPECT_BODY):
+            raise ValueError(f"expect_body must be 1 to {MAX_EXPECT_BODY} bytes, "
+                             f"not {expect_body!r:.60}")
+        self.expect_body = bytes(expect_body) if expect_body is not None else None
+        if expect_length is not None and (isinstance(expect_length, bool) or
+                                          not isinstance(expect_length, int) or
+                                          expect_length < 0):
+            raise ValueError(f"expect_length must be a byte count, not {expect_length!r}")
+        self.expect_length = expect_length
+        if variants not in ("cycle", "random"):
+            raise ValueError(f"variants must be 'cycle' or 'random', not {variants!r}")
+        self.variants: Variants = variants
+        if name is None:
+            name = (f"{method} {self.targets[0]}" if self.nvariants == 1
+                    else f"{method} {self.nvariants} variants")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, not {name!r}")
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<httpbench.Request {self.name!r}, weight {self.weight:g}>"
+
+
+def _statuses(value: int | Collection[int] | None) -> frozenset[int] | None:
+    if value is None:
+        return None
+    codes = [value] if isinstance(value, int) else value
+    if isinstance(codes, (str, bytes)) or not isinstance(codes, Iterable):
+        raise ValueError(f"expect_status must be a status or a collection of them, not {value!r}")
+    out = set()
+    for code in codes:
+        if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
+            raise ValueError(f"expect_status: a status is 100 to 599, not {code!r}")
+        out.add(code)
+    if not out:
+        raise ValueError("expect_status must name a status at least")
+    return frozenset(out)
+
+
+class Scenario:
+    """Requests a run picks from: by weight (order="weighted", a generator
+    per loop thread seeded from (seed, thread index)), or in their order
+    per connection (order="sequence", a user's journey)."""
+
+    def __init__(self, requests: Iterable[Request], order: Order = "weighted",
+                 seed: int = 0) -> None:
+        reqs = list(requests)
+        if not 1 <= len(reqs) <= MAX_REQUESTS_IN_SCENARIO:
+            raise ValueError(f"a scenario has 1 to {MAX_REQUESTS_IN_SCENARIO} requests, "
+                             f"not {len(reqs)}")
+        if not all(isinstance(r, Request) for r in reqs):
+            raise ValueError("a scenario's requests are httpbench.Request objects")
+        names = [r.name for r in reqs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"request names must differ (they key by_name): {twice}")
+        if order not in ("weighted", "sequence"):
+            raise ValueError(f"order must be 'weighted' or 'sequence', not {order!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be an integer from 0 to 2**64 - 1, not {seed!r}")
+        self.requests = reqs
+        self.order: Order = order
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        return f"<httpbench.Scenario of {len(self.requests)} requests, {self.order}>"
+
+
+def join_target(base: str, target: str) -> str:
+    """The request target to send for `target` on the server of `base`: a
+    path as it is; a URL of the same origin (scheme, host, port) as its
+    path; another origin is a ValueError, as h2load refuses it."""
+    if target.startswith("/"):
+        return target
+    if "://" not in target:
+        raise ValueError(f"a target is a path (/...) or a URL, not {target!r}")
+    b, t = split_url(base), split_url(target)
+    if (b.tls, b.host.lower(), b.port) != (t.tls, t.host.lower(), t.port):
+        raise ValueError(f"{target} is not on {urlsplit(base).netloc}: a scenario's requests "
+                         "go to one origin")
+    return t.path
