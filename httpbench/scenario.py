@@ -170,3 +170,37 @@ def join_target(base: str, target: str) -> str:
         raise ValueError(f"{target} is not on {urlsplit(base).netloc}: a scenario's requests "
                          "go to one origin")
     return t.path
+
+
+def merged_headers(common: Any, own: Any) -> list[tuple[Any, Any]]:
+    """The run's headers, then a Request's own: a name the Request gives
+    replaces the run's (any case)."""
+    def pairs(h: Any) -> list[tuple[Any, Any]]:
+        if h is None:
+            return []
+        return list(h.items()) if isinstance(h, Mapping) else list(h)
+
+    def key(name: Any) -> str:
+        return (name.decode("latin-1") if isinstance(name, bytes) else str(name)).lower()
+
+    mine = pairs(own)
+    named = {key(n) for n, _ in mine}
+    return [(n, v) for n, v in pairs(common) if key(n) not in named] + mine
+
+
+def build_variants(request: Request, base: str, common: Any, host: bytes) -> list[bytes]:
+    """Every variant of request as the bytes to send to base's server:
+    built and checked once, before the run, by the builder run() uses."""
+    from ._core import build_request
+
+    def pick(values: list[Any], i: int) -> Any:
+        return values[i] if len(values) > 1 else values[0]
+
+    out = []
+    for i in range(request.nvariants):
+        target = join_target(base, pick(request.targets, i))
+        data, _ = build_request(request.method, target,
+                                merged_headers(common, pick(request.header_sets, i)),
+                                pick(request.bodies, i), host)
+        out.append(data)
+    return out

@@ -61,3 +61,32 @@ def test_targets_join_one_origin():
             join_target(base, other)
     with pytest.raises(ValueError, match="path"):
         join_target(base, "api")
+
+
+def test_variants_are_built_once_and_a_server_takes_them():
+    import socket
+
+    from helpers import read_message
+
+    import httpbench
+    from httpbench.runner import host_field
+    from httpbench.scenario import build_variants, merged_headers
+
+    assert merged_headers({"Accept": "*/*", "X-A": "1"}, [("x-a", "2")]) == [
+        ("Accept", "*/*"), ("x-a", "2")]
+    r = Request("GET", [f"/rnd?c={n}" for n in (1, 2, 3)], headers=[{"X-V": str(n)} for n in
+                                                                   (1, 2, 3)])
+    with httpbench.Server() as srv:
+        variants = build_variants(r, srv.url("/"), {"Accept": "*/*"},
+                                  host_field("127.0.0.1", srv.port))
+        assert len(variants) == 3 and b"X-V: 2\r\n" in variants[1]
+        assert variants[2].startswith(b"GET /rnd?c=3 HTTP/1.1\r\n")
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+            for n, data in enumerate(variants, 1):
+                s.sendall(data)
+                answer = read_message(s)
+                assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"\r\n\r\n" +
+                                                                               answer[-n:])
+    with pytest.raises(ValueError, match="one origin"):
+        build_variants(Request("GET", "http://elsewhere.test/"), "http://127.0.0.1:1/", None,
+                       b"127.0.0.1:1")
