@@ -51,6 +51,14 @@
  * take to finish; those still in flight then are cancelled. */
 #define GRACE_NS 1000000000LL
 
+/* A request the loop sends: a scenario's, or the run's one request. */
+typedef struct {
+    hb_bench_req r;      /* copied, with its variants' pointers and lengths */
+    uint64_t uses;       /* cycled variants: uses so far, shared by the threads */
+    int64_t doc_len;     /* its first 2xx response's body length; -1 until then */
+    hb_scen_needle body; /* expect_body's search, when set */
+} breq;
+
 enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_TUNNEL, BC_HANDSHAKE, BC_WRITING, BC_READING };
 
 typedef struct {
@@ -81,6 +89,12 @@ typedef struct {
     int64_t next_at;     /* rate: the next intended start */
     uint64_t seq;        /* a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
+    const breq *rq;      /* the request under way */
+    hb_bench_result *res; /* its figures, this thread's */
+    const char *req;     /* the variant sent */
+    size_t req_len;
+    int next_req;        /* order by sequence: the next request */
+    uint32_t found;      /* expect_body's search: the match so far */
 } bconn;
 
 typedef struct {
@@ -100,8 +114,12 @@ typedef struct {
     int rate_waiting; /* connections in BC_RATE */
     hb_response r;    /* scratch for the parser */
     char *scratch;
-    hb_bench_result *res;
-    int tl_cap; /* seconds allocated in res->timeline */
+    hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
+    hb_scen_rng rng;      /* picks by weight, random variants */
+    hb_second *timeline;  /* the thread's seconds, all requests together */
+    int nseconds, tl_cap;
+    double cpu_user, cpu_sys;
+    uint64_t complete, failed; /* over every request */
     uint64_t live_complete, live_failed;
 } bthread;
 
@@ -134,7 +152,13 @@ struct hb_bench {
     int paced;      /* starts at intended instants: a rate or a shape */
     hb_shape *shape;
     hb_shape *vus; /* connections over time */
-    char error[160];
+    breq *reqs;    /* the scenario's requests, or the one request */
+    int nreqs;
+    int scen;            /* a scenario: lengths_vary is out, its checks are in */
+    double *cumulative;  /* order by weight: the weights' running sums */
+    const char **ptrs;   /* every variant's pointer, in one allocation */
+    size_t *lens;        /* and length */
+    uint32_t *fails;     /* expect_body's failure functions, likewise */
 };
 
 /* ------------------------------------------------------------ timeline */
@@ -164,16 +188,16 @@ static hb_second *second_of(bthread *t, int64_t now)
         int cap = t->tl_cap ? t->tl_cap : 16;
         while (cap <= s)
             cap *= 2;
-        hb_second *p = realloc(t->res->timeline, (size_t)cap * sizeof *p);
+        hb_second *p = realloc(t->timeline, (size_t)cap * sizeof *p);
         if (p == NULL)
             return NULL;
         memset(p + t->tl_cap, 0, (size_t)(cap - t->tl_cap) * sizeof *p);
-        t->res->timeline = p;
+        t->timeline = p;
         t->tl_cap = cap;
     }
-    if (s >= t->res->nseconds)
-        t->res->nseconds = (int)s + 1;
-    return &t->res->timeline[s];
+    if (s >= t->nseconds)
+        t->nseconds = (int)s + 1;
+    return &t->timeline[s];
 }
 
 /* Whether the run was asked to stop (stop_at is set by then). */
@@ -246,16 +270,22 @@ static void end_batch(bthread *t, bconn *c, int n, int64_t now)
 
 /* Every request of c's batch not answered yet failed, in class cls (one
  * reason for all: they shared the socket). */
-static void bc_fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
+static void count_failed(bthread *t, bconn *c, uint64_t *cls, int n, int64_t now)
 {
-    hb_bench_result *res = t->res;
-    int n = unanswered(c);
-    res->failed += (uint64_t)n;
+    c->res->failed += (uint64_t)n;
     *cls += (uint64_t)n;
     hb_second *sec = second_of(t, now);
     if (sec != NULL)
         sec->failed += (uint32_t)n;
-    __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
+    t->failed += (uint64_t)n;
+    __atomic_store_n(&t->live_failed, t->failed, __ATOMIC_RELAXED);
+}
+
+static void bc_fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
+{
+    hb_bench_result *res = c->res;
+    int n = unanswered(c);
+    count_failed(t, c, cls, n, now);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
     bc_close(c);
@@ -272,6 +302,7 @@ static void begin_reading(bconn *c)
     c->got_bytes = 0;
     c->t_first = 0;
     c->scan = (hb_head_scan){0, 0, 0};
+    c->found = 0;
 }
 
 /* A lone connection waits in recv itself: a blocking socket whose timeouts
@@ -279,7 +310,7 @@ static void begin_reading(bconn *c)
 static void connected(bthread *t, bconn *c, int64_t now)
 {
     if (t->blocking && hb_sock_set_blocking(&c->sock, TICK_NS) != 0) {
-        bc_fail(t, c, &t->res->fail_connect, now, strerror(errno));
+        bc_fail(t, c, &c->res->fail_connect, now, strerror(errno));
         return;
     }
     write_request(t, c, now);
@@ -298,7 +329,7 @@ static void connect_failed(bthread *t, bconn *c, int err, int64_t now)
         connect_addr(t, c, now);
         return;
     }
-    bc_fail(t, c, &t->res->fail_connect, now, strerror(err));
+    bc_fail(t, c, &c->res->fail_connect, now, strerror(err));
 }
 
 /* Keeps what the first handshake of the run agreed on, for the report. */
@@ -326,17 +357,17 @@ static void handshake(bthread *t, bconn *c, int64_t now)
             watch_wants(t, c);
             return;
         }
-        bc_fail(t, c, &t->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+        bc_fail(t, c, &c->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
         return;
     }
     /* A handshake is CPU work: the clock after it, not the event's. */
     now = hb_now_ns();
-    hb_hist_record(&t->res->tls_handshake, (uint64_t)(now - c->t_handshake));
+    hb_hist_record(&c->res->tls_handshake, (uint64_t)(now - c->t_handshake));
     c->connect_ns = now - c->t_connect;
     if (c->sock.tp->describe(&c->sock, NULL) == 1)
-        t->res->tls_resumed++;
+        c->res->tls_resumed++;
     else
-        t->res->tls_full++;
+        c->res->tls_full++;
     note_tls(t->b, c);
     connected(t, c, now);
 }
@@ -372,7 +403,7 @@ static void tunnel(bthread *t, bconn *c, int64_t now)
     } else if (rc == HB_TUNNEL_REFUSED) {
         const char *p = hb_buf_rdptr(&c->tn->reply);
         size_t n = hb_buf_size(&c->tn->reply);
-        t->res->bytes_received += n;
+        c->res->bytes_received += n;
         begin_reading(c);
         c->refused = 1;
         c->got_bytes = 1;
@@ -381,9 +412,9 @@ static void tunnel(bthread *t, bconn *c, int64_t now)
     } else if (errno == EPROTO) {
         char why[160];
         snprintf(why, sizeof why, "the proxy's answer to CONNECT: %s", hb_tunnel_error(c->tn));
-        bc_fail(t, c, &t->res->fail_exceptions, now, why);
+        bc_fail(t, c, &c->res->fail_exceptions, now, why);
     } else {
-        bc_fail(t, c, &t->res->fail_receive, now,
+        bc_fail(t, c, &c->res->fail_receive, now,
                 errno == ECONNRESET ? "the proxy closed the connection before answering CONNECT"
                                     : strerror(errno));
     }
@@ -395,7 +426,7 @@ static void connect_done(bthread *t, bconn *c, int64_t now)
     __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
     if (cfg->tunnel != NULL) {
         if (c->tn == NULL && (c->tn = calloc(1, sizeof *c->tn)) == NULL) {
-            bc_fail(t, c, &t->res->fail_connect, now, "out of memory");
+            bc_fail(t, c, &c->res->fail_connect, now, "out of memory");
             return;
         }
         hb_tunnel_begin(c->tn, cfg->tunnel, cfg->tunnel_len);
@@ -414,7 +445,7 @@ static void connect_addr(bthread *t, bconn *c, int64_t now)
     }
     if (rc < 0) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            bc_fail(t, c, &t->res->fail_connect, now, strerror(errno)); /* no socket at all */
+            bc_fail(t, c, &c->res->fail_connect, now, strerror(errno)); /* no socket at all */
         else
             connect_failed(t, c, errno, now);
         return;
@@ -428,9 +459,9 @@ static void connect_addr(bthread *t, bconn *c, int64_t now)
  * ::1 first and a server on 127.0.0.1 alone still connects). */
 static void begin_connect(bthread *t, bconn *c, int64_t now)
 {
-    t->res->connects++;
+    c->res->connects++;
     if (c->opened++ > 0)
-        t->res->reconnects++;
+        c->res->reconnects++;
     c->t_connect = now;
     c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
     c->addr_tries = 0;
@@ -445,7 +476,7 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
         return 0;
     /* A pipeline cut short after some answers: the rest go again, once,
      * when the method allows (RFC 9112 section 9.3.2). */
-    if (c->answered > 0 && !t->b->cfg.idempotent)
+    if (c->answered > 0 && !t->b->cfg.idempotent) /* (a pipeline: no scenario) */
         return 0;
     c->retried = 1;
     c->batch = unanswered(c);
@@ -458,15 +489,14 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
 
 static void write_request(bthread *t, bconn *c, int64_t now)
 {
-    const hb_bench_config *cfg = &t->b->cfg;
-    const char *req = c->batch > 1 ? t->b->pipe_req : cfg->request;
-    size_t len = (size_t)c->batch * cfg->request_len;
+    const char *req = c->batch > 1 ? t->b->pipe_req : c->req;
+    size_t len = (size_t)c->batch * c->req_len;
     while (c->sent < len) {
         struct iovec rest = {(char *)req + c->sent, len - c->sent};
         ssize_t n = c->sock.tp->writev(&c->sock, &rest, 1, 0);
         if (n > 0) {
             c->sent += (size_t)n;
-            t->res->bytes_sent += (uint64_t)n;
+            c->res->bytes_sent += (uint64_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -487,9 +517,9 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             return;
         }
         if (n < 0 && errno == EPROTO)
-            bc_fail(t, c, &t->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+            bc_fail(t, c, &c->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
         else if (!retry_stale(t, c, now))
-            bc_fail(t, c, &t->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
+            bc_fail(t, c, &c->res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
         return;
     }
     if (!c->read_ahead)
@@ -517,6 +547,27 @@ static int64_t vus_next(const hb_bench *b, const bconn *c, int64_t now)
         return INT64_MAX;
     int64_t when = b->start + (int64_t)(at * 1e9);
     return when > now ? when : now;
+}
+
+/* Which request c sends next, and which of its variants (scen.h). */
+static void choose(bthread *t, bconn *c)
+{
+    hb_bench *b = t->b;
+    int i = 0;
+    if (b->nreqs > 1) {
+        if (b->cfg.sequence) {
+            i = c->next_req;
+            c->next_req = (i + 1) % b->nreqs;
+        } else {
+            i = hb_scen_pick(&t->rng, b->cumulative, b->nreqs);
+        }
+    }
+    breq *q = &b->reqs[i];
+    uint32_t v = hb_scen_variant(&q->uses, q->r.nvariants, q->r.random, &t->rng);
+    c->rq = q;
+    c->res = &t->res[i];
+    c->req = q->r.variants[v];
+    c->req_len = q->r.lens[v];
 }
 
 static void start_request(bthread *t, bconn *c, int64_t now)
@@ -551,7 +602,8 @@ static void start_request(bthread *t, bconn *c, int64_t now)
         batch++;
     c->batch = batch;
     c->answered = 0;
-    t->res->issued += (uint64_t)batch;
+    choose(t, c);
+    c->res->issued += (uint64_t)batch;
     t->inflight += batch;
     c->t_intended = b->paced ? c->next_at : now;
     if (b->cfg.rate > 0)
@@ -605,8 +657,9 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
 static void finish(bthread *t, bconn *c, int64_t now, int leftover)
 {
     hb_bench *b = t->b;
-    hb_bench_result *res = t->res;
+    hb_bench_result *res = c->res;
     const hb_bench_config *cfg = &b->cfg;
+    breq *q = (breq *)c->rq;
 
     res->status[c->status < 600 ? c->status : 0]++;
     res->body_bytes += c->body.got;
@@ -615,23 +668,31 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     if (!ok2xx)
         res->non_2xx++;
     /* A HEAD response's document length is 0: no body, by definition. */
+    uint64_t *failed = NULL;
     if (ok2xx) {
         int64_t expect = -1;
         __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
-        if (!cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got) {
-            res->failed++;
-            res->fail_length++;
-            hb_second *sec = second_of(t, now);
-            if (sec != NULL)
-                sec->failed++;
-            __atomic_store_n(&t->live_failed, res->failed, __ATOMIC_RELAXED);
-            next_response(t, c, now, leftover);
-            return;
-        }
+        if (!b->scen && !cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got)
+            failed = &res->fail_length;
+        expect = -1;
+        __atomic_compare_exchange_n(&q->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+    }
+    /* A scenario's checks; the body's search ran as the body came. */
+    if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != c->body.got)
+        failed = &res->fail_length;
+    else if ((q->r.status_ok != NULL && !q->r.status_ok[c->status < 600 ? c->status : 0]) ||
+             (q->r.expect_body_len > 0 && c->found < q->r.expect_body_len))
+        failed = &res->fail_check;
+    if (failed != NULL) {
+        count_failed(t, c, failed, 1, now);
+        next_response(t, c, now, leftover);
+        return;
     }
     res->complete++;
-    __atomic_store_n(&t->live_complete, res->complete, __ATOMIC_RELAXED);
+    t->complete++;
+    __atomic_store_n(&t->live_complete, t->complete, __ATOMIC_RELAXED);
     hb_hist_record(&res->total, (uint64_t)(now - c->t_intended));
     hb_second *sec = second_of(t, now);
     if (sec != NULL) {
@@ -680,7 +741,7 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     size_t len = n;
     if (hb_buf_size(&c->head) > 0) {
         if (hb_buf_append(&c->head, p, n) != 0) {
-            bc_fail(t, c, &t->res->fail_exceptions, now, "out of memory");
+            bc_fail(t, c, &c->res->fail_exceptions, now, "out of memory");
             return -1;
         }
         buf = hb_buf_rdptr(&c->head);
@@ -688,11 +749,11 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     }
     hb_response_reset(&t->r);
     t->r.scan = c->scan;
-    int rc = hb_parse_response(&t->r, buf, len, t->b->cfg.head ? HB_PARSE_HEAD_REQUEST : 0);
+    int rc = hb_parse_response(&t->r, buf, len, c->rq->r.head ? HB_PARSE_HEAD_REQUEST : 0);
     if (rc == HB_PARSE_MORE) {
         c->scan = t->r.scan;
         if (buf == p && hb_buf_append(&c->head, p, n) != 0) {
-            bc_fail(t, c, &t->res->fail_exceptions, now, "out of memory");
+            bc_fail(t, c, &c->res->fail_exceptions, now, "out of memory");
             return -1;
         }
         return (ssize_t)n;
@@ -701,11 +762,11 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
         char got[64], why[160];
         hb_parse_excerpt(buf, len, got, sizeof got);
         snprintf(why, sizeof why, "%s: got \"%s\"", t->r.error, got);
-        bc_fail(t, c, &t->res->fail_exceptions, now, why);
+        bc_fail(t, c, &c->res->fail_exceptions, now, why);
         return -1;
     }
     if (rc == HB_PARSE_ERROR || t->r.status == 101) {
-        bc_fail(t, c, &t->res->fail_exceptions, now,
+        bc_fail(t, c, &c->res->fail_exceptions, now,
                 rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
         return -1;
     }
@@ -741,9 +802,11 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         size_t used, off, dn;
         int rc = hb_body_feed(&c->body, p, n, &used, &off, &dn);
         if (rc == HB_PARSE_ERROR) {
-            bc_fail(t, c, &t->res->fail_exceptions, now, c->body.error);
+            bc_fail(t, c, &c->res->fail_exceptions, now, c->body.error);
             return;
         }
+        if (dn > 0 && c->rq->r.expect_body_len > 0)
+            hb_scen_needle_feed(&c->rq->body, &c->found, p + off, dn);
         p += used;
         n -= used;
         if (rc == HB_PARSE_DONE) {
@@ -772,7 +835,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
                 c->got_bytes = 1;
                 c->t_first = now;
             }
-            t->res->bytes_received += (uint64_t)n;
+            c->res->bytes_received += (uint64_t)n;
             take_bytes(t, c, t->scratch, (size_t)n, now);
             /* A short read emptied the socket, unless the transport holds
              * more (a TLS record read whole but not yet handed out). */
@@ -788,7 +851,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             return;
         }
         if (n < 0 && errno == EPROTO) {
-            bc_fail(t, c, &t->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+            bc_fail(t, c, &c->res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
             return;
         }
         if (n == 0 && c->have_head && hb_body_end(&c->body) == HB_PARSE_DONE) {
@@ -801,7 +864,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         char why[96];
         snprintf(why, sizeof why, "connection %s %s", n == 0 ? "closed" : "reset",
                  c->got_bytes ? "before the response was complete" : "before any response byte");
-        bc_fail(t, c, &t->res->fail_receive, now, why);
+        bc_fail(t, c, &c->res->fail_receive, now, why);
         return;
     }
 }
@@ -813,7 +876,7 @@ static void cut_short(bthread *t, bconn *c, int64_t now)
 {
     c->got_bytes = 0;
     if (!retry_stale(t, c, now))
-        bc_fail(t, c, &t->res->fail_receive, now,
+        bc_fail(t, c, &c->res->fail_receive, now,
                 "the server closed the connection with pipelined requests unanswered");
 }
 
@@ -860,12 +923,12 @@ static void tick(bthread *t, int64_t now)
             if (abandon) {
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
-                t->res->cancelled += (uint64_t)unanswered(c);
+                c->res->cancelled += (uint64_t)unanswered(c);
                 t->inflight -= unanswered(c);
                 bc_close(c);
                 c->state = BC_IDLE;
             } else if (now - c->t_start >= b->timeout_ns) {
-                bc_fail(t, c, &t->res->fail_timeout, now, "timed out");
+                bc_fail(t, c, &c->res->fail_timeout, now, "timed out");
             }
         }
     }
@@ -1014,8 +1077,8 @@ static void *thread_main(void *arg)
         bc_close(&t->conns[i]);
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-        t->res->cpu_user = cpu_seconds(&ru.ru_utime);
-        t->res->cpu_sys = cpu_seconds(&ru.ru_stime);
+        t->cpu_user = cpu_seconds(&ru.ru_utime);
+        t->cpu_sys = cpu_seconds(&ru.ru_stime);
     }
     pthread_mutex_lock(&b->mu);
     if (--b->running == 0)
@@ -1025,6 +1088,63 @@ static void *thread_main(void *arg)
 }
 
 /* ------------------------------------------------------------ the run */
+
+/* b->reqs from the scenario, or from the run's one request, with every
+ * pointer array copied into allocations of b's own. Returns 0, or -1 with
+ * errno (ENOMEM; EINVAL for a scenario out of its limits). */
+static int setup_requests(hb_bench *b, const hb_bench_config *cfg)
+{
+    const hb_bench_req one = {.variants = &cfg->request,
+                              .lens = &cfg->request_len,
+                              .nvariants = 1,
+                              .head = cfg->head,
+                              .weight = 1,
+                              .expect_length = -1};
+    const hb_bench_req *src = cfg->nscenario > 0 ? cfg->scenario : &one;
+    int n = cfg->nscenario > 0 ? cfg->nscenario : 1;
+    size_t nptr = 0, nfail = 0;
+    if (n > HB_BENCH_MAX_SCENARIO || (cfg->nscenario > 0 && cfg->pipeline > 1)) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (src[i].nvariants < 1 || !(src[i].weight > 0)) {
+            errno = EINVAL;
+            return -1;
+        }
+        nptr += src[i].nvariants;
+        nfail += src[i].expect_body_len;
+    }
+    b->reqs = calloc((size_t)n, sizeof *b->reqs);
+    b->cumulative = malloc((size_t)n * sizeof *b->cumulative);
+    b->ptrs = malloc(nptr * sizeof *b->ptrs);
+    b->lens = malloc(nptr * sizeof *b->lens);
+    b->fails = malloc((nfail > 0 ? nfail : 1) * sizeof *b->fails);
+    if (b->reqs == NULL || b->cumulative == NULL || b->ptrs == NULL || b->lens == NULL ||
+        b->fails == NULL)
+        return -1;
+    double sum = 0;
+    for (int i = 0, at = 0, fat = 0; i < n; i++) {
+        breq *q = &b->reqs[i];
+        q->r = src[i];
+        q->doc_len = -1;
+        memcpy(b->ptrs + at, src[i].variants, src[i].nvariants * sizeof *b->ptrs);
+        memcpy(b->lens + at, src[i].lens, src[i].nvariants * sizeof *b->lens);
+        q->r.variants = b->ptrs + at;
+        q->r.lens = b->lens + at;
+        at += (int)src[i].nvariants;
+        if (q->r.expect_body_len > 0) {
+            hb_scen_needle_init(&q->body, q->r.expect_body, q->r.expect_body_len, b->fails + fat);
+            fat += (int)q->r.expect_body_len;
+        }
+        sum += src[i].weight;
+        b->cumulative[i] = sum;
+    }
+    b->nreqs = n;
+    b->scen = cfg->nscenario > 0;
+    b->cfg.scenario = NULL; /* the copies serve */
+    return 0;
+}
 
 void hb_bench_result_free(hb_bench_result *r)
 {
@@ -1075,6 +1195,8 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         b->cfg.vus = b->vus;
     }
     b->paced = cfg->rate > 0 || cfg->shape != NULL;
+    if (setup_requests(b, cfg) != 0)
+        goto error;
     if (b->cfg.pipeline > 1) {
         /* The whole pipeline's bytes, for one write of any part of it. */
         b->pipe_req = malloc((size_t)b->cfg.pipeline * cfg->request_len);
@@ -1109,16 +1231,22 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
         if (t->conns == NULL)
             goto error;
+        t->res = calloc((size_t)b->nreqs, sizeof *t->res);
+        if (t->res == NULL)
+            goto error;
+        for (int k = 0; k < b->nreqs; k++)
+            result_init(&t->res[k]);
+        hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
         for (int j = 0; j < t->nconns; j++) {
             hb_sock_init(&t->conns[j].sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
             t->conns[j].sock.shared = cfg->transport_shared;
+            t->conns[j].rq = &b->reqs[0];
+            t->conns[j].res = &t->res[0];
         }
         t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
         t->scratch = malloc(SCRATCH);
-        t->res = calloc(1, sizeof *t->res); /* zeroed: freed on the error path unset */
-        if (t->ready == NULL || t->scratch == NULL || t->res == NULL)
+        if (t->ready == NULL || t->scratch == NULL)
             goto error;
-        result_init(t->res);
         t->ep = epoll_create1(EPOLL_CLOEXEC);
         if (t->ep < 0)
             goto error;
@@ -1208,64 +1336,89 @@ int hb_bench_wait(hb_bench *b, int64_t timeout_ns)
     return done;
 }
 
-void hb_bench_collect(hb_bench *b, hb_bench_result *out)
+/* Adds r's counts, statuses, histograms and first error into out. */
+static void result_add(hb_bench_result *out, const hb_bench_result *r)
 {
-    result_init(out);
-    for (int i = 0; i < b->nthreads; i++) {
-        const hb_bench_result *r = b->threads[i].res;
-        if (r == NULL)
-            continue;
-        out->issued += r->issued;
-        out->complete += r->complete;
-        out->failed += r->failed;
-        out->cancelled += r->cancelled;
-        out->fail_connect += r->fail_connect;
-        out->fail_receive += r->fail_receive;
-        out->fail_length += r->fail_length;
-        out->fail_exceptions += r->fail_exceptions;
-        out->fail_timeout += r->fail_timeout;
-        out->fail_tls += r->fail_tls;
-        out->tls_full += r->tls_full;
-        out->tls_resumed += r->tls_resumed;
-        out->non_2xx += r->non_2xx;
-        for (int s = 0; s < 600; s++)
-            out->status[s] += r->status[s];
-        out->bytes_received += r->bytes_received;
-        out->body_bytes += r->body_bytes;
-        out->bytes_sent += r->bytes_sent;
-        out->keepalive_requests += r->keepalive_requests;
-        out->connects += r->connects;
-        out->reconnects += r->reconnects;
-        out->cpu_user += r->cpu_user;
-        out->cpu_sys += r->cpu_sys;
-        hb_hist_merge(&out->total, &r->total);
-        hb_hist_merge(&out->uncorrected, &r->uncorrected);
-        hb_hist_merge(&out->connect, &r->connect);
-        hb_hist_merge(&out->waiting, &r->waiting);
-        hb_hist_merge(&out->processing, &r->processing);
-        hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
-        if (out->error[0] == 0 && r->error[0] != 0)
-            memcpy(out->error, r->error, sizeof out->error);
-        if (r->nseconds > out->nseconds) {
-            hb_second *p = realloc(out->timeline, (size_t)r->nseconds * sizeof *p);
-            if (p == NULL)
-                continue;
-            memset(p + out->nseconds, 0, (size_t)(r->nseconds - out->nseconds) * sizeof *p);
-            out->timeline = p;
-            out->nseconds = r->nseconds;
-        }
-        for (int s = 0; s < r->nseconds; s++) {
-            out->timeline[s].complete += r->timeline[s].complete;
-            out->timeline[s].failed += r->timeline[s].failed;
-            for (int k = 0; k < HB_TL_BUCKETS; k++)
-                out->timeline[s].buckets[k] += r->timeline[s].buckets[k];
-        }
-    }
-    out->document_length = b->doc_len;
+    out->issued += r->issued;
+    out->complete += r->complete;
+    out->failed += r->failed;
+    out->cancelled += r->cancelled;
+    out->fail_connect += r->fail_connect;
+    out->fail_receive += r->fail_receive;
+    out->fail_length += r->fail_length;
+    out->fail_exceptions += r->fail_exceptions;
+    out->fail_timeout += r->fail_timeout;
+    out->fail_tls += r->fail_tls;
+    out->fail_check += r->fail_check;
+    out->tls_full += r->tls_full;
+    out->tls_resumed += r->tls_resumed;
+    out->non_2xx += r->non_2xx;
+    for (int s = 0; s < 600; s++)
+        out->status[s] += r->status[s];
+    out->bytes_received += r->bytes_received;
+    out->body_bytes += r->body_bytes;
+    out->bytes_sent += r->bytes_sent;
+    out->keepalive_requests += r->keepalive_requests;
+    out->connects += r->connects;
+    out->reconnects += r->reconnects;
+    hb_hist_merge(&out->total, &r->total);
+    hb_hist_merge(&out->uncorrected, &r->uncorrected);
+    hb_hist_merge(&out->connect, &r->connect);
+    hb_hist_merge(&out->waiting, &r->waiting);
+    hb_hist_merge(&out->processing, &r->processing);
+    hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
+    if (out->error[0] == 0 && r->error[0] != 0)
+        memcpy(out->error, r->error, sizeof out->error);
+}
+
+/* What every result of the run shares: the first response's head, the
+ * first handshake, the run's length. */
+static void result_common(hb_bench *b, hb_bench_result *out)
+{
     memcpy(out->server, b->server, sizeof out->server);
     memcpy(out->first_head, b->first_head, sizeof out->first_head);
     out->tls = b->tls;
     out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
+}
+
+void hb_bench_collect(hb_bench *b, hb_bench_result *out)
+{
+    result_init(out);
+    for (int i = 0; i < b->nthreads; i++) {
+        const bthread *t = &b->threads[i];
+        if (t->res == NULL)
+            continue;
+        for (int k = 0; k < b->nreqs; k++)
+            result_add(out, &t->res[k]);
+        out->cpu_user += t->cpu_user;
+        out->cpu_sys += t->cpu_sys;
+        if (t->nseconds > out->nseconds) {
+            hb_second *p = realloc(out->timeline, (size_t)t->nseconds * sizeof *p);
+            if (p == NULL)
+                continue;
+            memset(p + out->nseconds, 0, (size_t)(t->nseconds - out->nseconds) * sizeof *p);
+            out->timeline = p;
+            out->nseconds = t->nseconds;
+        }
+        for (int s = 0; s < t->nseconds; s++) {
+            out->timeline[s].complete += t->timeline[s].complete;
+            out->timeline[s].failed += t->timeline[s].failed;
+            for (int k = 0; k < HB_TL_BUCKETS; k++)
+                out->timeline[s].buckets[k] += t->timeline[s].buckets[k];
+        }
+    }
+    out->document_length = b->doc_len;
+    result_common(b, out);
+}
+
+void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out)
+{
+    result_init(out);
+    for (int k = 0; i >= 0 && i < b->nreqs && k < b->nthreads; k++)
+        if (b->threads[k].res != NULL)
+            result_add(out, &b->threads[k].res[i]);
+    out->document_length = i >= 0 && i < b->nreqs ? b->reqs[i].doc_len : -1;
+    result_common(b, out);
 }
 
 void hb_bench_free(hb_bench *b)
@@ -1294,8 +1447,7 @@ void hb_bench_free(hb_bench *b)
         free(t->conns);
         free(t->ready);
         free(t->scratch);
-        if (t->res != NULL)
-            hb_bench_result_free(t->res);
+        free(t->timeline);
         free(t->res);
     }
     free(b->threads);
@@ -1305,5 +1457,10 @@ void hb_bench_free(hb_bench *b)
     free(b->pipe_req);
     free(b->shape);
     free(b->vus);
+    free(b->reqs);
+    free(b->cumulative);
+    free(b->ptrs);
+    free(b->lens);
+    free(b->fails);
     free(b);
 }

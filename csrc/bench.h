@@ -25,6 +25,7 @@
 
 #include "hist.h"
 #include "net.h"
+#include "scen.h"
 #include "shape.h"
 
 #include <stdint.h>
@@ -40,6 +41,27 @@
 #define HB_BENCH_MAX_CONCURRENCY 1000000
 #define HB_BENCH_MAX_SECONDS (365.0 * 86400) /* durations and timeouts: a year */
 #define HB_BENCH_MAX_PIPELINE 1024
+
+/* The most requests a scenario holds: each costs a result per thread
+ * (sizeof(hb_bench_result), about 230 KB, for its histograms). */
+#define HB_BENCH_MAX_SCENARIO 256
+
+/* One request of a scenario: the bytes of each of its variants (built
+ * before the run, outliving it) and the checks on its responses. */
+typedef struct {
+    const char *const *variants; /* nvariants whole requests, bodies included */
+    const size_t *lens;
+    uint32_t nvariants;             /* 1 or more */
+    int random;                     /* variants drawn from the thread's generator;
+                                     * 0: cycled by a counter the threads share */
+    int head;                       /* HEAD: responses have no body */
+    double weight;                  /* above 0 (order by weight) */
+    const unsigned char *status_ok; /* 600 flags, the statuses a response may have,
+                                     * others failing as "check"; NULL: any */
+    const unsigned char *expect_body; /* bytes the body must hold, else "check" */
+    uint32_t expect_body_len;         /* 0: no such check */
+    int64_t expect_length;            /* the body's length, else "length"; -1: none */
+} hb_bench_req;
 
 typedef struct {
     hb_addr addrs[HB_BENCH_MAX_ADDRS]; /* where to connect: each in turn until one does,
@@ -73,6 +95,14 @@ typedef struct {
     const hb_shape *vus;   /* a shape of connections (k6's ramping VUs), or NULL:
                                * connection i runs while the shape is at i + 1 or
                                * above, closed loop; concurrency is its peak; copied */
+    const hb_bench_req *scenario; /* nscenario requests to pick from (request, head and
+                                   * lengths_vary are then unused), or NULL; copied, the
+                                   * bytes they point to outliving the run; only with
+                                   * pipeline 1 */
+    int nscenario;                /* 0..HB_BENCH_MAX_SCENARIO */
+    int sequence;                 /* each connection walks the requests in order;
+                                   * 0: picks by weight */
+    uint64_t seed;                /* the picks' generator: (seed, thread index) */
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's
@@ -92,6 +122,7 @@ typedef struct {
     uint64_t cancelled; /* in flight when the grace after a stop or the duration ended */
     uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
     uint64_t fail_tls;              /* a handshake, or a record, the transport refused */
+    uint64_t fail_check;            /* a scenario's expect_status or expect_body unmet */
     uint64_t tls_full, tls_resumed; /* handshakes that made a session, that resumed one */
     uint64_t non_2xx;
     uint64_t status[600]; /* responses by status code */
@@ -138,6 +169,11 @@ int hb_bench_wait(hb_bench *b, int64_t timeout_ns);
 /* After hb_bench_wait returned 1: the threads' results merged into out
  * (which is large: allocate it). */
 void hb_bench_collect(hb_bench *b, hb_bench_result *out);
+
+/* After hb_bench_wait returned 1: the figures of a scenario's request i
+ * alone (the whole run's are their exact sum; the timeline and the CPU
+ * time are the whole run's only). */
+void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out);
 
 /* Stops if need be, joins the threads and frees b. */
 void hb_bench_free(hb_bench *b);

@@ -1696,7 +1696,9 @@ typedef struct {
     PyObject *request; /* bytes, kept alive while the threads use them */
     PyObject *tls;     /* the _TLS the connections use, likewise */
     PyObject *tunnel;  /* bytes: the CONNECT through a proxy, likewise */
-    int starting;      /* __init__ is under way with the GIL released */
+    PyObject *scenario; /* the scenario's list (its bytes), likewise */
+    int nscenario;
+    int starting; /* __init__ is under way with the GIL released */
 } BenchObject;
 
 static void Bench_dealloc(BenchObject *self)
@@ -1711,6 +1713,7 @@ static void Bench_dealloc(BenchObject *self)
     Py_XDECREF(self->request);
     Py_XDECREF(self->tls);
     Py_XDECREF(self->tunnel);
+    Py_XDECREF(self->scenario);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -1756,14 +1759,108 @@ error:
     return NULL;
 }
 
+/* A scenario's requests for the loop, from httpbench.runner's list of
+ * (variants, random, head, weight, status_ok, expect_body, expect_length):
+ * variants a list of bytes, status_ok 600 bytes of flags or None,
+ * expect_body bytes or None, expect_length an int (-1: none). The arrays
+ * are PyMem'ed in one block (*mem, to free once the run has copied them);
+ * the bytes stay the list's. Returns the count, or -1 with an exception. */
+static int scenario_of(PyObject *list, hb_bench_req **out, void **mem)
+{
+    *out = NULL;
+    *mem = NULL;
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) < 1 ||
+        PyList_GET_SIZE(list) > HB_BENCH_MAX_SCENARIO) {
+        PyErr_Format(PyExc_ValueError, "scenario: a list of 1 to %d requests",
+                     HB_BENCH_MAX_SCENARIO);
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(list), nv = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 7 ||
+            !PyList_Check(PyTuple_GET_ITEM(item, 0)) ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(item, 0)) < 1 ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(item, 0)) > UINT32_MAX) {
+            PyErr_SetString(PyExc_TypeError, "scenario: a request is a 7-tuple with variants");
+            return -1;
+        }
+        nv += PyList_GET_SIZE(PyTuple_GET_ITEM(item, 0));
+    }
+    size_t reqs = (size_t)n * sizeof(hb_bench_req), ptrs = (size_t)nv * sizeof(char *);
+    char *block = PyMem_Malloc(reqs + ptrs + (size_t)nv * sizeof(size_t));
+    if (block == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    hb_bench_req *r = (hb_bench_req *)block;
+    const char **p = (const char **)(block + reqs);
+    size_t *lens = (size_t *)(block + reqs + ptrs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i), *variants = PyTuple_GET_ITEM(item, 0);
+        PyObject *status_ok = PyTuple_GET_ITEM(item, 4), *body = PyTuple_GET_ITEM(item, 5);
+        long long expect_length;
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].variants = p;
+        r[i].lens = lens;
+        r[i].nvariants = (uint32_t)PyList_GET_SIZE(variants);
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(variants); k++) {
+            PyObject *v = PyList_GET_ITEM(variants, k);
+            if (!PyBytes_Check(v) || PyBytes_GET_SIZE(v) < 1) {
+                PyErr_SetString(PyExc_TypeError, "scenario: a variant is a request's bytes");
+                goto error;
+            }
+            *p++ = PyBytes_AS_STRING(v);
+            *lens++ = (size_t)PyBytes_GET_SIZE(v);
+        }
+        r[i].random = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
+        r[i].head = PyObject_IsTrue(PyTuple_GET_ITEM(item, 2));
+        if (r[i].random < 0 || r[i].head < 0 ||
+            arg_real(PyTuple_GET_ITEM(item, 3), "weight", 0, 1e6, &r[i].weight) != 0 ||
+            arg_int(PyTuple_GET_ITEM(item, 6), "expect_length", -1, INT64_MAX, &expect_length) !=
+                0)
+            goto error;
+        if (!(r[i].weight > 0)) {
+            PyErr_SetString(PyExc_ValueError, "weight must be above 0");
+            goto error;
+        }
+        r[i].expect_length = expect_length;
+        if (status_ok != Py_None) {
+            if (!PyBytes_Check(status_ok) || PyBytes_GET_SIZE(status_ok) != 600) {
+                PyErr_SetString(PyExc_TypeError, "scenario: status_ok is 600 bytes of flags");
+                goto error;
+            }
+            r[i].status_ok = (const unsigned char *)PyBytes_AS_STRING(status_ok);
+        }
+        if (body != Py_None) {
+            if (!PyBytes_Check(body) || PyBytes_GET_SIZE(body) < 1 ||
+                PyBytes_GET_SIZE(body) > UINT32_MAX) {
+                PyErr_SetString(PyExc_TypeError, "scenario: expect_body is bytes");
+                goto error;
+            }
+            r[i].expect_body = (const unsigned char *)PyBytes_AS_STRING(body);
+            r[i].expect_body_len = (uint32_t)PyBytes_GET_SIZE(body);
+        }
+    }
+    *out = r;
+    *mem = block;
+    return (int)n;
+error:
+    PyMem_Free(block);
+    return -1;
+}
+
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host",       "port",         "request", "head",        "requests",
                              "duration",   "concurrency",  "threads", "keepalive",   "rate",
                              "timeout",    "lengths_vary", "tls",     "unix_socket", "pipeline",
-                             "idempotent", "tunnel",       "stages",  "vus",         NULL};
+                             "idempotent", "tunnel",       "stages",  "vus",         "scenario",
+                             "sequence",   "seed",         NULL};
     const char *host;
-    PyObject *stages_o = Py_None, *vus_o = Py_None;
+    PyObject *stages_o = Py_None, *vus_o = Py_None, *scen_o = Py_None;
+    unsigned long long seed = 0;
+    void *scen_mem = NULL;
     hb_shape *shape = NULL, *vus = NULL;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
     PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL, *tunnel_o = Py_None;
@@ -1774,12 +1871,14 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOOO:_Bench", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpK:_Bench", kwlist, &host,
                                      &port_o, &request, &cfg.head, &requests_o, &duration_o,
                                      &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
                                      &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
-                                     &cfg.idempotent, &tunnel_o, &stages_o, &vus_o))
+                                     &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o,
+                                     &cfg.sequence, &seed))
         return -1;
+    cfg.seed = seed;
     if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
         Py_XDECREF(unix_o);
         PyErr_SetString(PyExc_TypeError, "tunnel must be bytes or None");
@@ -1842,6 +1941,19 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
         PyErr_Format(PyExc_ValueError, "rate %R is too low for %lld connections", rate_o, conc);
         return -1;
     }
+    if (scen_o != Py_None) {
+        hb_bench_req *reqs;
+        int ns = cfg.pipeline > 1 ? -2 : scenario_of(scen_o, &reqs, &scen_mem);
+        if (ns < 0) {
+            if (ns == -2)
+                PyErr_SetString(PyExc_ValueError, "pipeline with a scenario is not supported");
+            PyMem_Free(shape);
+            PyMem_Free(vus);
+            return -1;
+        }
+        cfg.scenario = reqs;
+        cfg.nscenario = ns;
+    }
     cfg.requests = (uint64_t)requests;
     cfg.concurrency = (int)conc;
     cfg.threads = (int)threads;
@@ -1850,6 +1962,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     if (self->b != NULL || self->starting) {
         PyMem_Free(shape);
         PyMem_Free(vus);
+        PyMem_Free(scen_mem);
         PyErr_SetString(PyExc_RuntimeError, "already started");
         return -1;
     }
@@ -1868,6 +1981,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
         self->starting = 0;
         PyMem_Free(shape);
         PyMem_Free(vus);
+        PyMem_Free(scen_mem);
         PyErr_SetString(st->ConnectError, err);
         return -1;
     }
@@ -1875,6 +1989,8 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->request, Py_NewRef(request));
     Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
     Py_XSETREF(self->tunnel, tunnel_o != Py_None ? Py_NewRef(tunnel_o) : NULL);
+    Py_XSETREF(self->scenario, scen_o != Py_None ? Py_NewRef(scen_o) : NULL);
+    self->nscenario = cfg.nscenario;
     if (self->tunnel != NULL) {
         cfg.tunnel = PyBytes_AS_STRING(self->tunnel);
         cfg.tunnel_len = (size_t)PyBytes_GET_SIZE(self->tunnel);
@@ -1886,6 +2002,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     Py_END_ALLOW_THREADS self->starting = 0;
     PyMem_Free(shape); /* the run keeps copies */
     PyMem_Free(vus);
+    PyMem_Free(scen_mem);
     if (b == NULL) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
@@ -1944,6 +2061,7 @@ static const result_field RESULT_COUNTS[] = {
     RESULT_AT("exceptions", fail_exceptions),
     RESULT_AT("timeout", fail_timeout),
     RESULT_AT("tls", fail_tls),
+    RESULT_AT("check", fail_check),
     RESULT_AT("tls_full_handshakes", tls_full),
     RESULT_AT("tls_resumed_handshakes", tls_resumed),
     RESULT_AT("non_2xx", non_2xx),
@@ -2065,7 +2183,20 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     hb_bench_collect(self->b, r);
     PyObject *out = result_dict(st, r);
     hb_bench_result_free(r);
+    /* A scenario's requests, each alone, in its order. */
+    PyObject *each = out != NULL ? PyList_New(self->nscenario) : NULL;
+    for (int i = 0; each != NULL && i < self->nscenario; i++) {
+        hb_bench_collect_request(self->b, i, r);
+        PyObject *d = result_dict(st, r);
+        hb_bench_result_free(r);
+        if (d == NULL)
+            Py_CLEAR(each);
+        else
+            PyList_SET_ITEM(each, i, d);
+    }
     PyMem_Free(r);
+    if (out != NULL && put(out, "by_request", each) != 0)
+        Py_CLEAR(out);
     return out;
 }
 

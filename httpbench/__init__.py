@@ -20,6 +20,7 @@ from .capacity import CapacityResult, CapacityStep, capacity
 from .compare import Comparison, compare
 from .result import Latency, Result
 from .runner import run
+from .scenario import Request, Scenario
 from .server import Server
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "Response",
     "Server",
     "run",
+    "Scenario",
+    "Request",
     "Result",
     "Latency",
     "Histogram",

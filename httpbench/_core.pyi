@@ -232,6 +232,10 @@ class _Bench:
         tunnel: bytes | None = None,
         stages: Sequence[tuple[float, float]] | None = None,
         vus: Sequence[tuple[float, float]] | None = None,
+        scenario: list[tuple[list[bytes], bool, bool, float, bytes | None, bytes | None, int]]
+        | None = None,
+        sequence: bool = False,
+        seed: int = 0,
     ) -> None: ...
     def wait(self, seconds: float, /) -> bool: ...
     def stop(self) -> None: ...

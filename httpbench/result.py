@@ -7,7 +7,7 @@ import html
 import json
 import math
 import platform
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from ._core import Histogram
@@ -15,12 +15,13 @@ from ._version import __version__
 
 __all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCHEMA"]
 
-FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls")
+FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls", "check")
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
 # failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy;
-# 5 stages and concurrency_stages (load shapes).
-SCHEMA = 5
+# 5 stages and concurrency_stages (load shapes); 6 the check failure class
+# and a scenario's by_name (each request's figures, in this same layout).
+SCHEMA = 6
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
 
@@ -178,7 +179,7 @@ class Result:
     complete: int
     failed: int
     cancelled: int             # in flight when a stop's or the duration's grace ended
-    failures: dict[str, int]   # connect, receive, length, exceptions, timeout, tls
+    failures: dict[str, int]   # connect, receive, length, exceptions, timeout, tls, check
     non_2xx: int
     status_counts: dict[int, int]
     time_taken: float
@@ -228,6 +229,11 @@ class Result:
     # A shape of connections's (seconds, connections) stages
     # (run(concurrency_stages=)); concurrency is then its peak.
     concurrency_stages: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+    # A scenario's requests, each's own figures by its name, in the
+    # scenario's order (run(scenario=)); this Result is their exact sum.
+    # Each one's method and path are the request's (path: its target, or
+    # "N variants"); its timeline is empty and its CPU time 0.
+    by_name: dict[str, Result] = dataclasses.field(default_factory=dict)
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -268,6 +274,8 @@ class Result:
         d["rps"] = self.rps
         for name in _LATENCIES:
             d[name] = getattr(self, name).to_dict()
+        if self.by_name:
+            d["by_name"] = {k: v.to_dict() for k, v in self.by_name.items()}
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -281,6 +289,7 @@ class Result:
         fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
         for name in _LATENCIES:
             fields[name] = Latency.from_dict(d[name]) if name in d else Latency()
+        fields["by_name"] = {k: cls.from_dict(v) for k, v in d.get("by_name", {}).items()}
         return cls(**fields)
 
     @classmethod
@@ -303,9 +312,13 @@ class Result:
         classes, the percentile table. No JavaScript."""
         return _html(self)
 
-    def to_pandas(self) -> Any:
-        """The run's figures as a one-row DataFrame (pandas imported here)."""
+    def to_pandas(self, by_name: bool = False) -> Any:
+        """The run's figures as a one-row DataFrame (pandas imported here);
+        by_name=True: the per-request table of a scenario instead, a row
+        per request and one for the whole run (times in seconds)."""
         pd = _pandas()
+        if by_name:
+            return pd.DataFrame(by_name_rows(self)).set_index("name")
         row = {k: v for k, v in self.to_dict().items() if not isinstance(v, (dict, list))}
         row.update({f"fail_{k}": v for k, v in self.failures.items()})
         for p in (50, 90, 99, 99.9):
@@ -346,7 +359,7 @@ class Result:
 _LATENCIES = tuple(f.name for f in dataclasses.fields(Result) if f.type == "Latency")
 _ABOUT = ("agent", "agent_version", "python_version")
 _PLAIN = tuple(f.name for f in dataclasses.fields(Result)
-               if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head"))
+               if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head", "by_name"))
 
 
 def _ms(seconds: float) -> str:
@@ -388,8 +401,9 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.failed:
         f = r.failures
         tls = f", TLS: {f['tls']}" if f["tls"] or r.tls_protocol else ""
+        check = f", Check: {f['check']}" if f["check"] or r.by_name else ""
         yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
-               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls})")
+               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls}{check})")
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
@@ -443,6 +457,54 @@ def _report_lines(r: Result) -> Iterable[str]:
         for p in PERCENTILES:
             tail = " (longest request)" if p == 100 else ""
             yield f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>10}{tail}"
+    if r.by_name:
+        yield ""
+        yield from _by_name_lines(r)
+
+
+# The per-request table's columns: heading, width, and the cell from the
+# request's name and Result (Locust's table, times in ms).
+_BY_NAME_COLUMNS: tuple[tuple[str, int, Callable[[str, Result], str]], ...] = (
+    ("Count", 9, lambda n, x: str(x.complete + x.failed)),
+    ("Failed", 8, lambda n, x: str(x.failed)),
+    ("Req/s", 10, lambda n, x: f"{x.rps:.2f}"),
+    ("Mean", 9, lambda n, x: _ms(x.latency.mean) if x.latency.count else "-"),
+    ("p50", 9, lambda n, x: _ms(x.latency.p50) if x.latency.count else "-"),
+    ("p99", 9, lambda n, x: _ms(x.latency.p99) if x.latency.count else "-"),
+    ("Max", 9, lambda n, x: _ms(x.latency.max) if x.latency.count else "-"),
+)
+
+
+def by_name_rows(r: Result) -> list[dict[str, Any]]:
+    """The per-request table as rows (name, method, target, count, failed,
+    rps, and mean, p50, p99, max in seconds), each request's then the
+    whole run's ("Aggregated", as Locust names it)."""
+    rows = []
+    for name, x in [*r.by_name.items(), ("Aggregated", r)]:
+        lat = x.latency
+        rows.append({"name": name, "method": x.method if x is not r else "",
+                     "target": x.path if x is not r else "", "count": x.complete + x.failed,
+                     "failed": x.failed, "rps": x.rps,
+                     **{k: getattr(lat, k) if lat.count else None
+                        for k in ("mean", "p50", "p99", "max")}})
+    return rows
+
+
+def _by_name_lines(r: Result) -> Iterable[str]:
+    """Locust's table: a row per request of the scenario, then the total."""
+    cells = [(n, x.method if x is not r else "", x.path if x is not r else "", x)
+             for n, x in [*r.by_name.items(), ("Aggregated", r)]]
+    wn = max(4, *(len(c[0]) for c in cells))
+    wm = max(6, *(len(c[1]) for c in cells))
+    wt = max(6, *(len(c[2]) for c in cells))
+    yield "Requests by name (times in ms)"
+    yield (f"{'Name':<{wn}}  {'Method':<{wm}}  {'Target':<{wt}}" +
+           "".join(f"{h:>{w}}" for h, w, _ in _BY_NAME_COLUMNS))
+    for n, m, t, x in cells:
+        if x is r:
+            yield "-" * (wn + wm + wt + 4 + sum(w for _, w, _ in _BY_NAME_COLUMNS))
+        yield f"{n:<{wn}}  {m:<{wm}}  {t:<{wt}}" + "".join(
+            f"{cell(n, x):>{w}}" for _, w, cell in _BY_NAME_COLUMNS)
 
 
 def _shape_text(stages: list[tuple[float, float]], unit: str = "/s") -> str:
@@ -620,5 +682,24 @@ def _html(r: Result) -> str:
         f"<p>Failures by class</p><table><tr>{fail_head}</tr><tr>{fails}</tr></table>"
         f"<p>Latency percentiles (ms), {e(which)}</p>"
         f"<table><tr>{pct_head}</tr><tr>{pct_row}</tr></table>"
-        "</div>"
+        f"{_html_by_name(r)}</div>"
     )
+
+
+def _html_by_name(r: Result) -> str:
+    """A scenario's per-request table (empty for a run of one request)."""
+    if not r.by_name:
+        return ""
+    e = html.escape
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1e3:,.3f}"
+
+    head = "".join(f"<th>{h}</th>" for h in ("Name", "Method", "Target", "Count", "Failed",
+                                             "Req/s", "Mean ms", "p50 ms", "p99 ms", "Max ms"))
+    body = "".join(
+        f"<tr><th>{e(x['name'])}</th><td>{e(x['method'])}</td><td>{e(x['target'])}</td>"
+        f"<td>{x['count']:,}</td><td>{x['failed']:,}</td><td>{x['rps']:,.2f}</td>"
+        f"<td>{ms(x['mean'])}</td><td>{ms(x['p50'])}</td><td>{ms(x['p99'])}</td>"
+        f"<td>{ms(x['max'])}</td></tr>" for x in by_name_rows(r))
+    return f"<p>Requests by name</p><table><tr>{head}</tr>{body}</table>"

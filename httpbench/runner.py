@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 from . import _check, _core
 from ._url import Target, proxy_plan, split_url, with_proxy_auth
 from .result import FAILURE_CLASSES, Latency, Result, Second
+from .scenario import Scenario, describe, loop_form
 
 __all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header",
            "host_field", "tls_context"]
@@ -262,6 +263,7 @@ def run(
     proxy: str | None = None,
     stages: Iterable[tuple[float, float]] | None = None,
     concurrency_stages: Iterable[tuple[float, float]] | None = None,
+    scenario: Scenario | None = None,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -330,6 +332,13 @@ def run(
     stages set the run's length (duration, requests, rate, stages,
     pipeline or a concurrency beside them are a ValueError).
     Result.concurrency_stages is the shape.
+
+    scenario=httpbench.Scenario([...]) runs several requests (see
+    httpbench.scenario): the URL gives the scheme, host and port, and
+    `headers` apply to every Request under its own; method and body are
+    the Requests' (giving them here is a ValueError, as is pipeline).
+    Result.by_name[name] holds each request's figures; the Result is their
+    exact sum.
     """
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
@@ -382,6 +391,14 @@ def run(
         raise ValueError("pipeline with rate is not supported: an open loop's requests start "
                          "on their own schedule, not in batches")
     warmup = _check.warmup(warmup)
+    if scenario is not None:
+        if not isinstance(scenario, Scenario):
+            raise ValueError(f"scenario must be an httpbench.Scenario, not {scenario!r}")
+        if method != "GET" or body is not None:
+            raise ValueError("a scenario's Requests give the methods and bodies: no method or "
+                             "body beside it")
+        if pipeline > 1:
+            raise ValueError("pipeline with a scenario is not supported")
     tls = tls_context(target, verify, cafile, certfile, keyfile, server_hostname, tls_min, tls_max,
                       ciphers, ciphersuites, tls_resume)
     # A socket per connection, an epoll and a timerfd per thread, and room
@@ -406,16 +423,27 @@ def run(
             request_target = plan.origin + path
             if plan.auth is not None:
                 headers = with_proxy_auth(headers, plan.auth)
-    request, flags = _core.build_request(method, request_target, headers, body,
-                                         host_field(host, port, target.tls))
-    head = bool(flags & _core.REQ_HEAD)
+    loop = None
+    if scenario is not None:
+        loop = loop_form(scenario, url, headers, host_field(host, port, target.tls),
+                         plan.origin if plan is not None and plan.origin is not None else "")
+        request, head = loop[0][0][0], loop[0][2]
+        methods = {r.method for r in scenario.requests}
+        method = methods.pop() if len(methods) == 1 else "MIXED"
+        path = f"{len(scenario.requests)} requests ({scenario.order})"
+    else:
+        request, flags = _core.build_request(method, request_target, headers, body,
+                                             host_field(host, port, target.tls))
+        head = bool(flags & _core.REQ_HEAD)
 
     def start(n: int, seconds: float, measured: bool = True) -> _core._Bench:
         # A shape paces the measured run alone; its warmup is closed loop.
         return _core._Bench(to_host, to_port, request, head, n, seconds, concurrency, threads,
                             keepalive, (rate or 0.0) if shape is None else 0.0, timeout_s,
                             lengths_vary, tls, unix_path, pipeline, method.upper() in IDEMPOTENT,
-                            tunnel, shape if measured else None, vus if measured else None)
+                            tunnel, shape if measured else None, vus if measured else None,
+                            loop, scenario is not None and scenario.order == "sequence",
+                            scenario.seed if scenario is not None else 0)
 
     interrupted = False
     if warmup is not None:
@@ -431,11 +459,28 @@ def run(
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
         bench = start(requests or 0, duration or 0.0)
         raw, interrupted = _drive(bench, reporter)
+    common = dict(
+        start_time=started, host=host, port=port, requests=requests, concurrency=concurrency,
+        threads=min(threads, concurrency), rate=rate, interrupted=interrupted,
+        unix_socket=unix_path or "", pipeline=pipeline, proxy=plan.label if plan else "",
+        stages=list(shape or []), concurrency_stages=list(vus or []))
+    result = _result(raw, url=_public_url(url), method=method, path=path, **common)
+    if scenario is not None:
+        # Each request's own figures (no timeline or CPU time: the run's).
+        each = raw.get("by_request") or [_nothing_measured() for _ in scenario.requests]
+        for r, part in zip(scenario.requests, each, strict=True):
+            part.update(cpu_user=0.0, cpu_sys=0.0, timeline=[])
+            result.by_name[r.name] = _result(part, url=_public_url(url), method=r.method,
+                                             path=describe(r), **common)
+    return result
+
+
+def _result(raw: dict[str, Any], **about: Any) -> Result:
+    """A Result from the loop's figures (Bench.result()'s dict) and what
+    the run was (url, method, path, concurrency, ...)."""
     failures = {name: raw[name] for name in FAILURE_CLASSES}
     doc = raw["document_length"]
     return Result(
-        url=_public_url(url), method=method, start_time=started, host=host, port=port, path=path,
-        requests=requests,
         issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
         cancelled=raw["cancelled"], failures=failures, non_2xx=raw["non_2xx"],
         status_counts=raw["status_counts"], time_taken=raw["elapsed"],
@@ -443,9 +488,8 @@ def run(
         bytes_sent=raw["bytes_sent"],
         document_length=doc if isinstance(doc, int) and doc >= 0 else None,
         server_software=raw["server_software"], keepalive_requests=raw["keepalive_requests"],
-        connects=raw["connects"], reconnects=raw["reconnects"], concurrency=concurrency,
-        threads=min(threads, concurrency), cpu_user=raw["cpu_user"], cpu_sys=raw["cpu_sys"],
-        rate=rate, interrupted=interrupted, first_error=raw["error"],
+        connects=raw["connects"], reconnects=raw["reconnects"],
+        cpu_user=raw["cpu_user"], cpu_sys=raw["cpu_sys"], first_error=raw["error"],
         latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),
         connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),
         waiting=Latency(raw["waiting"]),
@@ -455,10 +499,7 @@ def run(
         tls_server_name=raw["tls_server_name"],
         tls_full_handshakes=raw["tls_full_handshakes"],
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
-        tls_handshake=Latency(raw["tls_handshake"]),
-        unix_socket=unix_path or "", pipeline=pipeline, proxy=plan.label if plan else "",
-        stages=list(shape or []), concurrency_stages=list(vus or []),
-    )
+        tls_handshake=Latency(raw["tls_handshake"]), **about)
 
 
 def _public_url(url: str) -> str:

@@ -14,8 +14,10 @@ length). Every variant's bytes are built once, before the run: no Python
 runs per request, and a million variants are a million requests' bytes in
 memory.
 
-(Work in progress on the scenarios-wip branch: the objects and their checks;
-the C loop does not run them yet.)
+The run's statistics are kept per request name as well as in total
+(Result.by_name); each connection's bytes come from these prebuilt
+variants, so a scenario has no think time and carries no state from one
+response to the next request.
 """
 
 from __future__ import annotations
@@ -188,19 +190,50 @@ def merged_headers(common: Any, own: Any) -> list[tuple[Any, Any]]:
     return [(n, v) for n, v in pairs(common) if key(n) not in named] + mine
 
 
-def build_variants(request: Request, base: str, common: Any, host: bytes) -> list[bytes]:
-    """Every variant of request as the bytes to send to base's server:
-    built and checked once, before the run, by the builder run() uses."""
+def build_variants(request: Request, base: str, common: Any, host: bytes,
+                   prefix: str = "") -> tuple[list[bytes], bool]:
+    """Every variant of request as the bytes to send to base's server
+    (prefix before each target: a forward proxy's absolute form), and
+    whether it is a HEAD request: built and checked once, before the run,
+    by the builder run() uses."""
+    from . import _core
     from ._core import build_request
 
     def pick(values: list[Any], i: int) -> Any:
         return values[i] if len(values) > 1 else values[0]
 
-    out = []
+    out, head = [], False
     for i in range(request.nvariants):
-        target = join_target(base, pick(request.targets, i))
-        data, _ = build_request(request.method, target,
-                                merged_headers(common, pick(request.header_sets, i)),
-                                pick(request.bodies, i), host)
+        target = prefix + join_target(base, pick(request.targets, i))
+        data, flags = build_request(request.method, target,
+                                    merged_headers(common, pick(request.header_sets, i)),
+                                    pick(request.bodies, i), host)
         out.append(data)
+        head = bool(flags & _core.REQ_HEAD)
+    return out, head
+
+
+def loop_form(scenario: Scenario, base: str, common: Any, host: bytes,
+              prefix: str = "") -> list[tuple[list[bytes], bool, bool, float, bytes | None,
+                                              bytes | None, int]]:
+    """The scenario as the C loop takes it (httpbench._core._Bench's
+    `scenario`): per request, its variants' bytes, random, head, weight,
+    the statuses allowed as 600 flags, expect_body, expect_length (-1)."""
+    out = []
+    for r in scenario.requests:
+        variants, head = build_variants(r, base, common, host, prefix)
+        ok = None
+        if r.expect_status is not None:
+            flags = bytearray(600)
+            for code in r.expect_status:
+                flags[code] = 1
+            ok = bytes(flags)
+        out.append((variants, r.variants == "random", head, r.weight, ok, r.expect_body,
+                    -1 if r.expect_length is None else r.expect_length))
     return out
+
+
+def describe(r: Request) -> str:
+    """A Request's target for reports: the target, or "N variants"."""
+    return r.targets[0] if len(r.targets) == 1 and r.nvariants == 1 else \
+        f"{r.nvariants} variants"
