@@ -22,6 +22,7 @@ from typing import Any
 from . import _check
 from .result import Result, _pyplot
 from .runner import run
+from .scenario import Scenario, origin_of
 
 __all__ = ["capacity", "CapacityResult", "CapacityStep", "parse_slo", "STATS"]
 
@@ -140,7 +141,7 @@ def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
     return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why)
 
 
-def capacity(url: str, slo: str = "p99<5ms", max_error_rate: float = 0.001,
+def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 0.001,
              start: float | None = None, step: float = 1.25, stage_s: float = 5.0,
              **run_kwargs: Any) -> CapacityResult:
     """Finds the highest arrival rate url takes while `slo` holds and
@@ -154,7 +155,19 @@ def capacity(url: str, slo: str = "p99<5ms", max_error_rate: float = 0.001,
     that broke are bisected until within 5%. run()'s keyword arguments
     (concurrency, threads, headers, timeout, ...) pass through; rate,
     duration and requests are capacity's to set.
+
+    A scenario's capacity: capacity(url, scenario=s), or capacity(s) when
+    its Requests' targets are full URLs (the first of them gives the
+    server); the SLO and the error rate are the whole mix's.
     """
+    if isinstance(url, Scenario):
+        if "scenario" in run_kwargs:
+            raise ValueError("capacity takes a URL and scenario=, or a scenario alone")
+        base = origin_of(url)
+        if base is None:
+            raise ValueError("the scenario's targets are paths: give the server, "
+                             "capacity(url, scenario=s)")
+        url, run_kwargs["scenario"] = base, url
     bounds = parse_slo(slo)
     if isinstance(max_error_rate, bool) or not isinstance(max_error_rate, (int, float)) or \
             not 0 <= max_error_rate < 1:

@@ -4,7 +4,8 @@
     httpbench compare [--agents a,b] [-n N] [-c C] [URL]
     httpbench [-n N] [-c C] [-t SECONDS] [-k] [-p POSTFILE] [-u PUTFILE] [-T TYPE]
               [-H 'Name: value']... [-m METHOD] [-s TIMEOUT] [-q] [-l] [-e CSVFILE]
-              [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL]
+              [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL [URL2 ...]]
+    httpbench [-n N] [-c C] ... --scenario FILE.py [URL]
     httpbench capacity URL [--slo 'p99<5ms'] [--max-error-rate F] [--start R] [--stage S] [-c C]
     httpbench serve [--host H] [--port P] [--mode epoll|threads] [--threads T] [--static DIR]
                     [--tls [--cert FILE --key FILE]] [--unix-socket PATH]
@@ -27,6 +28,7 @@ import dataclasses
 import json
 import os
 import re
+import runpy
 import signal
 import sys
 import urllib.parse
@@ -43,6 +45,7 @@ from .exceptions import HttpbenchError, TLSError
 from .result import Result
 from ._url import split_proxy, split_url
 from .runner import basic_auth, parse_url, run
+from .scenario import Request, Scenario, join_target
 from .server import Server
 
 __all__ = ["main"]
@@ -154,6 +157,8 @@ examples (the habits of other tools work here):
   wrk2:  httpbench -d 30s -c 100 -R 2000 http://127.0.0.1:8080/
   hey:   httpbench -z 10s -c 50 -m POST -p body.json -T application/json http://127.0.0.1:8080/
   TLS:   httpbench -n 10000 -c 10 --cacert ca.pem https://example.test/   (--insecure: no checks)
+  mix:   httpbench -n 10000 -c 10 http://127.0.0.1:8080/a http://127.0.0.1:8080/b   (as h2load)
+  file:  httpbench -d 30s -c 50 --scenario shop.py http://127.0.0.1:8080   (as a locustfile)
 
 other commands:
   httpbench compare [URL]  one scenario through httpbench and Python's HTTP clients, side by side
@@ -174,8 +179,13 @@ def bench_parser() -> argparse.ArgumentParser:
                     "httpbench and Python's HTTP clients on the embedded server.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("url", nargs="?", metavar="URL",
-                   help="http://[user:pass@]host[:port]/path (credentials become Basic auth)")
+    p.add_argument("url", nargs="*", metavar="URL",
+                   help="http://[user:pass@]host[:port]/path (credentials become Basic auth); "
+                        "several URLs of one server run as a scenario of equal weights, a table "
+                        "per URL in the report (as h2load takes them)")
+    p.add_argument("--scenario", metavar="FILE.py",
+                   help="run the httpbench.Scenario that FILE.py names `scenario` (as a "
+                        "locustfile); the URL (or the file's `url`) gives the server")
     p.add_argument("-n", dest="requests", type=int, help="requests to perform")
     p.add_argument("-c", dest="concurrency", type=int,
                    help="requests at a time: connections (default 1, as in ab)")
@@ -479,6 +489,52 @@ def _request_parts(args: argparse.Namespace) -> tuple[str, bytes | None, list[tu
     return method or "GET", body, headers
 
 
+def load_scenario(path: str) -> tuple[Scenario, str | None]:
+    """The Scenario a Python file names `scenario`, and its `url` if it
+    gives one (run as a locustfile is: the file is the user's code)."""
+    try:
+        names = runpy.run_path(path, run_name="httpbench_scenario")
+    except FileNotFoundError:
+        raise UsageError(f"--scenario: no such file: {path}") from None
+    except Exception as e:  # the file's own error (a SyntaxError, a ValueError): say so
+        raise UsageError(f"--scenario: {path}: {type(e).__name__}: {e}") from None
+    scenario, url = names.get("scenario"), names.get("url")
+    if not isinstance(scenario, Scenario):
+        raise UsageError(f"--scenario: {path} must define `scenario`, an httpbench.Scenario "
+                         f"(found {type(scenario).__name__})")
+    if url is not None and not isinstance(url, str):
+        raise UsageError(f"--scenario: {path}'s `url` must be a string")
+    return scenario, url
+
+
+def _scenario(args: argparse.Namespace, method: str,
+              body: bytes | None) -> Scenario | None:
+    """The scenario the command line asks for: --scenario's file, or one
+    Request of equal weight per URL when several are given. Sets args.url
+    to the one URL that gives the server."""
+    urls: list[str] = args.url
+    if args.scenario is not None:
+        if len(urls) > 1:
+            raise UsageError("--scenario takes one URL at most (the server)")
+        given = [f for f, v in (("-p", args.postfile), ("-u", args.putfile), ("-m", args.method),
+                                ("-i", args.head)) if v]
+        if given:
+            raise UsageError(f"{', '.join(given)}: a scenario's Requests give methods and bodies")
+        scenario, url = load_scenario(args.scenario)
+        args.url = urls[0] if urls else url
+        if args.url is None:
+            raise UsageError("--scenario: give the server's URL (or `url` in the file)")
+        return scenario
+    args.url = urls[0] if urls else None
+    if len(urls) < 2:
+        return None
+    if args.pipeline != 1:
+        raise UsageError("--pipeline with several URLs is not supported")
+    # One origin, as h2load asks; each URL's path is a Request's target.
+    return Scenario([Request(method, join_target(urls[0], split_url(u).path if u == urls[0]
+                                                 else u), body=body) for u in urls])
+
+
 def bench(argv: Sequence[str]) -> int:
     parser = bench_parser()
     args = parser.parse_args(argv)
@@ -497,6 +553,7 @@ def bench(argv: Sequence[str]) -> int:
         timeout = _duration("-s", args.timeout)
         warmup = _warmup(args.warmup)
         method, body, headers = _request_parts(args)
+        scenario = _scenario(args, method, body)
         tls = _tls_options(args)
         proxy = _proxy(args)
         if args.url is not None and not split_url(args.url).tls:
@@ -524,11 +581,14 @@ def bench(argv: Sequence[str]) -> int:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     try:
+        if scenario is not None:
+            method, body = "GET", None  # the scenario's Requests give them
         r = run(args.url, method, body, headers, args.requests, limit, concurrency=args.concurrency,
                 threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
                 warmup=warmup, progress=not args.quiet and "auto",
                 lengths_vary=args.lengths_vary, stream=sys.stderr, unix_socket=args.unix_socket,
-                pipeline=args.pipeline, proxy=proxy, **tls)  # type: ignore[arg-type]
+                pipeline=args.pipeline, proxy=proxy, scenario=scenario,
+                **tls)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError, TLSError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).
@@ -671,6 +731,8 @@ def capacity_parser() -> argparse.ArgumentParser:
                     "bisected to within 5%.",
     )
     p.add_argument("url", metavar="URL")
+    p.add_argument("--scenario", metavar="FILE.py",
+                   help="the capacity of the httpbench.Scenario FILE.py names `scenario`")
     p.add_argument("--slo", default="p99<5ms",
                    help="STAT<NUMBER UNIT, comma-separated: STAT mean, p50, p90, p99 or p999, "
                         "UNIT us, ms or s (default p99<5ms)")
@@ -695,10 +757,11 @@ def capacity_main(argv: Sequence[str]) -> int:
 
     args = capacity_parser().parse_args(argv)
     try:
+        scenario = load_scenario(args.scenario)[0] if args.scenario else None
         c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
                      start=args.start, step=args.step, stage_s=args.stage,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
-                     headers=_headers(args.headers))
+                     headers=_headers(args.headers), scenario=scenario)
     except (ValueError, UsageError, HttpbenchError, OSError) as e:
         print(_one_line("httpbench capacity", e), file=sys.stderr)
         return 2 if isinstance(e, (ValueError, UsageError)) else 1

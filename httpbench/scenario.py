@@ -30,7 +30,8 @@ from urllib.parse import urlsplit
 
 from ._url import split_url
 
-__all__ = ["Request", "Scenario", "MAX_REQUESTS_IN_SCENARIO", "MAX_EXPECT_BODY", "join_target"]
+__all__ = ["Request", "Scenario", "MAX_REQUESTS_IN_SCENARIO", "MAX_EXPECT_BODY", "join_target",
+           "origin_of"]
 
 MAX_REQUESTS_IN_SCENARIO = 256
 MAX_EXPECT_BODY = 65536
@@ -172,6 +173,17 @@ def join_target(base: str, target: str) -> str:
         raise ValueError(f"{target} is not on {urlsplit(base).netloc}: a scenario's requests "
                          "go to one origin")
     return t.path
+
+
+def origin_of(scenario: Scenario) -> str | None:
+    """scheme://host:port of the first of the scenario's targets that is
+    a full URL, or None when every one is a path."""
+    for r in scenario.requests:
+        for t in r.targets:
+            if "://" in t:
+                parts = urlsplit(t)
+                return f"{parts.scheme}://{parts.netloc}/"
+    return None
 
 
 def merged_headers(common: Any, own: Any) -> list[tuple[Any, Any]]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import collections
 import json
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -296,3 +298,62 @@ def test_a_scenario_through_the_relay_and_over_tls():
         r = httpbench.run(srv.url("/"), scenario=s, requests=200, concurrency=2,
                           cafile=srv.cafile, progress=False)
     assert r.ok and r.tls_protocol and r.by_name["echo"].complete > 0
+
+
+def _cli(tmp_path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "httpbench", *argv], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+
+
+def test_the_command_line_takes_several_urls_and_a_scenario_file(tmp_path):
+    (tmp_path / "shop.py").write_text(
+        "import httpbench\n"
+        "scenario = httpbench.Scenario([\n"
+        "    httpbench.Request('GET', '/rnd?c=10', name='ten', weight=3),\n"
+        "    httpbench.Request('POST', '/echo', body=b'abc', name='echo', expect_body=b'abc'),\n"
+        "])\n")
+    (tmp_path / "broken.py").write_text("scenario = httpbench.Scenario([])\n")
+    (tmp_path / "nothing.py").write_text("x = 1\n")
+    with httpbench.Server() as srv:
+        u = srv.url("/")
+        p = _cli(tmp_path, "-n", "900", "-c", "3", "-q", "--json", "r.json", u + "rnd?c=5",
+                 u + "rnd?c=6", u + "status/404")
+        assert p.returncode == 0, p.stderr  # a 404 is counted apart, as for one URL
+        d = json.loads((tmp_path / "r.json").read_text())
+        assert set(d["by_name"]) == {"GET /rnd?c=5", "GET /rnd?c=6", "GET /status/404"}
+        assert d["complete"] == 900 and d["non_2xx"] == d["by_name"]["GET /status/404"]["complete"]
+        assert all(250 <= x["complete"] <= 350 for x in d["by_name"].values())
+        assert "Requests by name" in p.stdout and "Aggregated" in p.stdout
+        p = _cli(tmp_path, "-n", "400", "-c", "2", "-q", "--scenario", "shop.py", u)
+        assert p.returncode == 0, p.stderr
+        assert "\nten " in p.stdout and "\necho " in p.stdout
+        for argv, message in (
+                ([u, "http://127.0.0.1:1/"], "one origin"),
+                (["--scenario", "missing.py", u], "no such file"),
+                (["--scenario", "broken.py", u], "NameError"),
+                (["--scenario", "nothing.py", u], "must define `scenario`"),
+                (["--scenario", "shop.py"], "give the server's URL"),
+                (["--scenario", "shop.py", "-p", "shop.py", u], "-p"),
+                (["--pipeline", "2", u, u + "x"], "pipeline")):
+            p = _cli(tmp_path, "-n", "5", "-q", *argv)
+            assert p.returncode == 2 and message in p.stderr, (argv, p.stderr)
+
+
+def test_the_capacity_of_a_scenario(tmp_path):
+    # Two requests of 20 ms and 40 ms, equal weights, on 4 connections:
+    # 4 / 0.030 s = 133 req/s is the most the mix can take.
+    with httpbench.Server() as srv:
+        s = Scenario([Request("GET", srv.url("/delay?ms=20")),
+                      Request("GET", srv.url("/delay?ms=40"))])
+        c = httpbench.capacity(s, slo="p99<200ms", start=60, stage_s=1.5, concurrency=4)
+        assert 100 <= c.rate <= 140, c.report()
+        with pytest.raises(ValueError, match="paths"):
+            httpbench.capacity(Scenario([Request("GET", "/")]))
+        (tmp_path / "mix.py").write_text(
+            "import httpbench\n"
+            "scenario = httpbench.Scenario([httpbench.Request('GET', '/rnd?c=1'),\n"
+            "                               httpbench.Request('GET', '/rnd?c=2')])\n")
+        p = _cli(tmp_path, "capacity", srv.url("/"), "--scenario", "mix.py", "--slo", "p99<1s",
+                 "--start", "50", "--stage", "0.3", "--step", "10", "-c", "2",
+                 "--max-error-rate", "0.5")
+    assert p.returncode == 0 and "capacity:" in p.stdout, p.stderr
