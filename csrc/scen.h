@@ -1,10 +1,8 @@
 /* scen.h: hb_scen_*, a scenario's choices made in C: which request next
  * (by weight, or in order), which of its variants, and whether a body
  * holds the bytes a check expects. Plain arithmetic and byte scanning: no
- * allocation after hb_scen_body_init, no system calls.
- *
- * (Work in progress on the scenarios-wip branch: the timing loop does not
- * use it yet.)
+ * allocation (the caller gives the failure function's room), no system
+ * calls.
  */
 #ifndef HB_SCEN_H
 #define HB_SCEN_H

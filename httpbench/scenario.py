@@ -57,6 +57,9 @@ class Request:
     name: str
     weight: float
     nvariants: int
+    expect_status: frozenset[int] | None
+    expect_body: bytes | None
+    expect_length: int | None
 
     def __init__(self, method: str = "GET", target: str | Sequence[str] = "/", *,
                  body: bytes | str | Sequence[bytes | str] | None = None,
