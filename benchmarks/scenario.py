@@ -46,6 +46,11 @@ def httpbench_run(url: str, n: int, tmp: str, *extra: str) -> tuple[float, float
     return d["rps"], (d["cpu_user"] + d["cpu_sys"]) / d["complete"] * 1e6
 
 
+def over_floor(got: list[tuple[float, float]], floor: list[tuple[float, float]]) -> float:
+    """The median, over rounds, of CPU per request as a multiple of the floor's."""
+    return statistics.median(g[1] / f[1] for g, f in zip(got, floor, strict=True))
+
+
 def main() -> int:
     args = arguments(__doc__).parse_args()
     n = args.requests
@@ -77,10 +82,9 @@ def main() -> int:
                     f"{rps:.3f}x the req/s")
             if "floor_many" in rows:
                 fl = rows["floor_many"]
-                line += ("; CPU per request against floor_many: one URL "
-                         f"{statistics.median(o[1] / f[1] for o, f in zip(one, fl, strict=True)):.2f}x,"
-                         f" scenario "
-                         f"{statistics.median(m[1] / f[1] for m, f in zip(mix, fl, strict=True)):.2f}x")
+
+                line += (f"; CPU per request against floor_many: one URL "
+                         f"{over_floor(one, fl):.2f}x, scenario {over_floor(mix, fl):.2f}x")
             print(line)
     return 0
 

@@ -85,16 +85,16 @@ typedef struct {
     hb_body body; /* the response body's framing, from its head */
     unsigned events;
     int64_t t_intended, t_start, t_first, t_connect, connect_ns;
-    int64_t t_handshake; /* when the handshake began */
-    int64_t next_at;     /* rate: the next intended start */
-    uint64_t seq;        /* a shape: requests this slot has started */
-    int global;          /* this slot's index over all threads */
-    const breq *rq;      /* the request under way */
+    int64_t t_handshake;  /* when the handshake began */
+    int64_t next_at;      /* rate: the next intended start */
+    uint64_t seq;         /* a shape: requests this slot has started */
+    int global;           /* this slot's index over all threads */
+    const breq *rq;       /* the request under way */
     hb_bench_result *res; /* its figures, this thread's */
-    const char *req;     /* the variant sent */
+    const char *req;      /* the variant sent */
     size_t req_len;
-    int next_req;        /* order by sequence: the next request */
-    uint32_t found;      /* expect_body's search: the match so far */
+    int next_req;   /* order by sequence: the next request */
+    uint32_t found; /* expect_body's search: the match so far */
 } bconn;
 
 typedef struct {
@@ -154,11 +154,11 @@ struct hb_bench {
     hb_shape *vus; /* connections over time */
     breq *reqs;    /* the scenario's requests, or the one request */
     int nreqs;
-    int scen;            /* a scenario: lengths_vary is out, its checks are in */
-    double *cumulative;  /* order by weight: the weights' running sums */
-    const char **ptrs;   /* every variant's pointer, in one allocation */
-    size_t *lens;        /* and length */
-    uint32_t *fails;     /* expect_body's failure functions, likewise */
+    int scen;           /* a scenario: lengths_vary is out, its checks are in */
+    double *cumulative; /* order by weight: the weights' running sums */
+    const char **ptrs;  /* every variant's pointer, in one allocation */
+    size_t *lens;       /* and length */
+    uint32_t *fails;    /* expect_body's failure functions, likewise */
 };
 
 /* ------------------------------------------------------------ timeline */

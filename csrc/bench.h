@@ -51,12 +51,12 @@
 typedef struct {
     const char *const *variants; /* nvariants whole requests, bodies included */
     const size_t *lens;
-    uint32_t nvariants;             /* 1 or more */
-    int random;                     /* variants drawn from the thread's generator;
+    uint32_t nvariants;               /* 1 or more */
+    int random;                       /* variants drawn from the thread's generator;
                                      * 0: cycled by a counter the threads share */
-    int head;                       /* HEAD: responses have no body */
-    double weight;                  /* above 0 (order by weight) */
-    const unsigned char *status_ok; /* 600 flags, the statuses a response may have,
+    int head;                         /* HEAD: responses have no body */
+    double weight;                    /* above 0 (order by weight) */
+    const unsigned char *status_ok;   /* 600 flags, the statuses a response may have,
                                      * others failing as "check"; NULL: any */
     const unsigned char *expect_body; /* bytes the body must hold, else "check" */
     uint32_t expect_body_len;         /* 0: no such check */
@@ -89,10 +89,10 @@ typedef struct {
     const char *tunnel;       /* a CONNECT request to send on each new socket before
                                * the transport's handshake (a forward proxy), or NULL */
     size_t tunnel_len;
-    const hb_shape *shape; /* a load shape (shape.h), or NULL: starts follow it, from
+    const hb_shape *shape;        /* a load shape (shape.h), or NULL: starts follow it, from
                                * their intended instants, as under a rate (which must then
                                * be 0, with no pipeline); copied */
-    const hb_shape *vus;   /* a shape of connections (k6's ramping VUs), or NULL:
+    const hb_shape *vus;          /* a shape of connections (k6's ramping VUs), or NULL:
                                * connection i runs while the shape is at i + 1 or
                                * above, closed loop; concurrency is its peak; copied */
     const hb_bench_req *scenario; /* nscenario requests to pick from (request, head and

@@ -1693,9 +1693,9 @@ static PyObject *new_histogram(core_state *st, const hb_hist *h)
 typedef struct {
     PyObject_HEAD
     hb_bench *b;
-    PyObject *request; /* bytes, kept alive while the threads use them */
-    PyObject *tls;     /* the _TLS the connections use, likewise */
-    PyObject *tunnel;  /* bytes: the CONNECT through a proxy, likewise */
+    PyObject *request;  /* bytes, kept alive while the threads use them */
+    PyObject *tls;      /* the _TLS the connections use, likewise */
+    PyObject *tunnel;   /* bytes: the CONNECT through a proxy, likewise */
     PyObject *scenario; /* the scenario's list (its bytes), likewise */
     int nscenario;
     int starting; /* __init__ is under way with the GIL released */
@@ -1817,8 +1817,7 @@ static int scenario_of(PyObject *list, hb_bench_req **out, void **mem)
         r[i].head = PyObject_IsTrue(PyTuple_GET_ITEM(item, 2));
         if (r[i].random < 0 || r[i].head < 0 ||
             arg_real(PyTuple_GET_ITEM(item, 3), "weight", 0, 1e6, &r[i].weight) != 0 ||
-            arg_int(PyTuple_GET_ITEM(item, 6), "expect_length", -1, INT64_MAX, &expect_length) !=
-                0)
+            arg_int(PyTuple_GET_ITEM(item, 6), "expect_length", -1, INT64_MAX, &expect_length) != 0)
             goto error;
         if (!(r[i].weight > 0)) {
             PyErr_SetString(PyExc_ValueError, "weight must be above 0");
@@ -1871,12 +1870,11 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpK:_Bench", kwlist, &host,
-                                     &port_o, &request, &cfg.head, &requests_o, &duration_o,
-                                     &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
-                                     &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
-                                     &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o,
-                                     &cfg.sequence, &seed))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpK:_Bench", kwlist, &host, &port_o, &request,
+            &cfg.head, &requests_o, &duration_o, &conc_o, &threads_o, &cfg.keepalive, &rate_o,
+            &timeout_o, &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
+            &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o, &cfg.sequence, &seed))
         return -1;
     cfg.seed = seed;
     if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
