@@ -39,6 +39,13 @@ class _Recorder(BaseHTTPRequestHandler):
         body = self.rfile.read(n) if n else b""
         self.server.seen.append((id(self.connection), self.command, self.path,  # type: ignore
                                  dict(self.headers), body))
+        if self.path == "/close":  # closed before any response byte
+            self.close_connection = True
+            return
+        if self.path == "/malformed":
+            self.wfile.write(b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n")
+            self.close_connection = True
+            return
         out = self.path.encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(out)))
@@ -81,7 +88,8 @@ def assert_exact_merge(r: httpbench.Result) -> None:
     assert dict(merged) == r.status_counts
     for lat in ("latency", "latency_uncorrected", "connect_time", "waiting", "processing"):
         assert getattr(r, lat).count == sum(getattr(x, lat).count for x in parts), lat
-    assert r.latency.max == max(x.latency.max for x in parts if x.latency.count)
+    if r.latency.count:
+        assert r.latency.max == max(x.latency.max for x in parts if x.latency.count)
 
 
 def test_weighted_picks_follow_the_weights_and_the_seed():
@@ -207,6 +215,40 @@ def test_checks_and_exact_accounting_under_every_failure_class():
     assert n["slow"].failures["timeout"] == n["slow"].issued > 0
     assert r.failures["check"] == n["unwanted"].issued + n["not found"].issued
     assert "Check: " in r.report() and "Requests by name" in r.report()
+    assert_exact_merge(r)
+
+
+def test_exact_accounting_per_name_when_the_server_fails(recorder):
+    url = f"http://127.0.0.1:{recorder.server_port}"
+    s = Scenario([Request("GET", "/fine"), Request("GET", "/close"),
+                  Request("GET", "/malformed")], seed=2)
+    r = httpbench.run(url, scenario=s, requests=600, concurrency=3, progress=False)
+    n = r.by_name
+    assert n["GET /fine"].complete == n["GET /fine"].issued > 150
+    assert n["GET /close"].failures["receive"] == n["GET /close"].issued > 150
+    assert n["GET /malformed"].failures["exceptions"] == n["GET /malformed"].issued > 150
+    assert r.issued == 600 and r.reconnects > 0
+    assert_exact_merge(r)
+
+
+def test_exact_accounting_per_name_for_connect_tls_and_cancelled():
+    s = Scenario([Request("GET", "/rnd?c=1"), Request("GET", "/rnd?c=2", weight=2)])
+    with socket.socket() as s0:
+        s0.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        r = httpbench.run(f"http://127.0.0.1:{s0.getsockname()[1]}", scenario=s, requests=90,
+                          concurrency=3, progress=False)
+    assert r.failures["connect"] == r.failed == 90 and all(x.issued for x in r.by_name.values())
+    assert_exact_merge(r)
+    with httpbench.Server(tls=True) as srv:  # its certificate is not in the system's CAs
+        r = httpbench.run(srv.url("/"), scenario=s, requests=60, concurrency=2, progress=False)
+    assert r.failures["tls"] == r.failed == 60
+    assert_exact_merge(r)
+    slow = Scenario([Request("GET", "/rnd?c=3", name="quick"),
+                     Request("GET", "/delay?ms=5000", name="slow", weight=0.05)], seed=4)
+    with httpbench.Server(threads=2) as srv:
+        r = httpbench.run(srv.url("/"), scenario=slow, duration=1.0, concurrency=4,
+                          progress=False)
+    assert r.by_name["slow"].cancelled == r.cancelled >= 1 and r.by_name["quick"].complete > 0
     assert_exact_merge(r)
 
 
