@@ -120,7 +120,7 @@ typedef struct {
     int nseconds, tl_cap;
     double cpu_user, cpu_sys;
     uint64_t complete, failed; /* over every request */
-    uint64_t live_complete, live_failed;
+    uint64_t live_issued, live_complete, live_failed;
 } bthread;
 
 struct hb_bench {
@@ -159,6 +159,17 @@ struct hb_bench {
     const char **ptrs;  /* every variant's pointer, in one allocation */
     size_t *lens;       /* and length */
     uint32_t *fails;    /* expect_body's failure functions, likewise */
+    /* A prepared start (cfg.prepared): the phase (1 while warming up),
+     * threads done warming up, and whether hb_bench_go has come. Under
+     * mu; `warming` is also read by the threads, set before they start
+     * and cleared under mu while they all wait. */
+    int warming;
+    int nprepared;
+    int go;
+    uint64_t warm_tickets;
+    int64_t warm_end; /* a warmup by time: its end */
+    int paced_measured;
+    hb_shape *vus_measured;
 };
 
 /* ------------------------------------------------------------ timeline */
@@ -210,6 +221,14 @@ static int stopped(hb_bench *b)
 
 static int take_ticket(hb_bench *b, int64_t now)
 {
+    if (b->warming) {
+        if (stopped(b))
+            return 0;
+        if (b->cfg.warmup_seconds > 0)
+            return now < b->warm_end;
+        uint64_t n = b->cfg.warmup_requests ? b->cfg.warmup_requests : (uint64_t)b->cfg.concurrency;
+        return __atomic_fetch_add(&b->warm_tickets, 1, __ATOMIC_RELAXED) < n;
+    }
     if (stopped(b) || (b->end && now >= b->end))
         return 0;
     if (b->cfg.requests == 0)
@@ -604,6 +623,7 @@ static void start_request(bthread *t, bconn *c, int64_t now)
     c->answered = 0;
     choose(t, c);
     c->res->issued += (uint64_t)batch;
+    __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)batch, __ATOMIC_RELAXED);
     t->inflight += batch;
     c->t_intended = b->paced ? c->next_at : now;
     if (b->cfg.rate > 0)
@@ -1046,6 +1066,81 @@ static void epoll_loop(bthread *t)
     }
 }
 
+/* Every connection of t to its start: idle, on the ready stack, its
+ * schedule from b->start. */
+static void schedule(bthread *t)
+{
+    hb_bench *b = t->b;
+    /* Under a rate R the run's requests are spread evenly from the start:
+     * connection g (counted over all threads) starts its schedule g/R
+     * seconds in, then every concurrency/R seconds, so N requests take
+     * N/R seconds at any concurrency. */
+    t->nready = 0;
+    t->rate_waiting = 0;
+    for (int i = 0; i < t->nconns; i++) {
+        bconn *c = &t->conns[i];
+        c->state = BC_IDLE;
+        c->seq = 0;
+        c->next_at = b->start;
+        c->global = t->first_conn + i;
+        if (b->paced && b->cfg.rate > 0)
+            c->next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
+        else if (b->paced && b->shape != NULL)
+            c->next_at = shape_due(b, c, 0);
+        t->ready[t->nready++] = c;
+    }
+}
+
+static void run_loop(bthread *t)
+{
+    schedule(t);
+    if (t->blocking)
+        lone_loop(t);
+    else
+        epoll_loop(t);
+}
+
+static void result_init(hb_bench_result *r);
+
+/* Forgets a warmup: every figure of t back to nothing. */
+static void forget(bthread *t)
+{
+    for (int k = 0; k < t->b->nreqs; k++)
+        result_init(&t->res[k]);
+    if (t->timeline != NULL)
+        memset(t->timeline, 0, (size_t)t->tl_cap * sizeof *t->timeline);
+    t->nseconds = 0;
+    t->complete = t->failed = 0;
+    __atomic_store_n(&t->live_issued, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_complete, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_failed, 0, __ATOMIC_RELAXED);
+}
+
+/* A prepared start: t has warmed up; it waits for hb_bench_go (or a
+ * stop), then until the start instant. Returns 0 to run on, 1 when the
+ * run was stopped first. */
+static int wait_for_go(bthread *t)
+{
+    hb_bench *b = t->b;
+    pthread_mutex_lock(&b->mu);
+    b->nprepared++;
+    pthread_cond_broadcast(&b->done_cv);
+    while (!b->go && !stopped(b))
+        pthread_cond_wait(&b->gate_cv, &b->mu);
+    int go = b->go;
+    pthread_mutex_unlock(&b->mu);
+    forget(t);
+    if (!go)
+        return 1;
+    /* To the instant, a tick at a time so a stop is heard meanwhile. */
+    for (int64_t now = hb_now_ns(); now < b->start && !stopped(b); now = hb_now_ns()) {
+        int64_t until = b->start - now > TICK_NS ? now + TICK_NS : b->start;
+        struct timespec at = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+    }
+    return 0;
+}
+
 static void *thread_main(void *arg)
 {
     bthread *t = arg;
@@ -1054,31 +1149,24 @@ static void *thread_main(void *arg)
     pthread_mutex_lock(&b->mu);
     while (!b->gate_open)
         pthread_cond_wait(&b->gate_cv, &b->mu);
+    int warming = b->warming;
     pthread_mutex_unlock(&b->mu);
 
-    /* Under a rate R the run's requests are spread evenly from the start:
-     * connection g (counted over all threads) starts its schedule g/R
-     * seconds in, then every concurrency/R seconds, so N requests take
-     * N/R seconds at any concurrency. */
-    for (int i = 0; i < t->nconns; i++) {
-        t->conns[i].next_at = b->start;
-        t->conns[i].global = t->first_conn + i;
-        if (b->cfg.rate > 0)
-            t->conns[i].next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
-        else if (b->shape != NULL)
-            t->conns[i].next_at = shape_due(b, &t->conns[i], 0);
-        t->ready[t->nready++] = &t->conns[i];
+    struct rusage ru0, ru;
+    memset(&ru0, 0, sizeof ru0);
+    int run = 1;
+    if (warming) {
+        run_loop(t);
+        run = wait_for_go(t) == 0;
+        getrusage(RUSAGE_THREAD, &ru0);
     }
-    if (t->blocking)
-        lone_loop(t);
-    else
-        epoll_loop(t);
+    if (run)
+        run_loop(t);
     for (int i = 0; i < t->nconns; i++)
         bc_close(&t->conns[i]);
-    struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-        t->cpu_user = cpu_seconds(&ru.ru_utime);
-        t->cpu_sys = cpu_seconds(&ru.ru_stime);
+        t->cpu_user = cpu_seconds(&ru.ru_utime) - cpu_seconds(&ru0.ru_utime);
+        t->cpu_sys = cpu_seconds(&ru.ru_stime) - cpu_seconds(&ru0.ru_stime);
     }
     pthread_mutex_lock(&b->mu);
     if (--b->running == 0)
@@ -1195,6 +1283,15 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         b->cfg.vus = b->vus;
     }
     b->paced = cfg->rate > 0 || cfg->shape != NULL;
+    if (cfg->prepared) {
+        /* The warmup is closed loop on every connection; the measured
+         * part's pacing and shape come back with hb_bench_go. */
+        b->warming = 1;
+        b->paced_measured = b->paced;
+        b->vus_measured = b->vus;
+        b->paced = 0;
+        b->vus = NULL;
+    }
     if (setup_requests(b, cfg) != 0)
         goto error;
     if (b->cfg.pipeline > 1) {
@@ -1251,7 +1348,8 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         if (t->ep < 0)
             goto error;
         /* A pipeline writes and reads at once: the event loop's. */
-        t->blocking = t->nconns == 1 && !b->paced && cfg->vus == NULL && cfg->pipeline <= 1;
+        t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) &&
+                      cfg->vus == NULL && cfg->pipeline <= 1;
         if (!t->blocking) {
             struct itimerspec every = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -1285,6 +1383,10 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     b->start = b->last_outcome = hb_now_ns();
     if (b->end)
         b->end = b->start + (int64_t)(cfg->duration * 1e9);
+    if (b->warming) {
+        b->end = 0; /* set by hb_bench_go */
+        b->warm_end = b->start + (int64_t)(cfg->warmup_seconds * 1e9);
+    }
     b->gate_open = 1;
     pthread_cond_broadcast(&b->gate_cv);
     pthread_mutex_unlock(&b->mu);
@@ -1300,15 +1402,56 @@ error:
     return NULL;
 }
 
-void hb_bench_progress(hb_bench *b, uint64_t *complete, uint64_t *failed)
+void hb_bench_progress(hb_bench *b, uint64_t *issued, uint64_t *complete, uint64_t *failed)
 {
-    uint64_t c = 0, f = 0;
+    uint64_t n = 0, c = 0, f = 0;
     for (int i = 0; i < b->nthreads; i++) {
+        n += __atomic_load_n(&b->threads[i].live_issued, __ATOMIC_RELAXED);
         c += __atomic_load_n(&b->threads[i].live_complete, __ATOMIC_RELAXED);
         f += __atomic_load_n(&b->threads[i].live_failed, __ATOMIC_RELAXED);
     }
+    *issued = n;
     *complete = c;
     *failed = f;
+}
+
+int hb_bench_prepared(hb_bench *b)
+{
+    pthread_mutex_lock(&b->mu);
+    int ready = !b->cfg.prepared || b->go || b->nprepared >= b->running;
+    pthread_mutex_unlock(&b->mu);
+    return ready;
+}
+
+void hb_bench_go(hb_bench *b, int64_t start_realtime_ns)
+{
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    int64_t now = hb_now_ns();
+    int64_t ahead = start_realtime_ns - ((int64_t)real.tv_sec * 1000000000 + real.tv_nsec);
+    if (ahead < 0)
+        ahead = 0;
+    if (ahead > (int64_t)(HB_BENCH_MAX_SECONDS * 1e9))
+        ahead = (int64_t)(HB_BENCH_MAX_SECONDS * 1e9);
+    pthread_mutex_lock(&b->mu);
+    /* Until every thread waits (a thread ends only after it has): what
+     * they read is then set here, under the mutex they wait on. */
+    while (b->warming && b->nprepared < b->running && !stopped(b))
+        pthread_cond_wait(&b->done_cv, &b->mu);
+    if (b->warming && !b->go && !stopped(b)) {
+        b->warming = 0;
+        b->paced = b->paced_measured;
+        b->vus = b->vus_measured;
+        b->start = b->last_outcome = now + ahead;
+        b->end = b->cfg.duration > 0 ? b->start + (int64_t)(b->cfg.duration * 1e9) : 0;
+        b->tickets = 0;
+        b->doc_len = -1;
+        for (int i = 0; i < b->nreqs; i++)
+            b->reqs[i].doc_len = -1;
+        b->go = 1;
+        pthread_cond_broadcast(&b->gate_cv);
+    }
+    pthread_mutex_unlock(&b->mu);
 }
 
 void hb_bench_stop(hb_bench *b)
@@ -1317,6 +1460,12 @@ void hb_bench_stop(hb_bench *b)
         b->stop_at = hb_now_ns() + GRACE_NS;
         __atomic_store_n(&b->stopping, 1, __ATOMIC_RELEASE);
     }
+    /* Threads waiting for a prepared start's go, and a caller of
+     * hb_bench_go waiting for them, hear it. */
+    pthread_mutex_lock(&b->mu);
+    pthread_cond_broadcast(&b->gate_cv);
+    pthread_cond_broadcast(&b->done_cv);
+    pthread_mutex_unlock(&b->mu);
 }
 
 int hb_bench_wait(hb_bench *b, int64_t timeout_ns)

@@ -103,6 +103,12 @@ typedef struct {
     int sequence;                 /* each connection walks the requests in order;
                                    * 0: picks by weight */
     uint64_t seed;                /* the picks' generator: (seed, thread index) */
+    int prepared;                 /* a prepared start: the threads run a warmup on the
+                                   * run's own connections (closed loop, counted
+                                   * nowhere), then wait for hb_bench_go */
+    uint64_t warmup_requests;     /* the warmup's requests; 0 with no warmup_seconds:
+                                   * one per connection, so every one is open */
+    double warmup_seconds;        /* or its length, at most HB_BENCH_MAX_SECONDS */
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's
@@ -156,8 +162,19 @@ typedef struct hb_bench hb_bench;
  * the run. */
 hb_bench *hb_bench_start(const hb_bench_config *cfg);
 
-/* Live figures for a progress line (relaxed reads). */
-void hb_bench_progress(hb_bench *b, uint64_t *complete, uint64_t *failed);
+/* Live figures for a progress line (relaxed reads): of the measured part
+ * only, 0 during a prepared start's warmup. */
+void hb_bench_progress(hb_bench *b, uint64_t *issued, uint64_t *complete, uint64_t *failed);
+
+/* A prepared start: 1 once every thread has finished its warmup and waits
+ * for hb_bench_go (or the run has ended: stopped during the warmup). */
+int hb_bench_prepared(hb_bench *b);
+
+/* A prepared start: the measured part begins at start_realtime_ns
+ * (CLOCK_REALTIME, so machines agree on it; a past instant is now). The
+ * run's clock is still CLOCK_MONOTONIC: the instant is turned into it
+ * once, here. Any call but the first is ignored. */
+void hb_bench_go(hb_bench *b, int64_t start_realtime_ns);
 
 /* Asks the run to end early: no new tickets, a second's grace, then what
  * is still in flight is cancelled. */

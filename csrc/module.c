@@ -1851,14 +1851,36 @@ error:
 
 static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host",       "port",         "request", "head",        "requests",
-                             "duration",   "concurrency",  "threads", "keepalive",   "rate",
-                             "timeout",    "lengths_vary", "tls",     "unix_socket", "pipeline",
-                             "idempotent", "tunnel",       "stages",  "vus",         "scenario",
-                             "sequence",   "seed",         NULL};
+    static char *kwlist[] = {"host",
+                             "port",
+                             "request",
+                             "head",
+                             "requests",
+                             "duration",
+                             "concurrency",
+                             "threads",
+                             "keepalive",
+                             "rate",
+                             "timeout",
+                             "lengths_vary",
+                             "tls",
+                             "unix_socket",
+                             "pipeline",
+                             "idempotent",
+                             "tunnel",
+                             "stages",
+                             "vus",
+                             "scenario",
+                             "sequence",
+                             "seed",
+                             "prepared",
+                             "warmup_requests",
+                             "warmup_seconds",
+                             NULL};
     const char *host;
     PyObject *stages_o = Py_None, *vus_o = Py_None, *scen_o = Py_None;
     unsigned long long seed = 0;
+    PyObject *warm_n_o = NULL, *warm_s_o = NULL;
     void *scen_mem = NULL;
     hb_shape *shape = NULL, *vus = NULL;
     PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
@@ -1870,11 +1892,12 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     hb_bench_config cfg;
     core_state *st = (core_state *)PyType_GetModuleState(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpK:_Bench", kwlist, &host, &port_o, &request,
-            &cfg.head, &requests_o, &duration_o, &conc_o, &threads_o, &cfg.keepalive, &rate_o,
-            &timeout_o, &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
-            &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o, &cfg.sequence, &seed))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpKpOO:_Bench", kwlist,
+                                     &host, &port_o, &request, &cfg.head, &requests_o, &duration_o,
+                                     &conc_o, &threads_o, &cfg.keepalive, &rate_o, &timeout_o,
+                                     &cfg.lengths_vary, &tls_o, unix_path_arg, &unix_o, &pipeline_o,
+                                     &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o,
+                                     &cfg.sequence, &seed, &cfg.prepared, &warm_n_o, &warm_s_o))
         return -1;
     cfg.seed = seed;
     if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
@@ -1894,6 +1917,12 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     if (pipeline_o != NULL &&
         arg_int(pipeline_o, "pipeline", 1, HB_BENCH_MAX_PIPELINE, &pipeline) != 0)
         return -1;
+    long long warm_n = 0;
+    if ((warm_n_o != NULL && arg_int(warm_n_o, "warmup_requests", 0, MAX_REQUESTS, &warm_n) != 0) ||
+        (warm_s_o != NULL &&
+         arg_real(warm_s_o, "warmup_seconds", 1, HB_BENCH_MAX_SECONDS, &cfg.warmup_seconds) != 0))
+        return -1;
+    cfg.warmup_requests = (uint64_t)warm_n;
     cfg.pipeline = (int)pipeline;
     if (tls_of(st, tls_o, &tls) != 0)
         return -1;
@@ -2032,10 +2061,36 @@ static PyObject *Bench_stop(BenchObject *self, PyObject *unused)
 static PyObject *Bench_progress(BenchObject *self, PyObject *unused)
 {
     (void)unused;
-    uint64_t c = 0, f = 0;
+    uint64_t n = 0, c = 0, f = 0;
     if (self->b != NULL)
-        hb_bench_progress(self->b, &c, &f);
-    return Py_BuildValue("(KK)", (unsigned long long)c, (unsigned long long)f);
+        hb_bench_progress(self->b, &n, &c, &f);
+    return Py_BuildValue("(KKK)", (unsigned long long)n, (unsigned long long)c,
+                         (unsigned long long)f);
+}
+
+static PyObject *Bench_prepared(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->b == NULL || hb_bench_prepared(self->b));
+}
+
+/* go(start): a prepared start's measured part begins at `start`, seconds
+ * since the epoch (time.time()'s clock: machines agree on it). */
+static PyObject *Bench_go(BenchObject *self, PyObject *arg)
+{
+    double at = PyFloat_AsDouble(arg);
+    if (at == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!isfinite(at) || at < 0 || at > 1e11) {
+        PyErr_Format(PyExc_ValueError, "start must be seconds since the epoch, not %R", arg);
+        return NULL;
+    }
+    if (self->b != NULL) {
+        hb_bench *b = self->b;
+        Py_BEGIN_ALLOW_THREADS hb_bench_go(b, (int64_t)(at * 1e9));
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
 }
 
 /* The run's figures by name, each named once: what result() returns. */
@@ -2116,6 +2171,61 @@ static PyObject *timeline_list(const hb_bench_result *r)
     return list;
 }
 
+/* [[(bucket, count), ...]] per second: each second's timeline buckets in
+ * use, so seconds of runs on several machines merge exactly (their
+ * percentiles could not be). */
+static PyObject *timeline_buckets(const hb_bench_result *r)
+{
+    PyObject *list = PyList_New(r->nseconds);
+    for (int s = 0; list != NULL && s < r->nseconds; s++) {
+        PyObject *pairs = PyList_New(0);
+        for (int k = 0; pairs != NULL && k < HB_TL_BUCKETS; k++) {
+            if (r->timeline[s].buckets[k] == 0)
+                continue;
+            PyObject *pair = Py_BuildValue("(iI)", k, r->timeline[s].buckets[k]);
+            if (pair == NULL || PyList_Append(pairs, pair) != 0)
+                Py_CLEAR(pairs);
+            Py_XDECREF(pair);
+        }
+        if (pairs == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, s, pairs);
+    }
+    return list;
+}
+
+/* timeline_percentiles(pairs) -> (p50 ns, p99 ns) of one second from its
+ * (bucket, count) pairs, as the loop computes a second's own. */
+static PyObject *core_timeline_percentiles(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    hb_second sec;
+    memset(&sec, 0, sizeof sec);
+    PyObject *seq = PySequence_Fast(arg, "timeline_percentiles takes (bucket, count) pairs");
+    if (seq == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        long long k, n;
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *ko, *no;
+        if (!PyArg_ParseTuple(pair, "OO:timeline_percentiles", &ko, &no) ||
+            arg_int(ko, "bucket", 0, HB_TL_BUCKETS - 1, &k) != 0 ||
+            arg_int(no, "count", 0, UINT32_MAX, &n) != 0 ||
+            (uint64_t)sec.complete + (uint64_t)n > UINT32_MAX) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "timeline_percentiles: too many in a second");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        sec.buckets[k] += (uint32_t)n;
+        sec.complete += (uint32_t)n;
+    }
+    Py_DECREF(seq);
+    uint64_t p50, p99;
+    hb_bench_second_percentiles(&sec, &p50, &p99);
+    return Py_BuildValue("(KK)", (unsigned long long)p50, (unsigned long long)p99);
+}
+
 /* {status: count} for the statuses seen. */
 static PyObject *status_dict(const hb_bench_result *r)
 {
@@ -2158,7 +2268,8 @@ static PyObject *result_dict(core_state *st, const hb_bench_result *r)
             goto error;
     }
     if (put(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
-        put(d, "status_counts", status_dict(r)) || put(d, "timeline", timeline_list(r)))
+        put(d, "status_counts", status_dict(r)) || put(d, "timeline", timeline_list(r)) ||
+        put(d, "timeline_buckets", timeline_buckets(r)))
         goto error;
     return d;
 error:
@@ -2201,7 +2312,11 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
 static PyMethodDef Bench_methods[] = {
     {"wait", (PyCFunction)Bench_wait, METH_O, "wait(seconds) -> True once the run has ended."},
     {"stop", (PyCFunction)Bench_stop, METH_NOARGS, "End the run early."},
-    {"progress", (PyCFunction)Bench_progress, METH_NOARGS, "(complete, failed) so far."},
+    {"progress", (PyCFunction)Bench_progress, METH_NOARGS, "(issued, complete, failed) so far."},
+    {"prepared", (PyCFunction)Bench_prepared, METH_NOARGS,
+     "True once a prepared start has warmed up and waits for go()."},
+    {"go", (PyCFunction)Bench_go, METH_O,
+     "go(start): a prepared start's measured part begins at start (time.time()'s clock)."},
     {"result", (PyCFunction)Bench_result, METH_NOARGS, "Every figure of the ended run."},
     {0},
 };
@@ -2246,6 +2361,8 @@ static PyObject *core_build_request(PyObject *module, PyObject *args, PyObject *
 }
 
 static PyMethodDef core_functions[] = {
+    {"timeline_percentiles", (PyCFunction)core_timeline_percentiles, METH_O,
+     "timeline_percentiles(pairs) -> (p50 ns, p99 ns) of a second's (bucket, count) pairs."},
     {"build_request", (PyCFunction)(void (*)(void))core_build_request, METH_VARARGS | METH_KEYWORDS,
      "build_request(method, target, headers, body, host) -> (bytes, flags): the request "
      "Connection.request would send."},

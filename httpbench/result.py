@@ -13,15 +13,18 @@ from typing import Any, NamedTuple
 from ._core import Histogram
 from ._version import __version__
 
-__all__ = ["Latency", "Result", "Second", "FAILURE_CLASSES", "PERCENTILES", "SCHEMA"]
+__all__ = ["Latency", "Result", "Second", "WorkerPart", "FAILURE_CLASSES", "PERCENTILES",
+           "SCHEMA"]
 
-FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls", "check")
+FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls", "check",
+                   "worker")
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
 # failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy;
 # 5 stages and concurrency_stages (load shapes); 6 the check failure class
-# and a scenario's by_name (each request's figures, in this same layout).
-SCHEMA = 6
+# and a scenario's by_name (each request's figures, in this same layout); 7
+# a run over a cluster's workers (workers, not_run, the worker class).
+SCHEMA = 7
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
 
@@ -148,7 +151,7 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
                           "tls_resumed_handshakes": 0, "unix_socket": "",
                           "pipeline": 1, "proxy": "", "stages": [],
-                          "concurrency_stages": []}
+                          "concurrency_stages": [], "not_run": 0}
 
 
 class Second(NamedTuple):
@@ -179,7 +182,8 @@ class Result:
     complete: int
     failed: int
     cancelled: int             # in flight when a stop's or the duration's grace ended
-    failures: dict[str, int]   # connect, receive, length, exceptions, timeout, tls, check
+    failures: dict[str, int]   # connect, receive, length, exceptions, timeout, tls, check,
+                               # worker
     non_2xx: int
     status_counts: dict[int, int]
     time_taken: float
@@ -234,6 +238,11 @@ class Result:
     # Each one's method and path are the request's (path: its target, or
     # "N variants"); its timeline is empty and its CPU time 0.
     by_name: dict[str, Result] = dataclasses.field(default_factory=dict)
+    # A run over a cluster (run(cluster=)): each worker's share and its own
+    # Result (this one is their exact merge), and the requests of
+    # requests=N that lost workers never issued (not in `issued`).
+    workers: list[WorkerPart] = dataclasses.field(default_factory=list)
+    not_run: int = 0
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -276,6 +285,8 @@ class Result:
             d[name] = getattr(self, name).to_dict()
         if self.by_name:
             d["by_name"] = {k: v.to_dict() for k, v in self.by_name.items()}
+        if self.workers:
+            d["workers"] = [w.to_dict() for w in self.workers]
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -290,6 +301,7 @@ class Result:
         for name in _LATENCIES:
             fields[name] = Latency.from_dict(d[name]) if name in d else Latency()
         fields["by_name"] = {k: cls.from_dict(v) for k, v in d.get("by_name", {}).items()}
+        fields["workers"] = [WorkerPart.from_dict(w) for w in d.get("workers", [])]
         return cls(**fields)
 
     @classmethod
@@ -353,13 +365,41 @@ class Result:
                 f"{self.rps:,.0f} req/s, p99 {self.latency.p99 * 1e3:.3f} ms>")
 
 
+@dataclasses.dataclass(kw_only=True, eq=False)
+class WorkerPart:
+    """One worker's share of a run spread over a cluster, and what it did:
+    its own Result (for a lost worker, what its last progress report said,
+    with no latencies), and why it was lost."""
+
+    address: str
+    host: str
+    requests: int | None
+    concurrency: int
+    rate: float | None
+    lost: bool
+    error: str
+    not_run: int  # a lost worker's share of requests=N it never issued
+    result: Result
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["result"] = self.result.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> WorkerPart:
+        return cls(**{**d, "result": Result.from_dict(d["result"])})
+
+
+
 # The field lists, from the one place the fields are named: figures kept as
 # they are, the histograms (through Latency), who measured. The timeline is
 # written out by name; the first head is not saved.
 _LATENCIES = tuple(f.name for f in dataclasses.fields(Result) if f.type == "Latency")
 _ABOUT = ("agent", "agent_version", "python_version")
 _PLAIN = tuple(f.name for f in dataclasses.fields(Result)
-               if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head", "by_name"))
+               if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head", "by_name",
+                                                       "workers"))
 
 
 def _ms(seconds: float) -> str:
@@ -402,8 +442,9 @@ def _report_lines(r: Result) -> Iterable[str]:
         f = r.failures
         tls = f", TLS: {f['tls']}" if f["tls"] or r.tls_protocol else ""
         check = f", Check: {f['check']}" if f["check"] or r.by_name else ""
+        worker = f", Worker: {f['worker']}" if f["worker"] or r.workers else ""
         yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
-               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls}{check})")
+               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls}{check}{worker})")
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
@@ -460,6 +501,25 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.by_name:
         yield ""
         yield from _by_name_lines(r)
+    if r.workers:
+        yield ""
+        yield from _worker_lines(r)
+
+
+def _worker_lines(r: Result) -> Iterable[str]:
+    """A row per worker of a run over a cluster (times in ms)."""
+    wa = max(7, *(len(w.address) for w in r.workers))
+    wh = max(4, *(len(w.host) for w in r.workers))
+    yield "Workers (times in ms)"
+    yield (f"{'Address':<{wa}}  {'Host':<{wh}}{'Conns':>7}{'Complete':>10}{'Failed':>8}"
+           f"{'Req/s':>11}{'p99':>9}  State")
+    for w in r.workers:
+        x = w.result
+        p99 = _ms(x.latency.p99) if x.latency.count else "-"
+        state = "ok" if not w.lost else f"lost: {w.error}" + (
+            f" ({w.not_run} not run)" if w.not_run else "")
+        yield (f"{w.address:<{wa}}  {w.host:<{wh}}{w.concurrency:>7}{x.complete:>10}"
+               f"{x.failed:>8}{x.rps:>11.2f}{p99:>9}  {state}")
 
 
 # The per-request table's columns: heading, width, and the cell from the

@@ -10,7 +10,7 @@ import resource
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
@@ -198,22 +198,54 @@ class _Reporter:
         self.stream.flush()
 
 
-def _drive(bench: _core._Bench, reporter: _Reporter | None) -> tuple[dict[str, Any], bool]:
+class Coordinator(Protocol):
+    """What a run spread over machines (httpbench.distributed) gives
+    run() on each worker: the common start, progress out, a stop in."""
+
+    def prepared(self) -> float | None:
+        """Every connection is warm: returns the start instant (seconds
+        since the epoch) once every worker is, or None to give up."""
+
+    def progress(self, issued: int, complete: int, failed: int) -> bool:
+        """A few times a second; returns True to stop the run."""
+
+
+def _drive(bench: _core._Bench, reporter: _Reporter | None,
+           coordinator: Coordinator | None = None) -> tuple[dict[str, Any], bool]:
     """Waits for the run, updating progress; Ctrl-C stops it early (the C
     loop gives requests in flight a second, then cancels them)."""
     interrupted = False
     try:
         while not bench.wait(0.25):
+            issued, complete, failed = bench.progress()
             if reporter:
-                reporter.update(*bench.progress())
+                reporter.update(complete, failed)
+            if coordinator is not None and coordinator.progress(issued, complete, failed):
+                bench.stop()
     except KeyboardInterrupt:
         interrupted = True
         bench.stop()
         while not bench.wait(0.25):
             pass
     if reporter:
-        reporter.close(*bench.progress())
+        reporter.close(*bench.progress()[1:])
+    if coordinator is not None:
+        coordinator.progress(*bench.progress())
     return bench.result(), interrupted
+
+
+def _warm(bench: _core._Bench) -> bool:
+    """Waits for a prepared start's warmup; False when Ctrl-C came first
+    (the run is then stopped)."""
+    try:
+        while not bench.prepared():
+            time.sleep(0.01)
+        return True
+    except KeyboardInterrupt:
+        bench.stop()
+        while not bench.wait(0.25):
+            pass
+        return False
 
 
 def _nothing_measured() -> dict[str, Any]:
@@ -264,6 +296,9 @@ def run(
     stages: Iterable[tuple[float, float]] | None = None,
     concurrency_stages: Iterable[tuple[float, float]] | None = None,
     scenario: Scenario | None = None,
+    cluster: Any = None,
+    workers: int | None = None,
+    _coordinator: Coordinator | None = None,
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
@@ -339,7 +374,20 @@ def run(
     the Requests' (giving them here is a ValueError, as is pipeline).
     Result.by_name[name] holds each request's figures; the Result is their
     exact sum.
+
+    cluster=a dask.distributed.Client or a scheduler address
+    ("tcp://host:8786") spreads the run over the cluster's workers
+    (`workers` of them, default all; see httpbench.distributed): requests,
+    connections, rate and stages are split exactly, every worker warms its
+    connections up and all begin at one instant, and the Result is the
+    exact merge of theirs, with Result.workers each worker's part.
     """
+    if cluster is not None:
+        asked = {k: v for k, v in locals().items()
+                 if k not in ("url", "cluster", "workers", "_coordinator", "progress", "stream")}
+        return _on_cluster(url, cluster, workers, asked, progress, stream)
+    if workers is not None:
+        raise ValueError("workers is for a run over a cluster: give cluster= too")
     target = split_url(url)
     host, port, path = target.host, target.port, target.path
     shape = None
@@ -436,35 +484,48 @@ def run(
                                              host_field(host, port, target.tls))
         head = bool(flags & _core.REQ_HEAD)
 
-    def start(n: int, seconds: float, measured: bool = True) -> _core._Bench:
-        # A shape paces the measured run alone; its warmup is closed loop.
-        return _core._Bench(to_host, to_port, request, head, n, seconds, concurrency, threads,
-                            keepalive, (rate or 0.0) if shape is None else 0.0, timeout_s,
-                            lengths_vary, tls, unix_path, pipeline, method.upper() in IDEMPOTENT,
-                            tunnel, shape if measured else None, vus if measured else None,
-                            loop, scenario is not None and scenario.order == "sequence",
-                            scenario.seed if scenario is not None else 0)
+    # A warmup runs on the run's own connections (a prepared start: the
+    # loop warms up, then waits for go()); a run spread over machines
+    # always starts so, every connection open before the common instant.
+    prepared = bool(warmup) or _coordinator is not None
+    bench = _core._Bench(
+        to_host, to_port, request, head, requests or 0, duration or 0.0, concurrency, threads,
+        keepalive, (rate or 0.0) if shape is None else 0.0, timeout_s, lengths_vary, tls,
+        unix_path, pipeline, method.upper() in IDEMPOTENT, tunnel, shape, vus, loop,
+        scenario is not None and scenario.order == "sequence",
+        scenario.seed if scenario is not None else 0, prepared,
+        warmup if isinstance(warmup, int) else 0,
+        warmup if isinstance(warmup, float) else 0.0)
 
-    interrupted = False
-    if warmup is not None:
-        w = start(warmup, 0.0, False) if isinstance(warmup, int) else start(0, warmup, False)
-        _, interrupted = _drive(w, None)
-
+    at: float | None = time.time()
+    if prepared:
+        at = None
+        if _warm(bench):
+            at = time.time() if _coordinator is None else _coordinator.prepared()
+        if at is None:
+            bench.stop()
+        else:
+            bench.go(at)
     started: str | None = None
-    if interrupted:
+    if at is None:
+        interrupted = True
+        while not bench.wait(0.25):
+            pass
         raw = _nothing_measured()
     else:
         stream = stream if stream is not None else sys.stderr
         reporter = _Reporter(progress, requests, duration, stream) if progress else None
-        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-        bench = start(requests or 0, duration or 0.0)
-        raw, interrupted = _drive(bench, reporter)
+        started = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat(
+            timespec="milliseconds")
+        raw, interrupted = _drive(bench, reporter, _coordinator)
     common = dict(
         start_time=started, host=host, port=port, requests=requests, concurrency=concurrency,
         threads=min(threads, concurrency), rate=rate, interrupted=interrupted,
         unix_socket=unix_path or "", pipeline=pipeline, proxy=plan.label if plan else "",
         stages=list(shape or []), concurrency_stages=list(vus or []))
     result = _result(raw, url=_public_url(url), method=method, path=path, **common)
+    # Each second's buckets, for a merge with other machines' seconds.
+    result.timeline_buckets = raw.get("timeline_buckets", [])  # type: ignore[attr-defined]
     if scenario is not None:
         # Each request's own figures (no timeline or CPU time: the run's).
         each = raw.get("by_request") or [_nothing_measured() for _ in scenario.requests]
@@ -478,7 +539,7 @@ def run(
 def _result(raw: dict[str, Any], **about: Any) -> Result:
     """A Result from the loop's figures (Bench.result()'s dict) and what
     the run was (url, method, path, concurrency, ...)."""
-    failures = {name: raw[name] for name in FAILURE_CLASSES}
+    failures = {name: raw.get(name, 0) for name in FAILURE_CLASSES}
     doc = raw["document_length"]
     return Result(
         issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
@@ -500,6 +561,43 @@ def _result(raw: dict[str, Any], **about: Any) -> Result:
         tls_full_handshakes=raw["tls_full_handshakes"],
         tls_resumed_handshakes=raw["tls_resumed_handshakes"],
         tls_handshake=Latency(raw["tls_handshake"]), **about)
+
+
+def _on_cluster(url: str, cluster: Any, workers: int | None, given: dict[str, Any],
+                progress: Progress, stream: IO[str] | None) -> Result:
+    """run() over a Dask cluster: its numbers checked here, before any
+    worker is asked, then httpbench.distributed."""
+    from .distributed import run_on_cluster
+
+    split_url(url)
+    if given["requests"] is None and given["duration"] is None and \
+            given["stages"] is None and given["concurrency_stages"] is None:
+        given["requests"] = DEFAULT_REQUESTS
+    if given["requests"] is not None:
+        given["requests"] = _check.count("requests", given["requests"])
+    if given["duration"] is not None:
+        given["duration"] = _check.seconds("duration", given["duration"])
+    given["concurrency"] = _check.count("concurrency", given["concurrency"], 1,
+                                        _check.MAX_CONCURRENCY)
+    if given["rate"] is not None:
+        given["rate"] = _check.rate(given["rate"], given["concurrency"])
+    if given["stages"] is not None:
+        given["stages"] = _check.stages(given["stages"])
+    if given["concurrency_stages"] is not None:
+        given["concurrency_stages"] = _check.stages(
+            given["concurrency_stages"], "concurrency_stages", "connections",
+            _check.MAX_CONCURRENCY)
+    if workers is not None:
+        workers = _check.count("workers", workers, 1, 100_000)
+    reporter = None
+    if progress:
+        reporter = _Reporter(progress, given["requests"], given["duration"],
+                             stream if stream is not None else sys.stderr)
+    result = run_on_cluster(url, cluster, workers, given,
+                            reporter.update if reporter is not None else None)
+    if reporter is not None:
+        reporter.close(result.complete, result.failed)
+    return result
 
 
 def _public_url(url: str) -> str:

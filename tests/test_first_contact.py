@@ -169,8 +169,8 @@ def test_help_names_compare_serve_and_the_habits(tmp_path):
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
     r = httpbench.run(server.url("/rnd?c=10"), duration=1.2, concurrency=2, progress=False)
     d = json.loads(r.to_json())
-    assert d["schema"] == 6  # 3: the tls class and tls_* figures; 4 unix_socket; 5 stages;
-    # 6 the check class and a scenario's by_name
+    assert d["schema"] == 7  # 3: the tls class and tls_* figures; 4 unix_socket; 5 stages;
+    # 6 the check class and a scenario's by_name; 7 workers and not_run (a cluster)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", d["start_time"])
     sec = d["timeline"][0]
     assert set(sec) == {"t", "complete", "failed", "rps", "p50", "p99"} and sec["t"] == 0

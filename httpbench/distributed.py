@@ -1,0 +1,390 @@
+"""One run over many machines: httpbench's C loop on a Dask cluster's
+workers, one common start, one Result merged exactly.
+
+    r = httpbench.run(url, requests=1_000_000, concurrency=400,
+                      cluster="tcp://scheduler:8786", workers=4)
+
+The caller splits the run (requests, connections, rate, stages) over the
+workers, the remainder going to the first ones; each worker runs
+httpbench.run() with its share in its own process, warms its connections
+up (a prepared start), and says so through a Dask Queue. When every worker
+is ready the caller sets the start instant, a little in the future, in a
+Dask Variable; each worker's loop begins at that instant on its own clock,
+so the per-second timelines line up, while every latency is measured on one
+machine's monotonic clock. Workers report (issued, complete, failed) a few
+times a second through another Queue; the caller aggregates them into the
+progress bar, and notices a worker that has gone silent. Dask is imported
+here only, when a run asks for a cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from . import _core
+from ._version import __version__
+from .result import FAILURE_CLASSES, Latency, Result, Second, WorkerPart
+
+__all__ = ["run_on_cluster", "split", "merge", "WorkerPart"]
+
+# How far ahead of "every worker is ready" the common start is set: room
+# for the Variable to reach every worker.
+LEAD_S = 0.5
+# A worker silent this long after the start (no progress report) is lost.
+SILENCE_S = 10.0
+# How long workers may take to warm up before the ones not ready are lost.
+READY_S = 60.0
+
+
+def split(total: int, n: int) -> list[int]:
+    """total in n parts, as equal as can be, the remainder to the first."""
+    return [total // n + (i < total % n) for i in range(n)]
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("cluster= needs Dask distributed: pip install 'httpbench[dask]'") \
+            from None
+    return distributed
+
+
+def _client(distributed: Any, cluster: Any) -> tuple[Any, bool]:
+    """(the Client, whether it is ours to close) for a Client or an address."""
+    if isinstance(cluster, distributed.Client):
+        return cluster, False
+    if not isinstance(cluster, str) or not cluster:
+        raise ValueError(f"cluster must be a dask.distributed.Client or a scheduler address "
+                         f"such as 'tcp://host:8786', not {cluster!r}")
+    try:
+        return distributed.Client(cluster, timeout=10, set_as_default=False), True
+    except OSError as e:
+        raise _core_connect_error(f"cluster {cluster}: {e}") from None
+
+
+def _core_connect_error(text: str) -> Exception:
+    from .exceptions import ConnectError
+    return ConnectError(text)
+
+
+def _about_worker() -> tuple[str, str]:
+    """(httpbench's version, the host name) on a worker."""
+    from . import __version__ as version
+    return version, socket.gethostname()
+
+
+class _WorkerCoordinator:
+    """run()'s Coordinator on a worker: the barrier and the reports."""
+
+    def __init__(self, run_id: str, index: int) -> None:
+        distributed = _dask()
+        self.index = index
+        self.ready = distributed.Queue(f"httpbench-ready-{run_id}")
+        self.go = distributed.Variable(f"httpbench-go-{run_id}")
+        self.stop = distributed.Variable(f"httpbench-stop-{run_id}")
+        self.reports = distributed.Queue(f"httpbench-progress-{run_id}")
+
+    def prepared(self) -> float | None:
+        self.ready.put(self.index)
+        try:
+            at = self.go.get(timeout=READY_S + 30)
+        except TimeoutError:
+            return None
+        # A worker ready after the start was set for the others is lost to
+        # the caller already: it must not begin late and be counted.
+        if at is None or time.time() > at + 1.0:
+            return None
+        return float(at)
+
+    def progress(self, issued: int, complete: int, failed: int) -> bool:
+        self.reports.put((self.index, issued, complete, failed))
+        return bool(self.stop.get(timeout=10))
+
+
+def _on_worker(run_id: str, index: int, url: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A worker's part: httpbench.run with its share, started with the
+    others'; returns its Result's dict and its timeline's buckets."""
+    from .runner import run
+    r = run(url, progress=False, _coordinator=_WorkerCoordinator(run_id, index), **kwargs)
+    return {"result": r.to_dict(), "buckets": getattr(r, "timeline_buckets", [])}
+
+
+def _shares(n: int, requests: int | None, concurrency: int, rate: float | None,
+            stages: list[tuple[float, float]] | None,
+            concurrency_stages: list[tuple[float, float]] | None) -> list[dict[str, Any]]:
+    """Each worker's run() arguments for its part of the run."""
+    conns = split(concurrency, n)
+    reqs = split(requests, n) if requests is not None else [None] * n
+    out = []
+    for i in range(n):
+        part = conns[i] / concurrency
+        share: dict[str, Any] = {"requests": reqs[i], "concurrency": conns[i],
+                                 "rate": rate * part if rate is not None else None}
+        if stages is not None:
+            share["stages"] = [(s, v * part) for s, v in stages]
+            share["requests"] = share["rate"] = None
+        if concurrency_stages is not None:
+            share["concurrency_stages"] = [(s, v * part) for s, v in concurrency_stages]
+            share["requests"] = share["rate"] = None
+            share["concurrency"] = 1
+        out.append(share)
+    return out
+
+
+def run_on_cluster(url: str, cluster: Any, workers: int | None, kwargs: dict[str, Any],
+                   reporter: Callable[[int, int], None] | None = None) -> Result:
+    """httpbench.run(url, cluster=..., workers=..., **kwargs): see the
+    module's doc. kwargs are run()'s other arguments, checked already."""
+    distributed = _dask()
+    client, ours = _client(distributed, cluster)
+    try:
+        return _run(distributed, client, url, workers, kwargs, reporter)
+    finally:
+        if ours:
+            client.close()
+
+
+def _run(distributed: Any, client: Any, url: str, workers: int | None,
+         kwargs: dict[str, Any], reporter: Callable[[int, int], None] | None) -> Result:
+    addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not addresses:
+        raise ValueError("the cluster has no workers")
+    n = len(addresses) if workers is None else workers
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(addresses):
+        raise ValueError(f"workers must be from 1 to the cluster's {len(addresses)}, not "
+                         f"{workers!r}")
+    stages, vus = kwargs.get("stages"), kwargs.get("concurrency_stages")
+    concurrency = kwargs["concurrency"]
+    if vus is not None:
+        concurrency = max(1, math.floor(max(v for _, v in vus) + 1e-9))
+    # Fewer connections than workers: that many workers, one connection each.
+    n = min(n, concurrency)
+    chosen = addresses[:n]
+    about = client.run(_about_worker, workers=chosen)
+    versions = {a: v for a, (v, _) in about.items() if v != __version__}
+    if versions:
+        raise ValueError(f"every worker must run httpbench {__version__}, as the caller does: "
+                         + ", ".join(f"{a} has {v}" for a, v in sorted(versions.items())))
+    shares = _shares(n, kwargs.get("requests"), concurrency, kwargs.get("rate"), stages, vus)
+    run_id = uuid.uuid4().hex
+    ready = distributed.Queue(f"httpbench-ready-{run_id}", client=client)
+    reports = distributed.Queue(f"httpbench-progress-{run_id}", client=client)
+    go = distributed.Variable(f"httpbench-go-{run_id}", client=client)
+    stop = distributed.Variable(f"httpbench-stop-{run_id}", client=client)
+    stop.set(False)
+    futures = []
+    for i, (addr, share) in enumerate(zip(chosen, shares, strict=True)):
+        kw = {**kwargs, **share}
+        if vus is None:
+            kw.pop("concurrency_stages", None)
+        futures.append(client.submit(_on_worker, run_id, i, url, kw, workers=[addr],
+                                     allow_other_workers=False, pure=False, retries=0,
+                                     key=f"httpbench-{run_id}-{i}"))
+    lost: dict[int, str] = {}
+    last: dict[int, tuple[int, int, int]] = {}
+    heard: dict[int, float] = {}
+    done: dict[int, dict[str, Any]] = {}
+    interrupted = False
+
+    def poll_futures() -> None:
+        for i, f in enumerate(futures):
+            if i in done or i in lost or not f.done():
+                continue
+            try:
+                done[i] = f.result()
+            except (ValueError, TypeError, FileNotFoundError):
+                # Settings the worker's run() refused: nothing may run.
+                stop.set(True)
+                go.set(None)
+                raise
+            except Exception as e:  # the worker died, or lost its connection
+                lost[i] = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+    def drain() -> None:
+        for index, issued, complete, failed in reports.get(batch=True):
+            last[index] = (issued, complete, failed)
+            heard[index] = time.monotonic()
+
+    try:
+        # The barrier: every worker warm (or lost), then one start instant.
+        deadline = time.monotonic() + READY_S + float(kwargs.get("warmup") or 0)
+        waiting = set(range(n))
+        while waiting - set(lost) - set(done):
+            for index in ready.get(batch=True):
+                waiting.discard(index)
+            poll_futures()
+            if time.monotonic() > deadline:
+                for i in waiting - set(lost) - set(done):
+                    lost[i] = "not ready within the warmup's time"
+                break
+            time.sleep(0.02)
+        at = time.time() + LEAD_S
+        go.set(at)
+        now = time.monotonic()
+        for i in range(n):
+            heard[i] = now + LEAD_S
+        while len(done) + len(lost) < n:
+            time.sleep(0.25)
+            drain()
+            poll_futures()
+            now = time.monotonic()
+            for i in range(n):
+                if i not in done and i not in lost and now - heard[i] > SILENCE_S:
+                    lost[i] = f"no progress report for {SILENCE_S:g} s: the worker or its " \
+                              "connection to the scheduler was lost"
+                    futures[i].cancel()
+            if reporter is not None:
+                reporter(sum(c for _, c, _ in last.values()), sum(f for _, _, f in last.values()))
+    except KeyboardInterrupt:
+        # Every worker's loop stops as on a local Ctrl-C; their partial
+        # results are merged.
+        interrupted = True
+        stop.set(True)
+        for i, f in enumerate(futures):
+            if i not in done and i not in lost:
+                try:
+                    done[i] = f.result(timeout=SILENCE_S)
+                except Exception as e:
+                    lost[i] = f"{type(e).__name__}: {e}"
+    drain()
+    parts = []
+    for i, (addr, share) in enumerate(zip(chosen, shares, strict=True)):
+        host = about[addr][1]
+        if i in done:
+            r = Result.from_dict(done[i]["result"])
+            r.timeline_buckets = done[i]["buckets"]  # type: ignore[attr-defined]
+            parts.append(WorkerPart(address=addr, host=host, requests=share["requests"],
+                                    concurrency=share["concurrency"], rate=share["rate"],
+                                    lost=False, error="", not_run=0, result=r))
+        else:
+            issued, complete, failed = last.get(i, (0, 0, 0))
+            parts.append(WorkerPart(
+                address=addr, host=host, requests=share["requests"],
+                concurrency=share["concurrency"], rate=share["rate"], lost=True, error=lost[i],
+                not_run=max(0, (share["requests"] or 0) - issued) if share["requests"] else 0,
+                result=_lost_result(url, kwargs, issued, complete, failed)))
+    for name in (f"httpbench-ready-{run_id}", f"httpbench-progress-{run_id}"):
+        distributed.Queue(name, client=client).close()
+    merged = merge([p.result for p in parts], url=url, start=at)
+    merged.workers = parts
+    merged.not_run = sum(p.not_run for p in parts)
+    merged.interrupted = interrupted or any(p.result.interrupted for p in parts)
+    errors = [f"{p.address}: {p.error}" for p in parts if p.lost]
+    if errors and not merged.first_error:
+        merged.first_error = "lost " + "; ".join(errors)
+    merged.requests = kwargs.get("requests")
+    merged.rate = kwargs.get("rate")
+    merged.concurrency = concurrency
+    if stages is not None:
+        merged.stages = list(stages)
+    if vus is not None:
+        merged.concurrency_stages = list(vus)
+    return merged
+
+
+def _lost_result(url: str, kwargs: dict[str, Any], issued: int, complete: int,
+                 failed: int) -> Result:
+    """A lost worker's part, from its last progress report: what was in
+    flight is cancelled, the failures' classes unknown ("worker")."""
+    failures = dict.fromkeys(FAILURE_CLASSES, 0)
+    failures["worker"] = failed
+    return Result(url=url, method=kwargs.get("method", "GET"), start_time=None, host="",
+                  port=0, path="", requests=None, issued=issued, complete=complete,
+                  failed=failed, cancelled=issued - complete - failed, failures=failures,
+                  non_2xx=0, status_counts={}, time_taken=0.0, bytes_received=0, body_bytes=0,
+                  bytes_sent=0, document_length=None, server_software="", keepalive_requests=0,
+                  connects=0, reconnects=0, concurrency=0, threads=0, cpu_user=0.0,
+                  cpu_sys=0.0, rate=None, interrupted=False, first_error="",
+                  latency=Latency(), latency_uncorrected=Latency(), connect_time=Latency(),
+                  processing=Latency(), waiting=Latency())
+
+
+_SUMS = ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received", "body_bytes",
+         "bytes_sent", "keepalive_requests", "connects", "reconnects", "threads",
+         "tls_full_handshakes", "tls_resumed_handshakes", "concurrency")
+_HISTOGRAMS = ("latency", "latency_uncorrected", "connect_time", "processing", "waiting",
+               "tls_handshake")
+
+
+def merge(parts: list[Result], url: str | None = None, start: float | None = None) -> Result:
+    """The exact merge of Results of one run's parts (workers, started
+    together): counts, failure classes, statuses, bytes and CPU summed,
+    histograms merged, the timeline merged by second from each second's
+    buckets (a part's `timeline_buckets`; percentiles themselves cannot be
+    merged), the time taken the longest part's. A scenario's by_name
+    merges name by name."""
+    real = [p for p in parts if p.start_time is not None] or parts
+    first = real[0]
+    fields: dict[str, Any] = {f.name: getattr(first, f.name)
+                              for f in dataclasses.fields(Result)
+                              if f.name not in ("workers", "by_name")}
+    for name in _SUMS:
+        fields[name] = sum(getattr(p, name) for p in parts)
+    fields["cpu_user"] = math.fsum(p.cpu_user for p in parts)
+    fields["cpu_sys"] = math.fsum(p.cpu_sys for p in parts)
+    fields["failures"] = {c: sum(p.failures.get(c, 0) for p in parts) for c in FAILURE_CLASSES}
+    statuses: dict[int, int] = {}
+    for p in parts:
+        for code, count in p.status_counts.items():
+            statuses[code] = statuses.get(code, 0) + count
+    fields["status_counts"] = dict(sorted(statuses.items()))
+    fields["time_taken"] = max(p.time_taken for p in parts)
+    for name in _HISTOGRAMS:
+        h = _core.Histogram()
+        for p in parts:
+            h.merge(getattr(p, name).histogram)
+        fields[name] = Latency(h)
+    fields["document_length"] = next((p.document_length for p in real
+                                      if p.document_length is not None), None)
+    fields["server_software"] = next((p.server_software for p in real if p.server_software), "")
+    fields["first_error"] = next((p.first_error for p in parts if p.first_error), "")
+    fields["interrupted"] = any(p.interrupted for p in parts)
+    if url is not None:
+        fields["url"] = url
+    if start is not None:
+        import datetime
+        fields["start_time"] = datetime.datetime.fromtimestamp(
+            start, datetime.timezone.utc).isoformat(timespec="milliseconds")
+    buckets = _merged_buckets(parts)
+    fields["timeline"] = _timeline(buckets, parts)
+    merged = Result(**fields)
+    merged.timeline_buckets = buckets  # type: ignore[attr-defined]
+    names = [n for p in real for n in p.by_name]
+    for name in dict.fromkeys(names):
+        merged.by_name[name] = merge([p.by_name[name] for p in real if name in p.by_name])
+    return merged
+
+
+def _merged_buckets(parts: list[Result]) -> list[list[tuple[int, int]]]:
+    seconds: list[dict[int, int]] = []
+    for p in parts:
+        for s, pairs in enumerate(getattr(p, "timeline_buckets", [])):
+            while len(seconds) <= s:
+                seconds.append({})
+            for k, count in pairs:
+                seconds[s][k] = seconds[s].get(k, 0) + count
+    return [sorted(d.items()) for d in seconds]
+
+
+def _timeline(buckets: list[list[tuple[int, int]]], parts: list[Result]) -> list[Second]:
+    """Each second's counts summed and its percentiles from its buckets."""
+    complete: dict[int, int] = {}
+    failed: dict[int, int] = {}
+    for p in parts:
+        for x in p.timeline:
+            complete[x.t] = complete.get(x.t, 0) + x.complete
+            failed[x.t] = failed.get(x.t, 0) + x.failed
+    out = []
+    for t in sorted(set(complete) | set(failed)):
+        pairs = buckets[t] if t < len(buckets) else []
+        p50, p99 = _core.timeline_percentiles(pairs) if pairs else (0, 0)
+        out.append(Second(t, complete.get(t, 0), failed.get(t, 0),
+                          p50 / 1e9 if pairs else None, p99 / 1e9 if pairs else None))
+    return out
