@@ -159,6 +159,7 @@ examples (the habits of other tools work here):
   TLS:   httpbench -n 10000 -c 10 --cacert ca.pem https://example.test/   (--insecure: no checks)
   mix:   httpbench -n 10000 -c 10 http://127.0.0.1:8080/a http://127.0.0.1:8080/b   (as h2load)
   file:  httpbench -d 30s -c 50 --scenario shop.py http://127.0.0.1:8080   (as a locustfile)
+  dask:  httpbench -n 1000000 -c 400 --dask tcp://scheduler:8786 http://10.0.0.5:8080/
 
 other commands:
   httpbench compare [URL]  one scenario through httpbench and Python's HTTP clients, side by side
@@ -259,6 +260,11 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline", type=int, default=1, metavar="N",
                    help="up to N requests in flight per connection, written together and "
                         "answered in order (HTTP/1.1 pipelining; default 1)"),
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="spread the run over a Dask cluster's workers (its scheduler, "
+                        "tcp://host:8786), merged into one result; see the README")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --dask: how many of its workers (default all)")
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")
     return p
 
@@ -587,9 +593,9 @@ def bench(argv: Sequence[str]) -> int:
                 threads=args.threads, keepalive=args.keepalive, rate=args.rate, timeout=timeout,
                 warmup=warmup, progress=not args.quiet and "auto",
                 lengths_vary=args.lengths_vary, stream=sys.stderr, unix_socket=args.unix_socket,
-                pipeline=args.pipeline, proxy=proxy, scenario=scenario,
-                **tls)  # type: ignore[arg-type]
-    except (ValueError, FileNotFoundError, TLSError) as e:
+                pipeline=args.pipeline, proxy=proxy, scenario=scenario, cluster=args.dask,
+                workers=args.workers, **tls)  # type: ignore[arg-type]
+    except (ValueError, FileNotFoundError, TLSError, ImportError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).
         outputs.discard()

@@ -1,0 +1,202 @@
+"""A run spread over a Dask cluster's workers (httpbench.distributed): on a
+LocalCluster of two worker processes, each running the C loop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import httpbench
+from httpbench import Request, Scenario
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[object]:
+    c = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                 dashboard_address=":0")
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def client(cluster) -> Iterator[object]:
+    with distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[httpbench.Server]:
+    with httpbench.Server(threads=2) as s:
+        yield s
+
+
+def same_histograms(merged: httpbench.Result) -> None:
+    """The merged latencies are the workers' own histograms merged."""
+    for name in ("latency", "latency_uncorrected", "connect_time", "waiting", "processing"):
+        h = httpbench.Histogram()
+        for w in merged.workers:
+            h.merge(getattr(w.result, name).histogram)
+        assert getattr(merged, name).histogram.state() == h.state(), name
+
+
+def test_requests_split_exactly_and_merged(client, srv):
+    r = httpbench.run(srv.url("/rnd?c=100"), requests=10_001, concurrency=5, cluster=client,
+                      progress=False)
+    assert (r.issued, r.complete, r.failed, r.cancelled) == (10_001, 10_001, 0, 0)
+    assert [(w.requests, w.concurrency) for w in r.workers] == [(5001, 3), (5000, 2)]
+    assert [w.result.complete for w in r.workers] == [5001, 5000]
+    assert r.body_bytes == 100 * 10_001 and r.concurrency == 5
+    assert r.cpu_time == pytest.approx(sum(w.result.cpu_time for w in r.workers))
+    assert not any(w.lost for w in r.workers) and r.ok
+    same_histograms(r)
+    text = r.report()
+    assert "Workers (times in ms)" in text and text.count(" ok\n") + text.endswith(" ok\n") >= 2
+    back = httpbench.Result.from_json(r.to_json())
+    assert [w.result.complete for w in back.workers] == [5001, 5000]
+    assert back.report() == r.report()
+
+
+def test_fewer_connections_than_workers_use_that_many(client, srv):
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=101, concurrency=1, cluster=client,
+                      progress=False)
+    assert r.complete == 101 and len(r.workers) == 1 and r.workers[0].concurrency == 1
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=101, concurrency=4, cluster=client,
+                      workers=1, progress=False)
+    assert r.complete == 101 and len(r.workers) == 1 and r.workers[0].concurrency == 4
+
+
+def test_duration_and_the_timeline_line_up(cluster, srv):
+    # The cluster as its scheduler's address.
+    r = httpbench.run(srv.url("/rnd?c=10"), duration=2.0, concurrency=4,
+                      cluster=cluster.scheduler_address, progress=False)
+    assert r.issued == r.complete + r.failed + r.cancelled and r.failed == 0
+    assert 2.0 <= r.time_taken < 3.5
+    assert sum(s.complete for s in r.timeline) == r.complete
+    # Both workers began at the common instant: both have seconds 0 and 1.
+    for w in r.workers:
+        assert {0, 1} <= {s.t for s in w.result.timeline}
+    for s in r.timeline:
+        parts = [x for w in r.workers for x in w.result.timeline if x.t == s.t]
+        assert s.complete == sum(x.complete for x in parts)
+        assert s.p99 is not None and s.p99 >= min(x.p99 for x in parts if x.p99 is not None)
+    same_histograms(r)
+
+
+def test_a_rate_is_split_and_achieved(client, srv):
+    r = httpbench.run(srv.url("/rnd?c=10"), rate=1000, duration=3.0, concurrency=4,
+                      cluster=client, progress=False)
+    assert [w.rate for w in r.workers] == [500, 500] and r.rate == 1000
+    assert r.complete == pytest.approx(3000, rel=0.05), r.complete
+    assert "corrected" in r.report()
+
+
+def test_a_scenario_over_the_cluster(client, srv):
+    s = Scenario([Request("GET", "/rnd?c=5", name="five"),
+                  Request("POST", "/echo", body=b"abc", name="echo", expect_body=b"b")])
+    r = httpbench.run(srv.url("/"), scenario=s, requests=2001, concurrency=4, cluster=client,
+                      progress=False)
+    assert r.complete == 2001 and r.ok
+    for name in ("five", "echo"):
+        assert r.by_name[name].complete == sum(w.result.by_name[name].complete
+                                               for w in r.workers) > 0
+    assert r.by_name["five"].body_bytes == 5 * r.by_name["five"].complete
+
+
+def test_the_arguments_are_checked_before_any_worker_runs(client, srv):
+    url = srv.url("/")
+    for kwargs, match in ((dict(requests=-1), "requests"), (dict(concurrency=0), "concurrency"),
+                          (dict(rate=float("nan")), "rate"), (dict(workers=3), "workers"),
+                          (dict(workers=0), "workers"), (dict(timeout=-1.0), "timeout")):
+        with pytest.raises(ValueError, match=match):
+            httpbench.run(url, cluster=client, progress=False, **kwargs)
+    with pytest.raises(ValueError, match="cluster"):
+        httpbench.run(url, workers=2)
+    with pytest.raises(ValueError, match="cluster must be"):
+        httpbench.run(url, cluster=42, progress=False)
+
+
+def test_another_version_on_a_worker_is_refused(client, srv):
+    def pretend(version: str) -> None:
+        sys.modules["httpbench"].__version__ = version
+
+    real = httpbench.__version__
+    client.run(pretend, "0.0.1")
+    try:
+        with pytest.raises(ValueError, match=r"must run httpbench .*has 0\.0\.1"):
+            httpbench.run(srv.url("/"), requests=10, cluster=client, progress=False)
+    finally:
+        client.run(pretend, real)
+
+
+def test_without_dask_the_error_names_the_extra(tmp_path):
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "import httpbench\n"
+            "try:\n"
+            "    httpbench.run('http://127.0.0.1:9/', cluster='tcp://127.0.0.1:1')\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert "pip install 'httpbench[dask]'" in out.stdout, out.stderr
+
+
+def test_a_worker_killed_mid_run(srv, monkeypatch):
+    import httpbench.distributed as hd
+
+    monkeypatch.setattr(hd, "SILENCE_S", 3.0)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as lc, distributed.Client(lc) as c:
+        victim = sorted(c.scheduler_info()["workers"])[1]
+        pid = c.run(os.getpid, workers=[victim])[victim]
+
+        def kill_later() -> None:
+            time.sleep(1.5)
+            os.kill(pid, signal.SIGKILL)
+
+        import threading
+        threading.Thread(target=kill_later, daemon=True).start()
+        t0 = time.monotonic()
+        # 2 workers x 2 connections x 100/s: 2,000 each take 10 s.
+        r = httpbench.run(srv.url("/delay?ms=10"), requests=4000, concurrency=4, cluster=c,
+                          progress=False)
+        took = time.monotonic() - t0
+    alive, dead = r.workers
+    assert not alive.lost and alive.result.complete == 2000
+    assert dead.lost and dead.address == victim and dead.error
+    assert 0 < dead.result.complete < 2000 and dead.not_run > 0
+    assert dead.result.issued + dead.not_run == 2000
+    assert r.issued == r.complete + r.failed + r.cancelled
+    assert r.not_run == dead.not_run and r.issued + r.not_run == 4000
+    assert "lost" in r.report() and took < 25
+
+
+def test_the_command_line_and_ctrl_c(cluster, srv, tmp_path):
+    argv = [sys.executable, "-m", "httpbench", "-q", "-n", "3001", "-c", "3", "--dask",
+            cluster.scheduler_address, "--workers", "2", "--json", "r.json",
+            srv.url("/rnd?c=10")]
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "Workers (times in ms)" in p.stdout and "Complete requests:      3001" in p.stdout
+    import json
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert [w["requests"] for w in d["workers"]] == [1501, 1500]
+    # Ctrl-C on the caller stops every worker's loop; the partial result is merged.
+    proc = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-d", "30", "-c", "2",
+                             "--dask", cluster.scheduler_address, srv.url("/rnd?c=10")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    time.sleep(4)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Interrupted:" in out and "Workers (times in ms)" in out
