@@ -15,7 +15,7 @@ import pytest
 import httpbench
 from httpbench import Request, Scenario
 
-distributed = pytest.importorskip("distributed")
+import distributed  # the test extra brings it: these tests always run
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +98,19 @@ def test_a_rate_is_split_and_achieved(client, srv):
     assert [w.rate for w in r.workers] == [500, 500] and r.rate == 1000
     assert r.complete == pytest.approx(3000, rel=0.05), r.complete
     assert "corrected" in r.report()
+
+
+def test_shapes_are_split(client, srv):
+    r = httpbench.run(srv.url("/rnd?c=10"), stages=[(1, 400), (1, 400)], concurrency=4,
+                      cluster=client, progress=False)
+    # 200 over the ramp, 400 at the plateau: each worker half of it.
+    assert r.complete == 600 and [w.result.complete for w in r.workers] == [300, 300]
+    assert [w.result.stages for w in r.workers] == [[(1.0, 200.0), (1.0, 200.0)]] * 2
+    assert r.stages == [(1.0, 400.0), (1.0, 400.0)]
+    r = httpbench.run(srv.url("/rnd?c=10"), concurrency_stages=[(1, 4)], cluster=client,
+                      progress=False)
+    assert [w.result.concurrency_stages for w in r.workers] == [[(1.0, 2.0)]] * 2
+    assert r.ok and r.complete == sum(w.result.complete for w in r.workers) > 0
 
 
 def test_a_scenario_over_the_cluster(client, srv):
