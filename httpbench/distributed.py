@@ -192,6 +192,7 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
     heard: dict[int, float] = {}
     done: dict[int, dict[str, Any]] = {}
     interrupted = False
+    at: float | None = None
 
     def poll_futures() -> None:
         for i, f in enumerate(futures):
@@ -225,8 +226,9 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
                     lost[i] = "not ready within the warmup's time"
                 break
             time.sleep(0.02)
-        at = time.time() + LEAD_S
-        go.set(at)
+        instant = time.time() + LEAD_S
+        go.set(instant)
+        at = instant
         now = time.monotonic()
         for i in range(n):
             heard[i] = now + LEAD_S
@@ -247,6 +249,8 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         # results are merged.
         interrupted = True
         stop.set(True)
+        if at is None:
+            go.set(None)  # workers waiting at the barrier give up
         for i, f in enumerate(futures):
             if i not in done and i not in lost:
                 try:
