@@ -151,6 +151,13 @@ def test_another_version_on_a_worker_is_refused(client, srv):
         client.run(pretend, real)
 
 
+def test_importing_httpbench_does_not_import_dask(tmp_path):
+    code = "import sys, httpbench; print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
 def test_without_dask_the_error_names_the_extra(tmp_path):
     code = ("import sys; sys.modules['distributed'] = None\n"
             "import httpbench\n"
