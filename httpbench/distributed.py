@@ -30,6 +30,7 @@ from typing import Any
 from . import _core
 from ._version import __version__
 from .result import FAILURE_CLASSES, Latency, Result, Second, WorkerPart
+from .scenario import Scenario
 
 __all__ = ["run_on_cluster", "split", "merge", "WorkerPart"]
 
@@ -184,6 +185,12 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         kw = {**kwargs, **share}
         if vus is None:
             kw.pop("concurrency_stages", None)
+        scenario = kw.get("scenario")
+        if scenario is not None and i > 0:
+            # Each worker its own picks: the seed moved on by the worker's
+            # index (worker 0 keeps it, so one worker picks as a local run).
+            kw["scenario"] = Scenario(scenario.requests, scenario.order,
+                                      (scenario.seed + i * 0x9E3779B97F4A7C15) % 2**64)
         futures.append(client.submit(_on_worker, run_id, i, url, kw, workers=[addr],
                                      allow_other_workers=False, pure=False, retries=0,
                                      key=f"httpbench-{run_id}-{i}"))

@@ -123,6 +123,14 @@ def test_a_scenario_over_the_cluster(client, srv):
         assert r.by_name[name].complete == sum(w.result.by_name[name].complete
                                                for w in r.workers) > 0
     assert r.by_name["five"].body_bytes == 5 * r.by_name["five"].complete
+    # One connection and one loop thread a worker: each worker's picks are
+    # its seed's, and the seed differs by worker (the first keeps it).
+    picks = [[w.result.by_name[n].complete for n in ("five", "echo")] for w in
+             httpbench.run(srv.url("/"), scenario=s, requests=400, concurrency=2,
+                           cluster=client, progress=False).workers]
+    local = httpbench.run(srv.url("/"), scenario=s, requests=200, progress=False)
+    assert picks[0] == [local.by_name[n].complete for n in ("five", "echo")]
+    assert picks[1] != picks[0] and sum(picks[1]) == 200, picks
 
 
 def test_the_arguments_are_checked_before_any_worker_runs(client, srv):
