@@ -188,7 +188,11 @@ def test_a_worker_killed_mid_run(srv, monkeypatch):
         pid = c.run(os.getpid, workers=[victim])[victim]
 
         def kill_later() -> None:
-            time.sleep(1.5)
+            # Once the run is well under way (600 of its requests served,
+            # 1.5 s at its 400 a second), so the victim has reported.
+            served = srv.stats()["requests"]
+            while srv.stats()["requests"] < served + 600:
+                time.sleep(0.05)
             os.kill(pid, signal.SIGKILL)
 
         import threading
@@ -223,7 +227,12 @@ def test_the_command_line_and_ctrl_c(cluster, srv, tmp_path):
                              "--dask", cluster.scheduler_address, srv.url("/rnd?c=10")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=tmp_path)
-    time.sleep(4)
+    # Once the run has begun (the workers' requests reach the server): a
+    # Ctrl-C before it would stop the command, not the run.
+    served, deadline = srv.stats()["requests"], time.monotonic() + 60
+    while srv.stats()["requests"] < served + 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
