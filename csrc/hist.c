@@ -51,18 +51,26 @@ void hb_hist_merge(hb_hist *dst, const hb_hist *src)
         dst->max = src->max;
 }
 
-uint64_t hb_hist_percentile(const hb_hist *h, double p)
+uint64_t hb_hist_rank(uint64_t n, uint32_t ppm)
+{
+    if (n == 0)
+        return 0;
+    if (ppm > HB_HIST_PPM)
+        ppm = HB_HIST_PPM;
+    unsigned __int128 scaled = (unsigned __int128)n * ppm;
+    uint64_t rank = (uint64_t)((scaled + HB_HIST_PPM - 1) / HB_HIST_PPM);
+    return rank < 1 ? 1 : rank;
+}
+
+uint64_t hb_hist_percentile(const hb_hist *h, uint32_t ppm)
 {
     if (h->count == 0)
         return 0;
-    if (p <= 0)
+    uint64_t rank = hb_hist_rank(h->count, ppm);
+    if (rank == 1)
         return h->min;
-    if (p >= 1)
+    if (rank == h->count)
         return h->max;
-    /* The rank-th smallest value, rank counted from 1. */
-    uint64_t rank = (uint64_t)ceil(p * (double)h->count);
-    if (rank < 1)
-        rank = 1;
     uint64_t seen = 0;
     for (int i = 0; i < HB_HIST_BUCKETS; i++) {
         seen += h->counts[i];

@@ -49,10 +49,22 @@ static inline void hb_hist_record(hb_hist *h, uint64_t v)
 /* Adds src's counts into dst. */
 void hb_hist_merge(hb_hist *dst, const hb_hist *src);
 
-/* The value below which fraction p (0..1) of the recorded values fall: the
- * middle of the bucket holding that rank, clipped to [min, max]. 0 when
- * empty. */
-uint64_t hb_hist_percentile(const hb_hist *h, double p);
+/* Parts per million of the recorded values: HB_HIST_PPM is all of them, so
+ * p99.9 is 999000. A percentile crosses into C in these units so that its
+ * rank is integer arithmetic: 99.9 / 100 in binary is 0.99900000000000011,
+ * and ceil() of that times 1,000 is 1,000, one rank too high. */
+#define HB_HIST_PPM 1000000u
+
+/* The nearest-rank percentile: the value of rank ceil(ppm x count / 10^6)
+ * among the recorded values sorted, counted from 1 (rank 1 for ppm 0),
+ * reported as the middle of the bucket holding that rank and clipped to
+ * [min, max], so the value of rank `count` is the exact max. ppm above
+ * HB_HIST_PPM reads as HB_HIST_PPM. 0 when empty. */
+uint64_t hb_hist_percentile(const hb_hist *h, uint32_t ppm);
+
+/* The rank hb_hist_percentile reads for ppm among n values: from 1 to n,
+ * 0 when n is 0. Exact for every n (128-bit product). */
+uint64_t hb_hist_rank(uint64_t n, uint32_t ppm);
 
 double hb_hist_mean(const hb_hist *h);
 double hb_hist_stdev(const hb_hist *h);

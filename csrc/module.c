@@ -1519,7 +1519,9 @@ static PyObject *Histogram_percentile(HistogramObject *self, PyObject *arg)
         PyErr_Format(PyExc_ValueError, "p must be from 0 to 100, not %R", arg);
         return NULL;
     }
-    return PyLong_FromUnsignedLongLong(hb_hist_percentile(&self->h, p / 100.0));
+    /* Percent to parts per million, rounded once: 99.9 is 999000 exactly. */
+    uint32_t ppm = (uint32_t)llround(p * (HB_HIST_PPM / 100));
+    return PyLong_FromUnsignedLongLong(hb_hist_percentile(&self->h, ppm));
 }
 
 /* buckets() -> [(lower_ns, upper_ns, count)] for the buckets in use */

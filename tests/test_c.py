@@ -40,6 +40,14 @@ def test_load_shape_arithmetic(tmp_path):
     assert int(passed) >= 28 and failed == "0"
 
 
+def test_histogram_percentiles_are_nearest_rank(tmp_path):
+    exe = build(tmp_path, "test_hist", "tests/c/test_hist.c", "csrc/hist.c", libs=("-lm",))
+    run = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=tool_env())
+    assert run.returncode == 0, run.stdout + run.stderr
+    passed, failed = run.stdout.split()[0::2][:2]
+    assert int(passed) >= 12 and failed == "0"
+
+
 def test_scenario_picks_and_body_check(tmp_path):
     exe = build(tmp_path, "test_scen", "tests/c/test_scen.c", "csrc/scen.c", libs=("-lm",))
     run = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=tool_env())

@@ -46,3 +46,20 @@ def test_histogram_state_round_trip_and_range():
     assert g.state() == h.state() and g.percentile(50) == h.percentile(50)
     with pytest.raises(ValueError):
         g.restore((5, 1, 2, 3.0, 9.0, 0, [(0, 1)]))
+
+
+def test_p999_is_the_nearest_rank_when_the_count_is_a_multiple_of_1000():
+    """999 values of 1 ms and one of 1 s: the 999th value is p99.9 (its
+    nearest rank, ceil(0.999 x 1000) = 999), not the max. 99.9 / 100 in
+    binary is a hair above 0.999, which made the rank 1000."""
+    h = Histogram()
+    for i in range(1000):
+        h.record(10**6 if i < 999 else 10**9)
+    assert abs(h.percentile(99.9) - 10**6) <= 10**6 * 0.004
+    assert h.percentile(100) == 10**9
+    for n in (2000, 10_000, 100_000):
+        h = Histogram()
+        for i in range(n):
+            h.record(10**6 if i < n - n // 1000 else 10**9)
+        assert h.percentile(99.9) < 2 * 10**6, n
+        assert h.percentile(99.99) == 10**9, n
