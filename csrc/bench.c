@@ -59,7 +59,19 @@ typedef struct {
     hb_scen_needle body; /* expect_body's search, when set */
 } breq;
 
-enum { BC_IDLE = 0, BC_RATE, BC_CONNECTING, BC_TUNNEL, BC_HANDSHAKE, BC_WRITING, BC_READING };
+/* BC_DRAIN: a response whose server said close is counted; the socket waits
+ * for the server's FIN before it closes, so the server closes first and
+ * TIME_WAIT stays on its side, not on the client's ephemeral ports. */
+enum {
+    BC_IDLE = 0,
+    BC_RATE,
+    BC_CONNECTING,
+    BC_TUNNEL,
+    BC_HANDSHAKE,
+    BC_WRITING,
+    BC_READING,
+    BC_DRAIN
+};
 
 typedef struct {
     hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
@@ -112,6 +124,7 @@ typedef struct {
     bconn **ready;    /* connections between requests, to start again */
     int nready;
     int rate_waiting; /* connections in BC_RATE */
+    int draining;     /* connections in BC_DRAIN */
     hb_response r;    /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
@@ -645,6 +658,33 @@ static void start_request(bthread *t, bconn *c, int64_t now)
 
 static void cut_short(bthread *t, bconn *c, int64_t now);
 
+/* The end of a drain: the socket closes and the connection is ready. The
+ * run's last outcome stays the response's (next_response noted it): the
+ * wait for a FIN is no part of the run's time. */
+static void drained(bthread *t, bconn *c)
+{
+    t->draining--;
+    bc_close(c);
+    c->state = BC_IDLE;
+    t->ready[t->nready++] = c;
+}
+
+/* BC_DRAIN: reads until the server's close (read 0). Anything else ends
+ * the wait too: bytes after a last response (nothing to read them as), an
+ * error, or a lone connection's blocking read timing out after a tick. */
+static void drain(bthread *t, bconn *c)
+{
+    ssize_t n;
+    do
+        n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !t->blocking) {
+        bc_events(t, c, EPOLLIN);
+        return;
+    }
+    drained(t, c);
+}
+
 /* After a response of c's batch: the next one is read, or the batch is
  * over (bytes left after its last response mean the socket is not fit for
  * reuse). */
@@ -666,7 +706,16 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
         begin_reading(c);
         return;
     }
-    if (!t->b->cfg.keepalive || !c->reuse || leftover || c->refused)
+    if (!c->reuse && !leftover && !c->refused) {
+        /* The server closes: wait for its FIN (tick() bounds the wait). */
+        c->state = BC_DRAIN;
+        c->t_start = now;
+        t->draining++;
+        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+        drain(t, c);
+        return;
+    }
+    if (!t->b->cfg.keepalive || leftover || c->refused)
         bc_close(c);
     end_batch(t, c, 0, now);
 }
@@ -685,8 +734,6 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
     res->body_bytes += c->body.got;
     c->served++;
     int ok2xx = c->status >= 200 && c->status < 300;
-    if (!ok2xx)
-        res->non_2xx++;
     /* A HEAD response's document length is 0: no body, by definition. */
     uint64_t *failed = NULL;
     if (ok2xx) {
@@ -710,6 +757,10 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
         next_response(t, c, now, leftover);
         return;
     }
+    /* non_2xx counts complete responses only (non_2xx <= complete): one
+     * that failed a check is in that class, its status in status[]. */
+    if (!ok2xx)
+        res->non_2xx++;
     res->complete++;
     t->complete++;
     __atomic_store_n(&t->live_complete, t->complete, __ATOMIC_RELAXED);
@@ -914,6 +965,8 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
         handshake(t, c, now);
     } else if (c->state == BC_WRITING) {
         write_request(t, c, now);
+    } else if (c->state == BC_DRAIN) {
+        drain(t, c);
     } else if (c->state == BC_READING) {
         /* A pipeline still being written waits for both (write_request). */
         if ((events & EPOLLOUT) && c->read_ahead) {
@@ -939,7 +992,11 @@ static void tick(bthread *t, int64_t now)
     int abandon = (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= GRACE_NS);
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
-        if (c->state >= BC_CONNECTING) {
+        if (c->state == BC_DRAIN) {
+            /* No FIN within a tick or two: close from this side after all. */
+            if (abandon || now - c->t_start >= TICK_NS)
+                drained(t, c);
+        } else if (c->state >= BC_CONNECTING) {
             if (abandon) {
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
@@ -1002,11 +1059,13 @@ static void lone_loop(bthread *t)
     for (;;) {
         for (int budget = 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
-        if (t->inflight == 0 && t->nready == 0)
+        if (t->inflight == 0 && t->nready == 0 && t->draining == 0)
             return;
         bconn *c = &t->conns[0];
         if (c->state == BC_READING) {
             on_readable(t, c, now);
+        } else if (c->state == BC_DRAIN) {
+            drain(t, c); /* blocks up to a tick in recv */
         } else if (c->state == BC_CONNECTING || c->state == BC_TUNNEL || c->state == BC_HANDSHAKE ||
                    c->state == BC_WRITING) {
             struct pollfd p = {.fd = c->sock.fd,
@@ -1038,7 +1097,7 @@ static void epoll_loop(bthread *t)
         for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
         int64_t due = t->rate_waiting > 0 ? start_due(t, now) : INT64_MAX;
-        if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0)
+        if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0 && t->draining == 0)
             return;
         int n;
         if (t->nready > 0)

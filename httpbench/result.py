@@ -268,8 +268,8 @@ class Result:
     def ok(self) -> bool:
         """No request failed and the run was not interrupted. Cancelled
         requests (in flight when the duration's grace ended) are no
-        failure."""
-        return self.failed == 0 and not self.interrupted
+        failure. A run that issued nothing is not ok: nothing ran."""
+        return self.failed == 0 and not self.interrupted and self.issued > 0
 
     def to_dict(self) -> dict[str, Any]:
         """Every figure, JSON-ready (the layout is in the README): seconds
@@ -406,6 +406,11 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f}"
 
 
+def _cell(lat: Latency, p: float) -> str:
+    """A percentile in ms, or "-" when nothing was measured."""
+    return _ms(lat.percentile(p)) if lat.count else "-"
+
+
 def _row(label: str, lat: Latency) -> str:
     if not lat.count:
         return f"{label:<12}{'-':>9}{'-':>9}{'-':>8}{'-':>9}{'-':>9}"
@@ -458,7 +463,12 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"HTML transferred:       {r.body_bytes} bytes"
     yield f"Requests per second:    {r.rps:.2f} [#/sec] (mean)"
     per = r.time_taken / r.complete if r.complete else 0.0
-    yield f"Time per request:       {per * r.concurrency * 1e3:.3f} [ms] (mean)"
+    if r.rate or r.stages:
+        # ab's concurrency x time / requests assumes a closed loop: under a
+        # rate the connections wait for their schedule, not for answers.
+        yield "Time per request:       n/a (open loop: see the latency table)"
+    else:
+        yield f"Time per request:       {per * r.concurrency * 1e3:.3f} [ms] (mean)"
     yield f"Time per request:       {per * 1e3:.3f} [ms] (mean, across all concurrent requests)"
     kbps = r.bytes_received / 1024 / r.time_taken if r.time_taken > 0 else 0.0
     yield f"Transfer rate:          {kbps:.2f} [Kbytes/sec] received"
@@ -479,9 +489,14 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield ""
     yield "Connection Times (ms)"
     yield f"{'':<12}{'min':>9}{'mean':>9}{'[+/-sd]':>8}{'median':>9}{'max':>9}"
-    yield _row("Connect:", r.connect_time)
     if r.tls_handshake.count:
-        yield _row("Handshake:", r.tls_handshake)
+        # Connect is per request, as ab's (a kept-alive request's is 0, and
+        # it includes the handshake); Handshake per handshake done.
+        yield _row("Connect:", r.connect_time) + f"  (per request, n={r.connect_time.count:,})"
+        yield (_row("Handshake:", r.tls_handshake)
+               + f"  (per handshake, n={r.tls_handshake.count:,})")
+    else:
+        yield _row("Connect:", r.connect_time)
     yield _row("Processing:", r.processing)
     yield _row("Waiting:", r.waiting)
     yield _row("Total:", r.latency_uncorrected)
@@ -491,13 +506,13 @@ def _report_lines(r: Result) -> Iterable[str]:
         yield f"{'':>8}{'corrected':>12}{'uncorrected':>13}"
         for p in PERCENTILES:
             tail = " (longest request)" if p == 100 else ""
-            yield (f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>12}"
-                   f"{_ms(r.latency_uncorrected.percentile(p)):>13}{tail}")
+            yield (f"{_pct(p):>7}%{_cell(r.latency, p):>12}"
+                   f"{_cell(r.latency_uncorrected, p):>13}{tail}")
     else:
         yield "Percentage of the requests served within a certain time (ms)"
         for p in PERCENTILES:
             tail = " (longest request)" if p == 100 else ""
-            yield f"{_pct(p):>7}%{_ms(r.latency.percentile(p)):>10}{tail}"
+            yield f"{_pct(p):>7}%{_cell(r.latency, p):>10}{tail}"
     if r.by_name:
         yield ""
         yield from _by_name_lines(r)
@@ -591,9 +606,13 @@ def _second(x: Any) -> Second:
 
 
 def _non_2xx(r: Result) -> str:
-    """The non-2xx responses by status: "100 (500: 60, 503: 40)"."""
-    codes = ", ".join(f"{code}: {n}" for code, n in sorted(r.status_counts.items())
-                      if not 200 <= code < 300)
+    """The non-2xx responses by status: "100 (500: 60, 503: 40)". A response
+    that failed a check is failed, not non-2xx; its status is still among
+    the statuses, and the line says so when that makes them differ."""
+    counts = {code: n for code, n in sorted(r.status_counts.items()) if not 200 <= code < 300}
+    codes = ", ".join(f"{code}: {n}" for code, n in counts.items())
+    if codes and sum(counts.values()) != r.non_2xx:
+        codes = f"statuses of every response, failed checks too: {codes}"
     return f"{r.non_2xx} ({codes})" if codes else str(r.non_2xx)
 
 

@@ -9,7 +9,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -208,6 +208,20 @@ class Coordinator(Protocol):
 
     def progress(self, issued: int, complete: int, failed: int) -> bool:
         """A few times a second; returns True to stop the run."""
+
+
+def schedule_length(requests: int | None, duration: float | None, rate: float | None,
+                    stages: Sequence[tuple[float, float]] | None) -> float:
+    """The length in seconds of an open loop's schedule (0 for a closed
+    loop): requests at rate R take requests / R, a shape its stages' sum,
+    either cut short by a duration."""
+    if stages:
+        length = sum(seconds for seconds, _ in stages)
+    elif rate:
+        length = requests / rate if requests else math.inf
+    else:
+        return 0.0
+    return min(length, duration) if duration else (0.0 if math.isinf(length) else length)
 
 
 def _drive(bench: _core._Bench, reporter: _Reporter | None,
@@ -462,6 +476,11 @@ def run(
     # ab sends both; a server that routes or logs by them sees a client.
     # (Connection.request sends only what it must: Host, Content-Length.)
     headers = with_header(with_header(headers, "User-Agent", USER_AGENT), "Accept", "*/*")
+    if not keepalive:
+        # RFC 9112 section 9.6: the server then closes first, so TIME_WAIT
+        # stays on its side (as under ab without -k), not on the client's
+        # ephemeral ports, and it answers without a keep-alive field.
+        headers = with_header(headers, "Connection", "close")
     request_target, tunnel, to_host, to_port = path, None, host, port
     plan = None
     if proxy is not None:
@@ -518,6 +537,13 @@ def run(
         started = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat(
             timespec="milliseconds")
         raw, interrupted = _drive(bench, reporter, _coordinator)
+    if not interrupted:
+        # Under a rate or a shape the run lasts its schedule: requests over
+        # the time to the last answer would make 1 request a second for 1 s
+        # read as 1 / latency.
+        length = schedule_length(requests, duration, rate if shape is None else None, shape)
+        for part in [raw, *raw.get("by_request", ())]:
+            part["elapsed"] = max(part["elapsed"], length)
     common = dict(
         start_time=started, host=host, port=port, requests=requests, concurrency=concurrency,
         threads=min(threads, concurrency), rate=rate, interrupted=interrupted,

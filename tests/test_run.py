@@ -8,11 +8,13 @@ import json
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import helpers
 import pytest
@@ -75,6 +77,54 @@ def test_rate_is_open_loop_and_corrected(server):
     assert r.latency.count == r.latency_uncorrected.count == r.complete
     assert r.latency.mean >= r.latency_uncorrected.mean
     assert "corrected" in r.report() and "uncorrected" in r.report()
+
+
+def test_a_rate_runs_length_is_its_schedules(server):
+    """Under a rate or a shape, time_taken is max(the schedule's length,
+    the last outcome): one request a second for 1 s is 1 req/s, not
+    1 / latency (it read 4,006 req/s); 50 at 100/s take 0.5 s."""
+    r = httpbench.run(server.url("/rnd?c=10"), rate=1, duration=1.0, progress=False)
+    assert (r.complete, r.time_taken, r.rps) == (1, 1.0, 1.0)
+    r = httpbench.run(server.url("/rnd?c=10"), rate=100, requests=50, progress=False)
+    assert r.complete == 50 and 0.5 <= r.time_taken < 0.6 and r.rps == pytest.approx(
+        50 / r.time_taken)
+    r = httpbench.run(server.url("/rnd?c=10"), stages=[(0.4, 0), (0.1, 20)], progress=False)
+    assert r.complete == 1 and r.time_taken == 0.5
+    # A closed loop keeps the time to its last outcome.
+    r = httpbench.run(server.url("/rnd?c=10"), requests=1, progress=False)
+    assert r.time_taken < 0.1
+    # A scenario's parts share the run's length.
+    s = httpbench.Scenario([httpbench.Request("GET", "/rnd?c=1", name="a")])
+    r = httpbench.run(server.url("/"), scenario=s, rate=2, duration=1.0, progress=False)
+    assert r.time_taken == r.by_name["a"].time_taken == 1.0
+
+
+def test_an_open_loops_report_has_no_closed_loop_time_per_request(server):
+    """ab's concurrency x time / requests assumes each connection waits for
+    its answers; under a rate it printed 49.996 ms beside a 0.077 ms mean."""
+    for kwargs in (dict(rate=50, duration=0.5), dict(stages=[(0.5, 50)])):
+        text = httpbench.run(server.url("/rnd?c=10"), concurrency=5, progress=False,
+                             **kwargs).report()
+        lines = [x for x in text.splitlines() if x.startswith("Time per request:")]
+        assert lines[0] == "Time per request:       n/a (open loop: see the latency table)"
+        assert "(mean, across all concurrent requests)" in lines[1]
+    closed = httpbench.run(server.url("/rnd?c=10"), requests=20, progress=False).report()
+    assert "n/a" not in closed and "[ms] (mean)\n" in closed
+
+
+def test_a_run_whose_every_request_failed_prints_no_percentile_figures():
+    with socket.socket() as s0:
+        s0.bind(("127.0.0.1", 0))  # bound, never listening: refused
+        for kwargs in (dict(), dict(rate=20)):
+            r = httpbench.run(f"http://127.0.0.1:{s0.getsockname()[1]}/", requests=5,
+                              progress=False, **kwargs)
+            assert r.failed == 5 and r.complete == 0
+            text = r.report()
+            table = text[text.index("Percentage of the requests"):].splitlines()[1:]
+            rows = [x for x in table if "%" in x]
+            assert len(rows) == 11 and "0.000" not in "\n".join(rows), text
+            assert all(x.split()[1:] in (["-"], ["-", "-"], ["-", "(longest", "request)"],
+                                         ["-", "-", "(longest", "request)"]) for x in rows), rows
 
 
 @pytest.mark.timing
@@ -373,6 +423,62 @@ def test_byte_counts_equal_abs_against_nginx():
     doc = int(re.search(r"Document Length:\s+(\d+) bytes", out).group(1))
     assert (r.bytes_received, r.body_bytes, r.document_length) == (total, html, doc)
     assert r.complete == 1000 and r.keepalive_requests == 1000
+
+
+def time_wait(port: int) -> tuple[int, int]:
+    """TIME_WAIT sockets on loopback to and from port: (the client's side,
+    the server's side), from /proc/net/tcp and tcp6."""
+    client = server_side = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "06":
+                continue
+            local, remote = (int(f.rsplit(":", 1)[1], 16) for f in fields[1:3])
+            client += remote == port
+            server_side += local == port
+    return client, server_side
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_no_keepalive_says_close_so_the_server_closes_first_and_bytes_equal_abs(concurrency):
+    """Without keep-alive each request says Connection: close (RFC 9112
+    section 9.6), as ab's HTTP/1.0 does by default: nginx answers without
+    its keep-alive field, so the byte totals equal ab's without -k; and the
+    client waits for the server's FIN before closing, so TIME_WAIT stays on
+    the server's side and the client's ephemeral ports are not used up."""
+    if shutil.which("ab") is None:
+        pytest.skip("ab is not installed (apt-get install apache2-utils)")
+    with helpers.nginx() as server:
+        if server is None:
+            pytest.skip("nginx is not installed (apt-get install nginx-light)")
+        port = server[0]
+        url = f"http://127.0.0.1:{port}/rnd?c=2048"
+        out = subprocess.run(["ab", "-q", "-n", "1000", "-c", str(concurrency), url],
+                             capture_output=True, text=True, check=True,
+                             env=helpers.tool_env()).stdout
+        before = time_wait(port)
+        r = httpbench.run(url, requests=1000, concurrency=concurrency, keepalive=False,
+                          progress=False)
+        after = time_wait(port)
+    exact(r)
+    total = int(re.search(r"Total transferred:\s+(\d+) bytes", out).group(1))
+    html = int(re.search(r"HTML transferred:\s+(\d+) bytes", out).group(1))
+    assert (r.complete, r.connects, r.keepalive_requests) == (1000, 1000, 0)
+    assert (r.bytes_received, r.body_bytes) == (total, html)
+    # Before: every one of the 1,000 on the client's side. A FIN that takes
+    # longer than the loop's tick (50 ms) to come is closed from this side.
+    assert after[0] - before[0] <= 10, (before, after)
+
+
+def test_no_keepalive_keeps_a_users_connection_field(scripted):
+    srv = scripted([("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                    ("close",)])
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=1, keepalive=False,
+                      headers={"connection": "keep-alive"}, progress=False)
+    assert r.complete == 1
+    assert b"\r\nconnection: keep-alive\r\n" in srv.requests[0]
+    assert b"close" not in srv.requests[0].lower()
 
 
 def test_many_connections(server):

@@ -78,6 +78,8 @@ def assert_exact_merge(r: httpbench.Result) -> None:
     for x in [r, *parts]:
         assert x.issued == x.complete + x.failed + x.cancelled, x
         assert x.failed == sum(x.failures.values()), x
+        # Non-2xx responses are complete ones that were not 2xx.
+        assert x.non_2xx <= x.complete, x
     for name in COUNTS:
         assert getattr(r, name) == sum(getattr(x, name) for x in parts), name
     for cls in FAILURE_CLASSES:
@@ -216,6 +218,28 @@ def test_checks_and_exact_accounting_under_every_failure_class():
     assert r.failures["check"] == n["unwanted"].issued + n["not found"].issued
     assert "Check: " in r.report() and "Requests by name" in r.report()
     assert_exact_merge(r)
+
+
+def test_a_response_failing_its_check_is_failed_not_non_2xx():
+    """One definition: non_2xx counts complete responses that were not 2xx,
+    so non_2xx <= complete. A 404 that fails expect_status=200 is failed in
+    `check`; its status is still in status_counts."""
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/"), scenario=Scenario([
+            Request("GET", "/status/404", expect_status=200)]), requests=10, progress=False)
+        text = r.report()
+        assert (r.complete, r.non_2xx, r.failures["check"]) == (0, 0, 10)
+        assert r.status_counts == {404: 10}
+        assert "Complete requests:      0" in text and "Non-2xx" not in text
+        mixed = httpbench.run(srv.url("/"), scenario=Scenario([
+            Request("GET", "/status/404", name="checked", expect_status=200),
+            Request("GET", "/status/404", name="plain")], order="sequence"), requests=10,
+            progress=False)
+    assert (mixed.complete, mixed.non_2xx, mixed.failures["check"]) == (5, 5, 5)
+    assert mixed.status_counts == {404: 10}
+    assert_exact_merge(mixed)
+    line = next(x for x in mixed.report().splitlines() if x.startswith("Non-2xx"))
+    assert line.split(":", 1)[1].split()[0] == "5", line
 
 
 def test_exact_accounting_per_name_when_the_server_fails(recorder):

@@ -325,6 +325,26 @@ def test_run_over_tls_counts_exactly(tls_server):
     assert tls_server.stats()["requests"] == 3000
 
 
+def test_the_connect_and_handshake_rows_say_what_they_average_over(tls_server):
+    """Connect is per request (a kept-alive request's is 0, a new one's
+    includes the handshake), Handshake per handshake: the two means differ
+    by design, and each row says over how many it is."""
+    r = httpbench.run(tls_server.url("/rnd?c=10"), requests=1234, concurrency=2,
+                      cafile=tls_server.cafile, progress=False)
+    rows = {x.split(":")[0]: x for x in r.report().splitlines()
+            if x.startswith(("Connect:", "Handshake:"))}
+    assert rows["Connect"].endswith("(per request, n=1,234)"), rows
+    assert rows["Handshake"].endswith("(per handshake, n=2)"), rows
+    # The figures themselves: Connect's mean is the handshakes' spread over
+    # every request.
+    assert r.connect_time.count == 1234 and r.tls_handshake.count == 2
+    assert r.connect_time.mean * 1234 >= r.tls_handshake.mean * 2 * 0.99
+    # Without TLS the Connect row is ab's, bare.
+    with httpbench.Server() as srv:
+        plain = httpbench.run(srv.url("/rnd?c=10"), requests=3, progress=False).report()
+    assert "(per request, n=" not in plain and "Handshake:" not in plain
+
+
 def test_keepalive_off_resumes_sessions_unless_told_not_to(tls_srv):
     url = tls_srv.url("/rnd?c=100")
     r = httpbench.run(url, requests=400, concurrency=4, keepalive=False, cafile=tls_srv.cafile,
