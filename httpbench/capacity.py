@@ -26,10 +26,14 @@ from .scenario import Scenario, origin_of
 
 __all__ = ["capacity", "CapacityResult", "CapacityStep", "parse_slo", "STATS"]
 
-# The statistics an SLO may bound, as Latency's attribute names.
-STATS = ("mean", "p50", "p90", "p99", "p999")
+# The statistics an SLO may bound: the mean, or a percentile by its name.
+_PERCENT = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+STATS = ("mean", *_PERCENT)
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-_TERM = re.compile(r"\s*(mean|p50|p90|p99|p999)\s*<\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*")
+_TERM = re.compile(r"\s*(" + "|".join(STATS) + r")\s*<\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*")
+# capacity()'s connections unless told: one connection waits for each
+# answer before the next request, so it cannot reach most servers' capacity.
+DEFAULT_CONCURRENCY = 50
 # Bisection stops when the broken rate is within this of the held one.
 _CLOSE = 1.05
 # A stage whose achieved rate falls this far short of its target did not
@@ -80,13 +84,16 @@ class CapacityStep:
 @dataclasses.dataclass
 class CapacityResult:
     """The highest rate that held (0.0 when none did), the SLO, and every
-    stage in the order run."""
+    stage in the order run. `met` is False when even the lowest sensible
+    rate (one request per connection per stage, or `start` if lower)
+    broke: no rate holds, and the last step says what broke it."""
 
     rate: float
     slo: str
     max_error_rate: float
     steps: list[CapacityStep]
     url: str
+    met: bool = True
 
     def report(self) -> str:
         lines = [f"Capacity of {self.url} within {self.slo}, error rate at most "
@@ -96,7 +103,11 @@ class CapacityResult:
         for s in self.steps:
             lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
                          f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {'held' if s.held else s.why}")
-        lines.append(f"capacity: {self.rate:,.0f} req/s")
+        if self.met:
+            lines.append(f"capacity: {self.rate:,.0f} req/s")
+        else:
+            low = min(self.steps, key=lambda s: s.target)
+            lines.append(f"capacity: SLO not met even at {low.target:,.2f} req/s ({low.why})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -130,7 +141,7 @@ def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
     total = r.complete + r.failed
     why = ""
     for stat, limit in bounds:
-        value = getattr(r.latency, stat)
+        value = r.latency.mean if stat == "mean" else r.latency.percentile(_PERCENT[stat])
         if value >= limit:
             why = f"{stat} {value * 1e3:.2f} ms"
             break
@@ -147,14 +158,17 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     """Finds the highest arrival rate url takes while `slo` holds and
     failures plus 5xx responses stay at most max_error_rate of requests.
 
-    slo: one or more comma-separated STAT<NUMBER UNIT (STAT mean, p50, p90,
-    p99 or p999; UNIT us, ms or s). start: the first stage's rate; None
-    begins at a tenth of what a one-second closed-loop probe reached with
-    the same connections. Each stage runs stage_s seconds; the rate grows by
-    `step` until a stage breaks, then the last rate that held and the first
-    that broke are bisected until within 5%. run()'s keyword arguments
-    (concurrency, threads, headers, timeout, ...) pass through; rate,
-    duration and requests are capacity's to set.
+    slo: one or more comma-separated STAT<NUMBER UNIT (STAT mean, p50, p75,
+    p90, p95, p99 or p999; UNIT us, ms or s). start: the first stage's rate;
+    None begins at a tenth of what a one-second closed-loop probe reached
+    with the same connections. Each stage runs stage_s seconds; the rate
+    grows by `step` until a stage breaks, then the last rate that held and
+    the first that broke are bisected until within 5%. When the first stage
+    breaks, the lowest sensible rate (one request per connection per stage,
+    or start if lower) runs next: if it breaks too the search stops there,
+    with met False and rate 0; else the two are bisected. run()'s keyword
+    arguments (concurrency, default 50, threads, headers, timeout, ...)
+    pass through; rate, duration and requests are capacity's to set.
 
     A scenario's capacity: capacity(url, scenario=s), or capacity(s) when
     its Requests' targets are full URLs (the first of them gives the
@@ -185,6 +199,7 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
         raise ValueError(f"capacity sets {', '.join(sorted(taken))} itself: leave "
                          f"{'it' if len(taken) == 1 else 'them'} out")
     run_kwargs.setdefault("progress", False)
+    run_kwargs.setdefault("concurrency", DEFAULT_CONCURRENCY)
     steps: list[CapacityStep] = []
 
     def stage(rate: float) -> bool:
@@ -195,29 +210,35 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     if start is None:
         probe = run(url, duration=1.0, **run_kwargs)
         start = max(1.0, probe.rps / 10)
+    # One request per connection per stage: below it a stage measures
+    # too few requests to say anything, and the connections sit idle.
+    conns = run_kwargs["concurrency"]
+    lowest = min(start, max(1.0, conns / stage_s) if isinstance(conns, int) else 1.0)
     held: float | None = None
     broke: float | None = None
     rate = start
     for _ in range(_MAX_STEPS):
         if stage(rate):
             held = rate
-            if broke is not None:
-                break  # stepping down found one that holds
             rate *= step
             if rate > _check.MAX_RATE:
                 break
         else:
             broke = rate
-            if held is not None:
-                break
-            rate /= step  # the first stage broke: step down until one holds
-            if rate < 1:
-                break
-    if held is not None and broke is not None and broke > held:
+            break
+    if held is None and broke is not None and broke > lowest:
+        # The first stage broke: the lowest rate decides whether any holds.
+        if stage(lowest):
+            held = lowest
+        else:
+            broke = lowest
+    if held is None:
+        return CapacityResult(0.0, slo, max_error_rate, steps, url, met=False)
+    if broke is not None and broke > held:
         while broke / held > _CLOSE and len(steps) < _MAX_STEPS:
             mid = math.sqrt(held * broke)
             if stage(mid):
                 held = mid
             else:
                 broke = mid
-    return CapacityResult(held or 0.0, slo, max_error_rate, steps, url)
+    return CapacityResult(held, slo, max_error_rate, steps, url)

@@ -736,12 +736,14 @@ def capacity_parser() -> argparse.ArgumentParser:
                     "stages, the rate raised until the SLO or the error rate breaks, then "
                     "bisected to within 5%.",
     )
-    p.add_argument("url", metavar="URL")
+    p.add_argument("url", metavar="URL",
+                   help="the server and path to load, http:// or https:// (with --scenario, "
+                        "the server its paths are taken on)")
     p.add_argument("--scenario", metavar="FILE.py",
                    help="the capacity of the httpbench.Scenario FILE.py names `scenario`")
     p.add_argument("--slo", default="p99<5ms",
-                   help="STAT<NUMBER UNIT, comma-separated: STAT mean, p50, p90, p99 or p999, "
-                        "UNIT us, ms or s (default p99<5ms)")
+                   help="STAT<NUMBER UNIT, comma-separated: STAT mean, p50, p75, p90, p95, p99 "
+                        "or p999, UNIT us, ms or s (default p99<5ms)")
     p.add_argument("--max-error-rate", type=float, default=0.001,
                    help="failures and 5xx responses allowed, a fraction (default 0.001)")
     p.add_argument("--start", type=float,
@@ -750,10 +752,12 @@ def capacity_parser() -> argparse.ArgumentParser:
     p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
                    help="each stage's length (default 5)")
     p.add_argument("-c", "--concurrency", type=int, default=50,
-                   help="connections (default 50)")
+                   help="connections (default 50, not 1 as for a run: one connection waits for "
+                        "each answer, so it cannot reach most servers' capacity)")
     p.add_argument("--threads", type=int, help="loop threads (default: the CPUs, at most -c)")
     p.add_argument("-s", "--timeout", type=float, default=30.0, help="seconds per request")
-    p.add_argument("-H", dest="headers", action="append", default=[], metavar="'Name: value'")
+    p.add_argument("-H", dest="headers", action="append", default=[], metavar="'Name: value'",
+                   help="a header added to every request (repeatable)")
     p.add_argument("--json", metavar="FILE", help="write the stages as JSON")
     return p
 
@@ -775,10 +779,11 @@ def capacity_main(argv: Sequence[str]) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"url": c.url, "slo": c.slo, "max_error_rate": c.max_error_rate,
-                       "rate": c.rate,
+                       "rate": c.rate, "met": c.met,
                        "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
                                  for s in c.steps]}, f, indent=2)
-    return 0
+    # Not met even at the lowest rate: a failure, as a run's failed requests.
+    return 0 if c.met else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from .noise import decide, spread
 from .result import Result
 from .runner import run
 from .server import Server
@@ -71,9 +72,7 @@ class Rounds:
     def spread(self, metric: str) -> float:
         """Round-to-round noise of a figure: its standard deviation over
         its mean (0 with one round)."""
-        v = self.values(metric)
-        mean = statistics.fmean(v)
-        return statistics.stdev(v) / mean if len(v) > 1 and mean > 0 else 0.0
+        return spread(self.values(metric))
 
 
 class _State:
@@ -151,46 +150,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STATE] = _State(config)
 
 
-def _figures(d: dict[str, Any]) -> dict[str, float]:
-    """rps, p50 and p99 (seconds) of a saved run: the medians over its
-    saved rounds, or a single result's figures."""
+def _base_rounds(d: dict[str, Any], metric: str) -> list[float]:
+    """A saved run's rounds of one figure (seconds for latencies), or its
+    one result's figure when it kept no rounds."""
     rounds = d.get("rounds")
     if rounds:
-        return {m: float(statistics.median(float(x[m]) for x in rounds)) for m in METRICS}
-    pct = d["latency"]["percentiles"]
-    return {"rps": float(d["rps"]), "p50": float(pct["50"]), "p99": float(pct["99"])}
+        return [float(x[metric]) for x in rounds]
+    if metric == "rps":
+        return [float(d["rps"])]
+    return [float(d["latency"]["percentiles"]["50" if metric == "p50" else "99"])]
 
 
 def _figures_of(r: Result) -> dict[str, float]:
     return {"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99}
 
 
-def _regression(metric: str, now: float, base: float) -> float:
-    """How much worse now is than base, as a fraction (positive: worse)."""
-    if base <= 0:
-        return 0.0
-    return (base - now) / base if metric == "rps" else (now - base) / base
-
-
 def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]],
          name: str) -> tuple[list[str], list[str]]:
-    """Holds a scenario's median to the baseline's thresholds. Returns
-    (failures, warnings): a failure when the median regressed past a
-    threshold the noise allows deciding on; a warning instead when the
-    round-to-round spread of that figure is larger than the threshold."""
+    """Holds a scenario's rounds to the baseline's by httpbench.noise's rule.
+    Returns (failures, warnings): a failure when the median is worse past
+    the threshold and past the noise band of both sides' spreads; a warning
+    when it is past the threshold but inside the band (cannot decide)."""
     failures, warnings = [], []
-    now, then = {m: rounds.figure(m) for m in METRICS}, _figures(base)
     for metric, limit in fail:
-        noise = rounds.spread(metric) * 100
-        if noise > limit:
-            warnings.append(f"{metric}: noise {noise:.0f}% > threshold {limit:g}%: this gate "
-                            "cannot decide")
-            continue
-        worse = _regression(metric, now[metric], then[metric])
-        if worse * 100 > limit:
-            failures.append(f"httpbench: {metric} regressed {worse:.1%} against baseline "
-                            f"{name!r} ({then[metric]:.6g} -> {now[metric]:.6g}, medians of "
-                            f"{len(rounds.results)} rounds; allowed {limit:g}%)")
+        v = decide(metric, rounds.values(metric), _base_rounds(base, metric), limit)
+        if v.fails:
+            failures.append(f"httpbench: {metric} regressed {v.change:.1%} against baseline "
+                            f"{name!r} ({v.base:.6g} -> {v.now:.6g}, medians of "
+                            f"{len(rounds.results)} rounds; allowed {limit:g}%, noise band "
+                            f"{v.band:.1%})")
+        elif v.undecided:
+            warnings.append(f"{metric}: {v.change:+.1%} is past the threshold {limit:g}% but "
+                            f"inside the noise band {v.band:.1%} (spreads {v.s_now:.1%} now, "
+                            f"{v.s_base:.1%} in the baseline): this gate cannot decide")
     return failures, warnings
 
 
@@ -282,7 +274,7 @@ def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]
             if base is None:
                 line += f"{'(none)':>12}"
             else:
-                b = _figures(base)
+                b = {m: statistics.median(_base_rounds(base, m)) for m in ("rps", "p99")}
                 d_rps = (med_rps - b["rps"]) / b["rps"] if b["rps"] else 0.0
                 d_p99 = (med_p99 - b["p99"]) / b["p99"] if b["p99"] else 0.0
                 line += f"{b['rps']:>12,.0f}{d_rps:>+9.1%}{_ms(b['p99']):>10}{d_p99:>+9.1%}"

@@ -6,6 +6,7 @@ syntax, the arguments' checks and the command line."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from httpbench.capacity import parse_slo
 def test_the_slo_syntax():
     assert parse_slo("p99<5ms") == [("p99", 0.005)]
     assert parse_slo(" mean < 250us , p999<1.5s") == [("mean", 0.00025), ("p999", 1.5)]
+    assert parse_slo("p75<1ms,p95<2ms") == [("p75", 0.001), ("p95", 0.002)]
     for bad in ("", "p98<5ms", "p99>5ms", "p99<5", "p99<5min", "p99<0ms", "p99<-1ms",
                 "p99<5ms,", "p99<1e9s"):
         with pytest.raises(ValueError, match="slo"):
@@ -109,6 +111,40 @@ def test_a_first_stage_that_breaks_steps_down():
     assert 50 <= c.rate <= 84, c.report()
 
 
+def test_an_slo_that_never_holds_stops_at_the_lowest_rate():
+    """20 ms answers never make p99 < 1 ms: after the first stage breaks,
+    the lowest sensible rate (one request per connection per stage: 4
+    connections over 0.5 s, 8/s) runs and breaks, and the search stops
+    there, not after walking down stage by stage."""
+    with httpbench.Server() as srv:
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=400,
+                               stage_s=0.5, concurrency=4)
+        assert [s.target for s in c.steps] == [400, 8] and not any(s.held for s in c.steps)
+        assert (c.met, c.rate) == (False, 0.0)
+        assert "capacity: SLO not met even at 8.00 req/s (p99 " in c.report()
+        # A start below the lowest rate is the lowest.
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=2, stage_s=0.5,
+                               concurrency=4)
+        assert [s.target for s in c.steps] == [2] and not c.met
+        # concurrency defaults to 50, as the command line's: 50 per 1 s stage.
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=400, stage_s=1)
+        assert [s.target for s in c.steps] == [400, 50] and not c.met
+
+
+def test_the_achieved_rate_is_requests_over_the_stage():
+    """At low rates a stage's achieved rate is its requests over the stage's
+    length (requests over the time to the last answer read 2.17/s for a
+    target of 1.11/s, and 49/s for 1/s over 0.5 s)."""
+    with httpbench.Server() as srv:
+        c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<1s", start=1, stage_s=0.5,
+                               step=2, concurrency=1)
+    low = [s for s in c.steps if s.target <= 64]
+    assert [s.target for s in low] == [1, 2, 4, 8, 16, 32, 64]
+    for s in low:
+        assert s.requests == math.ceil(s.target * 0.5), s
+        assert s.achieved == pytest.approx(s.requests / 0.5), s
+
+
 def test_the_command_line(tmp_path):
     with httpbench.Server() as srv:
         run = subprocess.run([sys.executable, "-m", "httpbench", "capacity",
@@ -125,6 +161,18 @@ def test_the_command_line(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "http://x/", "-H",
                           "no colon"], capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert bad.returncode == 2 and "-H takes 'Name: value'" in bad.stderr
+    with httpbench.Server() as srv:
+        never = subprocess.run([sys.executable, "-m", "httpbench", "capacity",
+                                srv.url("/delay?ms=20"), "--slo", "p99<1ms", "--start", "400",
+                                "--stage", "0.5", "-c", "4"],
+                               capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert never.returncode == 1, never.stdout + never.stderr
+    assert "SLO not met even at 8.00 req/s" in never.stdout
+    helptext = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "--help"],
+                              capture_output=True, text=True, timeout=30, cwd=tmp_path).stdout
+    for said in ("the server and path to load", "a header added to every request",
+                 "default 50", "p95"):
+        assert said in " ".join(helptext.split()), said
 
 
 def test_plot():

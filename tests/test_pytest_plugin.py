@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from types import SimpleNamespace
 
 import pytest
 
+from httpbench import noise
 from httpbench.pytest_plugin import Rounds, gate, table
 
 pytest_plugins = ["pytester"]
@@ -198,20 +201,63 @@ def test_the_gate_fails_a_steady_regression_on_the_median():
                               [("rps", 20.0)], "base")
     assert warnings == []
     assert failures == ["httpbench: rps regressed 50.0% against baseline 'base' (200 -> 100, "
-                        "medians of 5 rounds; allowed 20%)"]
+                        "medians of 5 rounds; allowed 20%, noise band 1.4%)"]
     failures, _ = gate(rounds_of([190, 200, 210]), saved(200, 0.001), [("rps", 20.0)], "base")
     assert failures == []
 
 
-def test_the_gate_says_it_cannot_decide_when_the_noise_is_above_the_threshold():
-    failures, warnings = gate(rounds_of([50, 150, 100, 60, 140]), saved(200, 0.001),
-                              [("rps", 20.0)], "base")
-    assert failures == []
-    assert warnings == ["rps: noise 45% > threshold 20%: this gate cannot decide"]
+def saved_rounds(rps: list[float], p99: list[float] | None = None) -> dict:
+    p99 = p99 or [0.001] * len(rps)
+    return {**saved(statistics.median(rps), statistics.median(p99)),
+            "rps": statistics.median(rps),
+            "rounds": [{"rps": x, "p50": y / 2, "p99": y} for x, y in zip(rps, p99, strict=True)]}
+
+
+def test_a_change_well_outside_the_noise_fails_though_the_noise_is_above_the_threshold():
+    """The case that passed: -39% at a 10% threshold with 17% noise now. The
+    band is 2 x sqrt(s_now^2 + s_base^2) = 2 x sqrt(0.17^2 + 0.02^2) = 34%:
+    39% is outside it, so the gate decides, and fails."""
+    now = [100 * (1 + d) for d in (-0.2, -0.1, 0.0, 0.1, 0.25)]
+    base = [164 * (1 + d) for d in (-0.02, 0.0, 0.0, 0.03, -0.01)]
+    rounds = rounds_of(now)
+    assert 0.16 < rounds.spread("rps") < 0.18
+    failures, warnings = gate(rounds, saved_rounds(base), [("rps", 10.0)], "base")
+    assert warnings == [] and len(failures) == 1
+    assert failures[0].startswith("httpbench: rps regressed 39.0% against baseline 'base'")
+    v = noise.decide("rps", now, base, 10)
+    assert v.fails and not v.undecided
+    assert v.band == pytest.approx(2 * math.hypot(v.s_now, v.s_base))
+
+
+def test_the_gate_cannot_decide_inside_the_noise_band_and_passes():
+    """Unchanged code read +27% at a 25% threshold: with both sides' spreads
+    near 10.6% the band is 2 x sqrt(0.106^2 + 0.106^2) = 30%, so the gate
+    says it cannot decide rather than fail."""
+    now = [100 * (1 + d) for d in (-0.14, -0.05, 0.0, 0.06, 0.14)]
+    base = [137 * (1 + d) for d in (-0.14, -0.05, 0.0, 0.06, 0.14)]
+    failures, warnings = gate(rounds_of(now), saved_rounds(base), [("rps", 25.0)], "base")
+    assert failures == [] and len(warnings) == 1
+    assert re.fullmatch(r"rps: \+27\.0% is past the threshold 25% but inside the noise band "
+                        r"30\.\d% \(spreads 10\.\d% now, 10\.\d% in the baseline\): this gate "
+                        r"cannot decide", warnings[0]), warnings[0]
+    # Within the threshold: nothing to say, whatever the noise.
+    assert gate(rounds_of(now), saved_rounds(base), [("rps", 30.0)], "base") == ([], [])
+    # Latencies: a rise is the regression.
     failures, warnings = gate(rounds_of([100] * 5, [0.001, 0.003, 0.002, 0.001, 0.003]),
                               saved(100, 0.001), [("p99", 10.0)], "base")
-    assert failures == [] and warnings == ["p99: noise 50% > threshold 10%: this gate cannot "
-                                           "decide"]
+    assert failures == [] and len(warnings) == 1 and warnings[0].startswith("p99: +100.0%")
+    failures, _ = gate(rounds_of([100] * 5, [0.002] * 5), saved(100, 0.001),
+                       [("p99", 10.0)], "base")
+    assert failures and failures[0].startswith("httpbench: p99 regressed 100.0%")
+
+
+def test_the_noise_rule_checks_its_arguments():
+    with pytest.raises(ValueError, match="at least one round"):
+        noise.decide("rps", [], [1.0], 10)
+    for bad in (-1, float("nan"), float("inf"), True):
+        with pytest.raises(ValueError, match="threshold"):
+            noise.decide("rps", [1.0], [1.0], bad)
+    assert not noise.decide("rps", [120.0], [100.0], 10).fails  # faster is no regression
 
 
 def test_the_table_shows_median_min_max_spread_and_the_change():
