@@ -11,12 +11,17 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+if not sys.platform.startswith("linux"):
+    sys.exit(f"httpbench runs on Linux only: its C core is built on epoll, splice(2) and "
+             f"timerfd, which {sys.platform} does not have.")
 
 
 def version() -> str:

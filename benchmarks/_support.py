@@ -1,6 +1,6 @@
 """Helpers the benchmark scripts share: pinning, the floor, nginx.
 
-See ../shared/bench/README.md: one connection pins client and server to the
+See benchmarks/README.md: one connection pins client and server to the
 same CPU; ratios between programs measured in the same run are what count.
 """
 

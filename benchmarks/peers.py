@@ -2,7 +2,7 @@
 
     python benchmarks/peers.py [--requests N] [--rounds R]
 
-As ../shared/bench/README.md says:
+As benchmarks/README.md says:
 - one connection, client and server on the same CPU: req/s as a fraction of
   ../shared/bench/floor.c;
 - 50 connections, client on CPU 0, server on CPU 1: req/s, and the client's

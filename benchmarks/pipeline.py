@@ -5,7 +5,7 @@ at depths 1, 4 and 16, in one run.
 
 nginx (one worker, access_log off, keepalive_requests high enough that no
 connection closes) and the embedded server, each serving GET /rnd?c=2048;
-50 connections, client on CPU 0, server on CPU 1 (../shared/bench/README.md).
+50 connections, client on CPU 0, server on CPU 1 (benchmarks/README.md).
 Each figure is the median of R interleaved rounds: req/s and the client's
 CPU per request (httpbench: its loop threads'; wrk: user + system from
 wait4). wrk's pipeline script is the one its repository ships (a depth of

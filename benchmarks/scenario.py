@@ -5,7 +5,7 @@ with 1,000 variants each against one URL, at 50 connections, in one run.
 
 nginx (one worker, access_log off) and the embedded server, each serving
 2 KiB bodies; 50 connections, client on CPU 0 with one loop thread, server
-on CPU 1 (../shared/bench/README.md). The scenario's requests are GETs of
+on CPU 1 (benchmarks/README.md). The scenario's requests are GETs of
 /rnd?c=2048&v=I (weights 8, 4 and 1, their variants cycled), so the server
 does the same work either way and the difference is the client's: picking
 a request by weight, cycling its variant, keeping its figures apart. Each

@@ -6,7 +6,7 @@ nginx (one worker, access_log off) listening on a port and on a Unix socket
 at once, and the embedded server (a port, then a Unix socket), each serving
 GET /rnd?c=2048; httpbench's loop against each way in, in interleaved
 rounds:
-- one connection, client and server on CPU 1 (../shared/bench/README.md);
+- one connection, client and server on CPU 1 (benchmarks/README.md);
 - 50 connections, client on CPU 0, server on CPU 1: req/s, and the loop
   threads' CPU per request.
 Each figure is the median of the rounds; the ratio unix/tcp is the median

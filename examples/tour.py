@@ -1,20 +1,30 @@
-"""The notebook's tour as a plain script: a run, its plots, the clients side by side.
+"""The notebook's tour as a plain script: a run, a scenario, the plots, the
+clients side by side.
 
-    python examples/tour.py [OUTDIR]      # PNGs go to OUTDIR (default: the current directory)
+    python examples/tour.py [OUTDIR]   # PNGs go to OUTDIR (default: a new temporary folder)
+
+It prints where the pictures went.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import httpbench
+from httpbench import Request, Scenario
 
 
 def main(outdir: Path) -> None:
     with httpbench.Server() as srv:
         r = httpbench.run(srv.url("/rnd?c=2048"), duration=3, concurrency=8)
         print(r)
+        mix = Scenario([Request("GET", "/rnd?c=2048", name="read", weight=4),
+                        Request("POST", "/echo", body=b"x" * 2048, name="write",
+                                expect_body=b"xxxx")])
+        s = httpbench.run(srv.url("/"), scenario=mix, duration=2, concurrency=8)
+        print(s)
         cmp = httpbench.compare(requests=2_000, duration=1)
         print(cmp.table())
     try:
@@ -23,6 +33,7 @@ def main(outdir: Path) -> None:
         print("(pip install 'httpbench[plot]' for the pictures)")
         return
     matplotlib.use("Agg")
+    outdir.mkdir(parents=True, exist_ok=True)
     for kind in ("percentiles", "histogram", "timeline"):
         ax = r.plot(kind)
         ax.figure.savefig(outdir / f"run-{kind}.png")
@@ -31,4 +42,4 @@ def main(outdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd())
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="httpbench-")))

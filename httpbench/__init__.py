@@ -6,6 +6,21 @@
 """
 
 from ._version import __version__
+
+try:
+    # First, so that a core not built reads as what to do.
+    from ._core import Connection, Histogram, Response
+except ModuleNotFoundError as e:
+    if e.name != f"{__name__}._core":
+        raise
+    import os as _os
+
+    raise ImportError(
+        f"httpbench's C core (httpbench._core) is not built in {_os.path.dirname(__file__)}. "
+        "That is the source tree, and it shadows any installed httpbench when Python runs "
+        "from the folder above it (the clone's root). Run from another directory, or build "
+        "the core in place with `pip install -e .` in the clone."
+    ) from None
 from .exceptions import (
     ConnectError,
     HttpbenchError,
@@ -14,7 +29,6 @@ from .exceptions import (
     Timeout,
     TLSError,
 )
-from ._core import Connection, Histogram, Response
 from .agents import available_agents
 from .capacity import CapacityResult, CapacityStep, capacity
 from .compare import Comparison, compare

@@ -187,7 +187,9 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", metavar="FILE.py",
                    help="run the httpbench.Scenario that FILE.py names `scenario` (as a "
                         "locustfile); the URL (or the file's `url`) gives the server")
-    p.add_argument("-n", dest="requests", type=int, help="requests to perform")
+    p.add_argument("-n", dest="requests", type=int,
+                   help="requests to perform (with neither -n nor a time limit the run lasts "
+                        "10 s, as wrk's; ab's default of one request measures nothing)")
     p.add_argument("-c", dest="concurrency", type=int,
                    help="requests at a time: connections (default 1, as in ab)")
     p.add_argument("-t", dest="t_text", metavar="TIME",
@@ -786,11 +788,22 @@ def capacity_main(argv: Sequence[str]) -> int:
     return 0 if c.met else 1
 
 
+def _as_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    # SIGTERM (timeout(1), a service manager) and SIGHUP (a closed terminal)
+    # end a run as Ctrl-C does: what was measured is printed and written,
+    # and the status is a stopped run's (1). serve installs its own.
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.getsignal(sig) for sig in stops}
     try:
         if args and args[0] == "serve":
             return serve(args[1:])
+        for sig in stops:
+            signal.signal(sig, _as_interrupt)
         if args and args[0] == "capacity":
             return capacity_main(args[1:])
         if args and args[0] == "compare":
@@ -801,3 +814,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # traceback, the shell's status for SIGINT.
         print("httpbench: interrupted", file=sys.stderr)
         return 130
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: set from C, not ours to restore
+                signal.signal(sig, handler)

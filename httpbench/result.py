@@ -14,7 +14,7 @@ from ._core import Histogram
 from ._version import __version__
 
 __all__ = ["Latency", "Result", "Second", "WorkerPart", "FAILURE_CLASSES", "PERCENTILES",
-           "SCHEMA"]
+           "SCHEMA", "OLDEST_SCHEMA"]
 
 FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls", "check",
                    "worker")
@@ -23,8 +23,12 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy;
 # 5 stages and concurrency_stages (load shapes); 6 the check failure class
 # and a scenario's by_name (each request's figures, in this same layout); 7
-# a run over a cluster's workers (workers, not_run, the worker class).
-SCHEMA = 7
+# a run over a cluster's workers (workers, not_run, the worker class); 8
+# time_taken under a rate or a shape is the schedule's length at least, and
+# non_2xx counts complete responses only (one failing a check is failed).
+SCHEMA = 8
+# The oldest layout from_dict reads (1 had no `schema` and other names).
+OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)
 
@@ -294,6 +298,14 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Result:
+        """A Result from to_dict()'s layout, of any schema from OLDEST_SCHEMA
+        to SCHEMA (what a later schema added takes its default); ValueError
+        for another schema."""
+        schema = d.get("schema", SCHEMA)
+        if isinstance(schema, bool) or not isinstance(schema, int) or \
+                not OLDEST_SCHEMA <= schema <= SCHEMA:
+            raise ValueError(f"a result of schema {schema!r}: this httpbench reads schemas "
+                             f"{OLDEST_SCHEMA} to {SCHEMA}")
         fields = {name: d[name] if name in d else _ADDED[name] for name in _PLAIN}
         fields.update({name: d[name] for name in _ABOUT if name in d})
         fields["timeline"] = d.get("timeline", [])

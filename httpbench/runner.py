@@ -21,7 +21,8 @@ from .scenario import Scenario, describe, loop_form
 __all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header",
            "host_field", "tls_context"]
 
-DEFAULT_REQUESTS = 200_000
+# With neither requests nor a duration a run lasts this long (wrk's default).
+DEFAULT_DURATION = 10.0
 USER_AGENT = f"httpbench/{_core.__version__}"
 # Methods a client may send again unasked (RFC 9110 section 9.2.2).
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
@@ -316,9 +317,9 @@ def run(
 ) -> Result:
     """Runs a load against url and returns what it measured.
 
-    requests=N issues exactly N requests (200,000 unless a duration is
-    given); duration=S runs for S seconds (with requests too: whichever ends
-    first). concurrency keep-alive connections (1 unless given, as in ab)
+    requests=N issues exactly N requests; duration=S runs for S seconds
+    (with requests too: whichever ends first); with neither, the run lasts
+    10 seconds, as wrk's does. concurrency keep-alive connections (1 unless given, as in ab)
     share `threads` OS threads (the CPUs this process may run on, capped by
     concurrency). rate=R runs open-loop at R requests a second over the
     whole run, spread evenly from the first request; latency is counted
@@ -433,7 +434,7 @@ def run(
         duration = sum(secs for secs, _ in vus)
         concurrency = max(1, math.floor(max(v for _, v in vus) + 1e-9))
     if requests is None and duration is None:
-        requests = DEFAULT_REQUESTS
+        duration = DEFAULT_DURATION
     if requests is not None:
         requests = _check.count("requests", requests)
     if duration is not None:
@@ -598,7 +599,7 @@ def _on_cluster(url: str, cluster: Any, workers: int | None, given: dict[str, An
     split_url(url)
     if given["requests"] is None and given["duration"] is None and \
             given["stages"] is None and given["concurrency_stages"] is None:
-        given["requests"] = DEFAULT_REQUESTS
+        given["duration"] = DEFAULT_DURATION
     if given["requests"] is not None:
         given["requests"] = _check.count("requests", given["requests"])
     if given["duration"] is not None:

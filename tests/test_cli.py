@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,3 +144,61 @@ def test_ctrl_c_reports_what_completed(tmp_path):
     assert "Interrupted:" in out
     m = re.search(r"Complete requests:\s+(\d+)", out)
     assert m and int(m.group(1)) > 100
+
+
+def wait_for_requests(srv: httpbench.Server, n: int, proc: subprocess.Popen) -> None:
+    """Until the run's requests reach the server (a start can be slow under
+    one CPU), or the run ended by itself."""
+    deadline = time.monotonic() + 20
+    while srv.stats()["requests"] < n and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does(tmp_path, sig):
+    """timeout(1) sends SIGTERM: the partial result is printed and written
+    to --json, -e and --hgrm, and the status is 1, as after Ctrl-C (it
+    printed nothing, status 124)."""
+    with httpbench.Server() as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-d", "30s", "-c", "2",
+                                 "--json", "r.json", "-e", "r.csv", "--hgrm", "r.hgrm",
+                                 srv.url("/rnd?c=100")], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        wait_for_requests(srv, 200, proc)
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - t0 < 3
+    assert proc.returncode == 1, (out, err)
+    assert "Interrupted:" in out and "Traceback" not in err
+    complete = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
+    d = httpbench.Result.from_json((tmp_path / "r.json").read_text())
+    assert d.interrupted and d.complete == complete >= 200
+    assert (tmp_path / "r.csv").read_text().startswith("Percentage served,")
+    assert "Total count" in (tmp_path / "r.hgrm").read_text()
+
+
+def test_timeout_1_gets_the_partial_result(tmp_path):
+    if shutil.which("timeout") is None:
+        pytest.skip("coreutils' timeout is not installed")
+    with httpbench.Server() as srv:
+        # timeout(1)'s own status is 124 whatever the child's, unless told
+        # to preserve it.
+        for flags, status in (([], 124), (["--preserve-status"], 1)):
+            done = subprocess.run(["timeout", *flags, "2", sys.executable, "-m", "httpbench",
+                                   "-q", "-d", "10s", srv.url("/rnd?c=10")],
+                                  capture_output=True, text=True, cwd=tmp_path, timeout=30)
+            assert done.returncode == status, done
+            assert "Complete requests:" in done.stdout and "Interrupted:" in done.stdout, done
+
+
+def test_with_neither_a_count_nor_a_duration_a_run_lasts_10_seconds(tmp_path):
+    """wrk's default; 200,000 requests took 8 s at -c 1 and --help did not
+    say so. The help and run()'s docstring say it now."""
+    with httpbench.Server() as srv:
+        done = run("-q", srv.url("/rnd?c=10"), cwd=tmp_path)
+    taken = float(re.search(r"Time taken for tests:\s+([\d.]+)", done.stdout).group(1))
+    assert done.returncode == 0 and 10.0 <= taken < 11.5, done.stdout
+    helptext = " ".join(run("--help", cwd=tmp_path).stdout.split())
+    assert "the run lasts 10 s" in helptext
+    assert "10 seconds" in " ".join(httpbench.run.__doc__.split())

@@ -3,6 +3,7 @@ with outputs) and the script run."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ def test_notebook_executes(tmp_path):
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any("httpbench-result" in h for h in html)       # the run's summary
     assert any("x fastest" in h for h in html)              # the comparison
+    assert any("Aggregated" in h for h in html)             # the scenario's table
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 3                                  # percentiles, timeline, clients
 
@@ -44,6 +46,26 @@ def test_tour_script(tmp_path):
     assert "Requests per second:" in run.stdout and "x fastest" in run.stdout
     for name in ("run-percentiles", "run-histogram", "run-timeline", "clients"):
         assert (tmp_path / f"{name}.png").stat().st_size > 5000
+    assert "Requests by name" in run.stdout  # the scenario's table
+
+
+def test_tour_script_writes_no_pictures_into_the_current_directory(tmp_path):
+    """With no OUTDIR the PNGs go to a new temporary folder, named on the
+    last line, not into wherever the user stood."""
+    pytest.importorskip("matplotlib")
+    here = tmp_path / "here"
+    here.mkdir()
+    run = subprocess.run([sys.executable, str(EXAMPLES / "tour.py")], capture_output=True,
+                         text=True, timeout=300, cwd=here)
+    assert run.returncode == 0, run.stderr
+    assert list(here.iterdir()) == []
+    where = Path(run.stdout.strip().splitlines()[-1].removeprefix("plots written to "))
+    try:
+        assert where.is_dir() and where != here
+        assert sorted(p.name for p in where.glob("*.png")) == [
+            "clients.png", "run-histogram.png", "run-percentiles.png", "run-timeline.png"]
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def test_fetch_script(tmp_path):

@@ -169,8 +169,9 @@ def test_help_names_compare_serve_and_the_habits(tmp_path):
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
     r = httpbench.run(server.url("/rnd?c=10"), duration=1.2, concurrency=2, progress=False)
     d = json.loads(r.to_json())
-    assert d["schema"] == 7  # 3: the tls class and tls_* figures; 4 unix_socket; 5 stages;
-    # 6 the check class and a scenario's by_name; 7 workers and not_run (a cluster)
+    # 3: the tls class and tls_* figures; 4 unix_socket; 5 stages; 6 the check
+    # class and by_name; 7 workers and not_run; 8 time_taken and non_2xx anew
+    assert d["schema"] == httpbench.result.SCHEMA
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", d["start_time"])
     sec = d["timeline"][0]
     assert set(sec) == {"t", "complete", "failed", "rps", "p50", "p99"} and sec["t"] == 0
@@ -195,6 +196,37 @@ def test_json_saved_by_the_previous_layout_still_loads(server):
     assert back.timeline[0].p50 is None
     assert back.failures["tls"] == 0 and back.tls_handshake.count == 0
     assert "Failed requests:        0" in back.report() and "SSL/TLS" not in back.report()
+
+
+# What each schema added, so a file of schema k lacks what came after it.
+ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_handshakes",
+                "tls_resumed_handshakes", "tls_handshake"),
+            4: ("unix_socket", "pipeline", "proxy"), 5: ("stages", "concurrency_stages"),
+            6: (), 7: ("not_run",), 8: ()}
+
+
+@pytest.mark.parametrize("schema", range(httpbench.result.OLDEST_SCHEMA,
+                                         httpbench.result.SCHEMA + 1))
+def test_every_schema_from_2_to_the_current_one_reads_back(server, schema):
+    r = httpbench.run(server.url("/rnd?c=10"), requests=50, progress=False)
+    d = r.to_dict()
+    d["schema"] = schema
+    for later in range(schema + 1, httpbench.result.SCHEMA + 1):
+        for name in ADDED_BY.get(later, ()):
+            d.pop(name, None)
+    back = httpbench.Result.from_dict(d)
+    assert (back.complete, back.issued, back.body_bytes) == (50, 50, 500)
+    assert back.latency.count == 50 and back.report().startswith("Server Software:")
+    if schema < 3:
+        assert back.tls_handshake.count == 0 and back.tls_protocol == ""
+
+
+@pytest.mark.parametrize("schema", [1, 0, httpbench.result.SCHEMA + 1, "8", None, True])
+def test_a_schema_this_version_cannot_read_is_refused_by_name(server, schema):
+    d = httpbench.run(server.url("/rnd?c=10"), requests=1, progress=False).to_dict()
+    d["schema"] = schema
+    with pytest.raises(ValueError, match=f"schema {schema!r}: this httpbench reads schemas 2 to"):
+        httpbench.Result.from_dict(d)
 
 
 def test_hgrm_is_hdrhistograms_percentile_distribution(tmp_path, server):

@@ -1,5 +1,6 @@
 """The package as a user installs and imports it."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,70 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path):
     needed = set(tracked) or {"tests/conftest.py", "benchmarks/_support.py"}
     needed |= {"LICENSE", "README.md", "setup.py", "pyproject.toml", "csrc/module.c"}
     assert needed <= names, sorted(needed - names)
+
+
+def test_the_sdist_builds_with_an_spdx_licence_and_no_deprecation(tmp_path):
+    """A licence given as a TOML table is deprecated, and setuptools stops
+    building such a project on 2027-02-18: the SPDX expression instead."""
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    pytest.importorskip("build")
+    out = subprocess.run([sys.executable, "-m", "build", "--sdist", "-o", str(tmp_path), str(ROOT)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    said = (out.stdout + out.stderr).lower()
+    assert "deprecat" not in said and "license" in said
+    (sdist,) = tmp_path.glob("httpbench-*.tar.gz")
+    import tarfile
+
+    with tarfile.open(sdist) as tar:
+        info = tar.extractfile(f"{sdist.name[:-len('.tar.gz')]}/PKG-INFO").read().decode()
+    assert "License-Expression: Apache-2.0" in info and "License-File: LICENSE" in info
+
+
+def source_copy(tmp_path: Path) -> Path:
+    """The source tree as a clone has it: no core built in it."""
+    copy = tmp_path / "clone"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+        "*.so", "build", "*.egg-info", "__pycache__", ".git", "site", ".httpbench"))
+    return copy
+
+
+def test_importing_the_source_tree_without_a_core_says_what_to_do(tmp_path):
+    """In the clone's root the source folder shadows the installed package:
+    an ImportError saying what happened and what to do, not a bare
+    ModuleNotFoundError for httpbench._core. (-S: no site-packages, so no
+    installed or editable httpbench can answer instead.)"""
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    copy = source_copy(tmp_path)
+    out = subprocess.run([sys.executable, "-S", "-c", "import httpbench"], cwd=copy,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: httpbench's C core (httpbench._core) is not built in "
+                           f"{copy / 'httpbench'}"), out.stderr
+    assert "Run from another directory" in last and "pip install -e ." in last
+    assert "ModuleNotFoundError" not in out.stderr
+
+
+def test_pip_install_editable_then_works_from_the_clones_root(tmp_path):
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    copy = source_copy(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-e", "."],
+                         cwd=copy, capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
+    code = ("import httpbench\n"
+            "with httpbench.Server() as s:\n"
+            "    r = httpbench.run(s.url('/rnd?c=10'), requests=100, progress=False)\n"
+            "print(httpbench.__file__, r.complete)")
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=copy,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(copy / "httpbench" / "__init__.py"), "100"]
 
 
 def test_license_is_apache_2():

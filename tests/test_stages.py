@@ -53,7 +53,7 @@ def test_the_counts_are_the_shapes_integral(srv):
     assert "Load shape:             2 s to 400/s, 1 s at 400/s, 1 s to 0/s" in r.report()
     assert "corrected" in r.report()  # latency from each intended start, as under a rate
     again = Result.from_json(r.to_json())
-    assert again.stages == r.stages and json.loads(r.to_json())["schema"] == 7
+    assert again.stages == r.stages and json.loads(r.to_json())["schema"] == httpbench.result.SCHEMA
 
 
 def test_a_stage_at_0_holds_no_request(srv):
