@@ -2,7 +2,7 @@
 
     python benchmarks/server.py [--duration S] [--connections C] [--rounds R]
 
-Pinned as ../shared/bench/README.md says for many connections: the load
+Pinned as benchmarks/README.md says for many connections: the load
 generator on CPU 0, the server on CPU 1. Prints req/s for /rnd?c=2048 and for
 a static file, for httpbench.Server in epoll and threads modes (static files
 with zero_copy on and off) and for nginx (one worker, access_log off,

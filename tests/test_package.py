@@ -4,6 +4,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -161,3 +162,21 @@ def test_pip_install_editable_then_works_from_the_clones_root(tmp_path):
 def test_license_is_apache_2():
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+def test_the_readme_tells_a_newcomer_what_they_meet():
+    """What a first reader tripped on: a pointer out of the repository,
+    "the seed" unexplained, no word of Linux, and wrk/wrk2/hey examples at
+    `/`, which the embedded server answers with 404."""
+    if not (ROOT / "README.md").exists():
+        pytest.skip("not in a source tree")
+    text = (ROOT / "README.md").read_text()
+    assert "../shared" not in text
+    assert "Linux only" in text and "2010 HttpComponents benchmark" in text
+    import re
+
+    for line in text.splitlines():
+        m = re.match(r"httpbench .*(http://127\.0\.0\.1:8080/\S*)\s+# (wrk2?|hey)$", line)
+        if m:
+            assert urlsplit(m.group(1)).path not in ("", "/"), line
+    assert (ROOT / "benchmarks" / "README.md").exists()
