@@ -114,24 +114,28 @@ class CapacityResult:
         return self.report()
 
     def plot(self, ax: Any = None) -> Any:
-        """Achieved throughput against p99 and p50 latency, each stage a
-        point, the held ones apart from the broken (matplotlib)."""
+        """p99 and p50 latency against the rate asked for, the stages in
+        order of rate (not in the order the bisection ran them), held ones
+        as dots and broken ones as crosses, with the SLO's bounds and the
+        capacity found (matplotlib)."""
         plt = _pyplot()
         if ax is None:
             _, ax = plt.subplots()
-        steps = sorted(self.steps, key=lambda s: s.achieved)
-        ax.plot([s.achieved for s in steps], [s.p99 * 1e3 for s in steps], "-", color="C0",
-                label="p99")
-        ax.plot([s.achieved for s in steps], [s.p50 * 1e3 for s in steps], "-", color="C1",
-                label="p50")
+        steps = sorted(self.steps, key=lambda s: s.target)
+        xs = [s.target for s in steps]
+        ax.plot(xs, [s.p99 * 1e3 for s in steps], "-", color="C0", label="p99")
+        ax.plot(xs, [s.p50 * 1e3 for s in steps], "-", color="C1", label="p50")
         for s in steps:
-            ax.plot(s.achieved, s.p99 * 1e3, "o" if s.held else "x", color="C0")
+            ax.plot(s.target, s.p99 * 1e3, "o" if s.held else "x", color="C0")
+        for k, (stat, limit) in enumerate(parse_slo(self.slo)):
+            ax.axhline(limit * 1e3, color=f"C{k + 3}", linestyle="--",
+                       label=f"SLO {stat} < {limit * 1e3:g} ms")
         if self.rate > 0:
             ax.axvline(self.rate, color="grey", linestyle=":", label=f"capacity {self.rate:,.0f}/s")
-        ax.set_xlabel("requests per second")
+        ax.set_xlabel("requests per second asked for (the stage's rate)")
         ax.set_ylabel("latency (ms)")
         ax.set_title(f"Capacity within {self.slo}")
-        ax.legend()
+        ax.legend(fontsize=8)
         return ax
 
 

@@ -80,7 +80,10 @@ class Comparison:
 
     def report(self, reports: bool = True) -> str:
         """The side-by-side table and notes, after each agent's ab report
-        when `reports` (the command line leaves them out unless asked)."""
+        when `reports` (the command line leaves them out unless asked), as
+        text: print() it, as a bare value at a REPL shows it quoted with
+        its newlines escaped. print(cmp) prints report(); a notebook shows
+        the comparison as an HTML table by itself."""
         parts = []
         if reports:
             for (agent, scenario), r in self.results.items():
@@ -121,10 +124,12 @@ class Comparison:
     def plot(self, ax: Any = None) -> Any:
         """Bars of req/s per agent and scenario on a log scale (on a linear
         one the Python clients would vanish beside the C loop), each
-        labelled with its ratio to the fastest; p99 as points on a second
-        axis. Returns the Axes (matplotlib is imported only here)."""
+        labelled at its foot with its ratio to the fastest; p99 as points
+        over each bar on a second axis, in us, ms or s as fits, held above
+        the labels. Returns the Axes (matplotlib is imported only here)."""
         try:
             import matplotlib.pyplot as plt
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
         except ImportError:
             raise ImportError("plot() needs matplotlib: pip install 'httpbench[plot]'") from None
         if ax is None:
@@ -132,23 +137,39 @@ class Comparison:
         agents = list(dict.fromkeys(a for a, _ in self.results))
         width = 0.8 / max(1, len(self.scenarios))
         p99 = ax.twinx()
+        # x in data, y as a fraction of the axes: the labels' band at the foot.
+        foot = ax.get_xaxis_transform()
+        lats: list[float] = []
         for i, scenario in enumerate(self.scenarios):
             xs = [j + i * width for j in range(len(agents))]
             rps = [self.results[a, scenario].rps if (a, scenario) in self.results else 0.0
                    for a in agents]
             lat = [self.results[a, scenario].latency.p99 * 1e3 if (a, scenario) in self.results
                    else float("nan") for a in agents]
-            bars = ax.bar(xs, rps, width, label=f"{scenario} req/s")
+            lats += [v for v in lat if v > 0]
+            ax.bar(xs, rps, width, label=f"{scenario} req/s")
             best = max(rps, default=0.0)
-            ax.bar_label(bars, labels=[f"{v / best:.2f}x" if best and v else "" for v in rps],
-                         fontsize=8, padding=2)
-            p99.plot(xs, lat, "o", color="black" if i == 0 else "grey", label=f"{scenario} p99")
+            for x, v in zip(xs, rps, strict=True):
+                if best and v:
+                    ax.text(x, 0.02, f"{v / best:.2f}x", transform=foot, ha="center",
+                            va="bottom", fontsize=8)
+            p99.plot(xs, lat, "o", markersize=5, markeredgecolor="white",
+                     color="black" if i == 0 else "grey", label=f"{scenario} p99")
         ax.set_xticks([j + width * (len(self.scenarios) - 1) / 2 for j in range(len(agents))])
         ax.set_xticklabels(agents, rotation=20)
         ax.set_yscale("log")
         ax.set_ylabel("requests per second (log scale)")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _count_label(v)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         p99.set_yscale("log")
-        p99.set_ylabel("p99 latency (ms, log scale)")
+        if lats:
+            # A third of the lowest below it: no point reaches the labels' band.
+            p99.set_ylim(min(lats) / 3, max(lats) * 3)
+        p99.set_ylabel("p99 latency (log scale)")
+        p99.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        p99.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _latency_label(v)))
+        p99.yaxis.set_minor_formatter(NullFormatter())
         # One legend, below the axes, where it hides no bar and no point.
         bars, bar_labels = ax.get_legend_handles_labels()
         dots, dot_labels = p99.get_legend_handles_labels()
@@ -279,3 +300,20 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
         if restore is not None:
             os.sched_setaffinity(0, restore)
     return Comparison(results, notes, runnable, scenario_list)
+
+
+def _count_label(n: float) -> str:
+    """An axis tick of a count: 600, 6k, 1.5M."""
+    for scale, unit in ((1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:g}{unit}"
+    return f"{n:g}"
+
+
+def _latency_label(ms: float) -> str:
+    """An axis tick of milliseconds as a person reads it: 600 us, 1.5 ms, 2 s."""
+    if ms >= 1000:
+        return f"{ms / 1000:g} s"
+    if ms >= 1:
+        return f"{ms:g} ms"
+    return f"{ms * 1000:g} us"

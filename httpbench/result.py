@@ -687,30 +687,57 @@ def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
     ax.set_ylabel("requests")
 
 
+def _shape_points(r: Result) -> tuple[list[float], list[float]]:
+    """The target rate over the run, as (instants, rates) of its corners: a
+    shape's stages ramp linearly from the level before (0 at the start); a
+    constant rate is flat. Empty for a closed loop."""
+    if r.stages:
+        xs, ys, t = [0.0], [0.0], 0.0
+        for seconds, rate in r.stages:
+            t += seconds
+            xs.append(t)
+            ys.append(rate)
+        return xs, ys
+    if r.rate:
+        return [0.0, r.time_taken], [r.rate, r.rate]
+    return [], []
+
+
 def _plot_timeline(r: Result, ax: Any) -> None:
     if not r.timeline:
         raise ValueError("this result has no timeline: only httpbench's own loop records one")
-    # Each second drawn as what happened in it: a last, partial second shows
-    # the requests of its part, not a rate scaled up from them.
-    secs = [x.t for x in r.timeline]
-    ax.plot(secs, [x.complete for x in r.timeline], marker="o", label="requests completed")
-    last = r.timeline[-1]
+    # Each second is drawn at its middle as what completed in it. A last,
+    # partial second is left out of the rate line (its requests stay in the
+    # totals): drawn as a second it would read as a collapse.
+    seconds = list(r.timeline)
+    last = seconds[-1]
     part = r.time_taken - last.t
-    if 0 < part < 0.999:
-        ax.annotate(f"partial: {part:.2f} s", (last.t, last.complete), textcoords="offset points",
-                    xytext=(-10, 8), ha="right", fontsize=8)
+    note = ""
+    if 0 < part < 0.999 and len(seconds) > 1:
+        seconds.pop()
+        note = f" (the last {part:.2g} s, {last.complete:,} requests, left out: partial)"
+    mids = [x.t + 0.5 for x in seconds]
+    ax.plot(mids, [x.complete for x in seconds], marker="o", label="requests completed")
+    failed = [x.failed for x in seconds]
+    if any(failed):
+        ax.plot(mids, failed, marker="x", color="C3", label="failed")
+    xs, ys = _shape_points(r)
+    if xs:
+        ax.plot(xs, ys, color="C2", linestyle="--", label="target rate")
     ax.set_ylim(bottom=0)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlabel("second of the run")
-    ax.set_ylabel("requests in that second")
+    ax.set_xlim(left=0)
+    ax.set_xlabel("seconds into the run" + note)
+    ax.set_ylabel("requests per second")
     p99 = ax.twinx()
-    p99.plot(secs, [(x.p99 or 0.0) * 1e3 for x in r.timeline], color="black", marker=".",
+    p99.plot(mids, [(x.p99 or 0.0) * 1e3 for x in seconds], color="black", marker=".",
              label="p99 (within 12.5%)")
     p99.set_ylim(bottom=0)
     p99.set_ylabel("p99 latency (ms)")
     lines = ax.get_legend_handles_labels()
     more = p99.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower right")
+    # Below the axes, where it hides no point.
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper center",
+              bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False, fontsize=8)
 
 
 # Borders and shading from the text colour, so the table reads in light and
@@ -730,7 +757,9 @@ _STYLE = (
 def _html(r: Result) -> str:
     e = html.escape
     state = ("interrupted" if r.interrupted else f"{r.failed:,} failed" if r.failed else
-             f"{r.cancelled:,} cancelled at the end" if r.cancelled else "every request completed")
+             f"{r.cancelled:,} cancelled at the end" if r.cancelled else
+             f"every request complete, but {r.non_2xx:,} non-2xx" if r.non_2xx else
+             "every request completed")
     key = [
         ("Requests per second", f"{r.rps:,.2f}"),
         ("Complete / issued", f"{r.complete:,} / {r.issued:,}"),

@@ -163,10 +163,15 @@ class _Reporter:
         done = complete + failed
         if self.bar is not None:
             now = time.monotonic()
-            t, n = self.last
-            self.last = (now, complete)
-            self.bar.set_postfix(rps=f"{(complete - n) / (now - t):,.0f}" if now > t else "-",
-                                 failed=failed, done=f"{done:,}", refresh=False)
+            if self.seconds is not None:
+                # The bar counts seconds: the rate and the count go beside it.
+                since = now - self.t0
+                self.bar.set_postfix_str(
+                    f"{done:,} done, {complete / since if since > 0 else 0:,.0f} req/s, "
+                    f"{failed:,} failed", refresh=False)
+            else:
+                # tqdm's own line has the count and the rate: failures alone.
+                self.bar.set_postfix_str(f"{failed:,} failed", refresh=False)
             if self.seconds is not None:
                 self.bar.n = round(min(now - self.t0, self.seconds), 1)
                 self.bar.refresh()

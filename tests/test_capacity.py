@@ -183,4 +183,25 @@ def test_plot():
     steps = [httpbench.CapacityStep(100, 100, 0.001, 0.002, 0, 100, True, ""),
              httpbench.CapacityStep(200, 150, 0.01, 0.05, 0, 300, False, "p99 50.00 ms")]
     ax = httpbench.CapacityResult(100.0, "p99<5ms", 0.001, steps, "http://x/").plot()
-    assert ax.get_xlabel() == "requests per second" and len(ax.lines) >= 4
+    assert ax.get_xlabel().startswith("requests per second") and len(ax.lines) >= 4
+
+
+def test_the_plot_draws_the_slo_and_the_steps_in_order_of_rate():
+    """A bisection runs its rates out of order (400, 800, 600, 500, ...):
+    drawn in that order the lines zigzag. In order of rate, with the SLO's
+    bounds drawn."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    order = [(400, True), (800, False), (600, False), (500, True), (550, False)]
+    steps = [httpbench.CapacityStep(t, t, 0.001, t / 1e5, 0, t, held, "" if held else "p99")
+             for t, held in order]
+    ax = httpbench.CapacityResult(500.0, "p99<5ms,mean<2ms", 0.001, steps, "http://x/").plot()
+    p99 = next(line for line in ax.lines if line.get_label() == "p99")
+    assert list(p99.get_xdata()) == [400, 500, 550, 600, 800]
+    labels = [line.get_label() for line in ax.lines]
+    assert "SLO p99 < 5 ms" in labels and "SLO mean < 2 ms" in labels
+    bound = next(line for line in ax.lines if line.get_label() == "SLO p99 < 5 ms")
+    assert list(bound.get_ydata()) == [5.0, 5.0]
+    matplotlib.pyplot.close("all")

@@ -150,6 +150,16 @@ def test_to_pandas_and_plot(tmp_path):
     ax.figure.savefig(tmp_path / "cmp.png")
     assert (tmp_path / "cmp.png").stat().st_size > 5000
     assert [t.get_text() for t in ax.get_xticklabels()] == ["httpbench", "http.client"]
+    # The p99 axis in units a person reads (it showed 6x10^-1), its points
+    # beside the bars, not on the ratio labels inside them.
+    from httpbench.compare import _latency_label
+
+    assert [_latency_label(v) for v in (0.6, 1.5, 2000)] == ["600 us", "1.5 ms", "2 s"]
+    p99 = ax.get_shared_x_axes().get_siblings(ax)
+    twin = next(a for a in ax.figure.axes if a is not ax)
+    ticks = [twin.yaxis.get_major_formatter()(v, 0) for v in twin.get_yticks()]
+    assert all(t.endswith(("us", "ms", " s")) for t in ticks), ticks
+    assert p99 and all(not t.get_text().startswith("$") for t in twin.get_yticklabels())
 
 
 def test_html_repr():

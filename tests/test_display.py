@@ -116,6 +116,11 @@ def test_tqdm_progress_on_a_terminal(monkeypatch):
         httpbench.run(srv.url("/delay?ms=5"), requests=150, concurrency=2, stream=stream)
     text = stream.getvalue()
     assert "150/150" in text and "req" in text
+    # The rate and the count once each on the bar's line (the rate was
+    # tqdm's and a postfix rps=, the count tqdm's and a postfix done=).
+    last = text.rstrip().split("\r")[-1]
+    assert last.count("req/s") == 1 and last.count("150") == 2, last  # 150/150
+    assert "rps=" not in text and "done=" not in text and "0 failed" in last
 
 
 def test_tqdm_shows_the_planned_seconds_of_a_duration_run():
@@ -131,7 +136,9 @@ def test_tqdm_shows_the_planned_seconds_of_a_duration_run():
     with httpbench.Server() as srv:
         httpbench.run(srv.url("/rnd?c=10"), duration=1.0, concurrency=2, stream=stream)
     text = stream.getvalue()
-    assert "1.0/1.0 s" in text and "done=" in text, text[-300:]
+    last = text.rstrip().split("\r")[-1]
+    assert "1.0/1.0 s" in last and " done, " in last, text[-300:]
+    assert last.count("req/s") == 1 and "rps=" not in text, last
 
 
 def test_import_of_httpbench_does_not_import_the_optional_libraries():
@@ -141,3 +148,33 @@ def test_import_of_httpbench_does_not_import_the_optional_libraries():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd="/").stdout.strip()
     assert out == "[]"
+
+
+def test_the_timeline_leaves_a_partial_last_second_out_and_draws_the_target():
+    """A last second of 8 requests in 0.0002 s drew as a collapse to zero;
+    a stages run drew no target. The partial second is left out of the rate
+    line (its requests stay in the totals), the x label says so, and the
+    target shape is drawn over the achieved rate."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/rnd?c=10"), stages=[(1.0, 200), (1.4, 200)],
+                          concurrency=2, progress=False)
+    assert len(r.timeline) == 3 and r.time_taken >= 2.4
+    ax = r.plot("timeline")
+    done = next(line for line in ax.lines if line.get_label() == "requests completed")
+    assert list(done.get_xdata()) == [0.5, 1.5]  # the third second, 0.4 s, left out
+    assert "left out: partial" in ax.get_xlabel()
+    target = next(line for line in ax.lines if line.get_label() == "target rate")
+    assert list(target.get_xdata()) == [0.0, 1.0, 2.4] and list(target.get_ydata()) == [
+        0.0, 200.0, 200.0]
+    assert sum(x.complete for x in r.timeline) == r.complete  # the totals keep them
+    matplotlib.pyplot.close("all")
+
+
+def test_the_html_summary_says_complete_but_non_2xx():
+    """It said "every request completed" over 366 responses of 503."""
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/status/503"), requests=12, progress=False)
+    assert r.ok and r.non_2xx == 12
+    assert "every request complete, but 12 non-2xx" in r._repr_html_()
