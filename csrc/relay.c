@@ -72,6 +72,7 @@ typedef struct hb_relay {
     int timed_out;   /* the upstream stalled (hb_relay_expired) */
     int dechunk;     /* an HTTP/1.0 client: a chunked body goes as its data only */
     int up_keep;     /* the upstream connection may carry another request */
+    int up_eof;      /* the upstream's end of stream was read while sending */
     int zero_copy;   /* bodies and tunnels by splice */
     hb_buf out;      /* to the upstream */
     hb_buf again;    /* the request, kept to send again when up was reused */
@@ -317,6 +318,34 @@ static int destination(const hb_sess_shared *sh, const char *host, int port, hb_
     return 0;
 }
 
+/* Whether a is this relay's own listening address: its port, and its IP
+ * or (listening on every address) any address of this host, which a UDP
+ * socket can be bound to and no other can. */
+static int is_self(const hb_sess_shared *sh, const hb_addr *a)
+{
+    if (!sh->has_self || a->sa.ss_family != sh->self.sa.ss_family)
+        return 0;
+    int v4 = a->sa.ss_family == AF_INET;
+    const struct sockaddr_in *in = (const struct sockaddr_in *)&a->sa,
+                             *self_in = (const struct sockaddr_in *)&sh->self.sa;
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->sa,
+                              *self_in6 = (const struct sockaddr_in6 *)&sh->self.sa;
+    if ((v4 ? in->sin_port != self_in->sin_port : in6->sin6_port != self_in6->sin6_port))
+        return 0;
+    int wildcard = v4 ? self_in->sin_addr.s_addr == htonl(INADDR_ANY)
+                      : IN6_IS_ADDR_UNSPECIFIED(&self_in6->sin6_addr);
+    if (!wildcard)
+        return same_ip(a, &sh->self);
+    int fd = socket(a->sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return loopback(a);
+    hb_addr probe = *a;
+    set_port(&probe, 0);
+    int local = bind(fd, (const struct sockaddr *)&probe.sa, probe.len) == 0;
+    close(fd);
+    return local;
+}
+
 /* Splits an authority (RFC 3986 section 3.2: host [":" port], no userinfo)
  * into host (brackets off an IPv6 literal) and port (def when absent).
  * Returns 0, or -1 when it is not one. */
@@ -397,10 +426,28 @@ static int connection_names(const char *base, const hb_header *hs, unsigned n, c
     return 0;
 }
 
+/* The fields that frame a message (RFC 9112 section 6): never hop-by-hop,
+ * whatever a Connection field names, or a body would go on without what
+ * delimits it and the next hop would read its bytes as another message. */
+static int framing(const char *base, const hb_header *h)
+{
+    return name_is(base, h, "content-length") || name_is(base, h, "transfer-encoding");
+}
+
+/* Whether a Connection field among hs names a framing field: a request so
+ * made is refused (400), as smuggling's signature. */
+static int connection_names_framing(const char *base, const hb_header *hs, unsigned n)
+{
+    return connection_names(base, hs, n, "content-length", 14) ||
+           connection_names(base, hs, n, "transfer-encoding", 17);
+}
+
 /* Whether the field is for this hop only: never passed on. Expect goes too:
  * the relay answers 100-continue itself and streams the body. */
 static int hop_by_hop(const char *base, const hb_header *hs, unsigned n, const hb_header *h)
 {
+    if (framing(base, h))
+        return 0;
     static const char *const names[] = {"connection",
                                         "proxy-connection",
                                         "keep-alive",
@@ -423,24 +470,58 @@ static int put(hb_buf *b, const char *p, size_t n)
 
 #define PUTS(b, lit) put((b), lit, sizeof(lit) - 1)
 
-/* Appends the fields of a head except the hop-by-hop ones, those `skip`
- * names, and (when skip_te) Transfer-Encoding. Returns how many it wrote,
- * or -1 when memory ran out. */
-static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned n,
-                      const char *skip, int skip_te)
+/* Appends a field value with each obs-fold (a line break and the white
+ * space after it) replaced by one SP: RFC 9112 section 5.2 has a proxy
+ * do so before it forwards the message. */
+static int put_value(hb_buf *b, const char *p, size_t n)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != '\r' && p[i] != '\n')
+            continue;
+        if (put(b, p + start, i - start) != 0 || PUTS(b, " ") != 0)
+            return -1;
+        while (i + 1 < n &&
+               (p[i + 1] == '\r' || p[i + 1] == '\n' || p[i + 1] == ' ' || p[i + 1] == '\t'))
+            i++;
+        start = i + 1;
+    }
+    return put(b, p + start, n - start);
+}
+
+/* What put_fields leaves out besides the hop-by-hop fields. */
+enum {
+    SKIP_HOST = 1,   /* the relay writes Host from the target */
+    SKIP_TE = 2,     /* a chunked body goes to an HTTP/1.0 client as its data only */
+    SKIP_LENGTH = 4, /* with Transfer-Encoding, RFC 9112 section 6.3 */
+};
+
+/* Appends the fields of a head except the hop-by-hop ones and those
+ * `skip` names. Returns how many it wrote, or -1 when memory ran out. */
+static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned n, int skip)
 {
     int written = 0;
     for (unsigned i = 0; i < n; i++) {
         const hb_header *h = &hs[i];
-        if (hop_by_hop(base, hs, n, h) || (skip && name_is(base, h, skip)) ||
-            (skip_te && name_is(base, h, "transfer-encoding")))
+        if (hop_by_hop(base, hs, n, h) || ((skip & SKIP_HOST) && name_is(base, h, "host")) ||
+            ((skip & SKIP_TE) && name_is(base, h, "transfer-encoding")) ||
+            ((skip & SKIP_LENGTH) && name_is(base, h, "content-length")))
             continue;
         if (put(b, base + h->name_off, h->name_len) != 0 || PUTS(b, ": ") != 0 ||
-            put(b, base + h->value_off, h->value_len) != 0 || PUTS(b, "\r\n") != 0)
+            put_value(b, base + h->value_off, h->value_len) != 0 || PUTS(b, "\r\n") != 0)
             return -1;
         written++;
     }
     return written;
+}
+
+/* Whether one of hs is a Transfer-Encoding field. */
+static int has_transfer_encoding(const char *base, const hb_header *hs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (name_is(base, &hs[i], "transfer-encoding"))
+            return 1;
+    return 0;
 }
 
 /* Whether a head of `fields` field lines and `len` bytes is within what
@@ -616,7 +697,7 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
         return 503;
     }
     rl->tunnel = connect;
-    rl->answered = rl->timed_out = rl->retried = rl->dechunk = 0;
+    rl->answered = rl->timed_out = rl->retried = rl->dechunk = rl->up_eof = 0;
     rl->head_req = r->method_len == 4 && memcmp(base, "HEAD", 4) == 0;
     rl->zero_copy = s->sh->zero_copy && s->sock.tp->splice != NULL;
     hb_buf_clear(&rl->out);
@@ -651,14 +732,24 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
         *why = "the request came through this relay already\n";
         status = 508;
     }
+    if (status == 0 && connection_names_framing(base, r->headers, r->num_headers)) {
+        *why = "a Connection field names Content-Length or Transfer-Encoding: a proxy cannot "
+               "drop the field that frames the body\n";
+        status = 400;
+    }
     if (status == 0 && connect && r->body != HB_BODY_NONE) {
         *why = "a CONNECT has no body\n";
         status = 400;
     }
-    hb_addr unused;
-    if (status == 0 && destination(s->sh, host, port, &unused) != 0) {
+    hb_addr dest_addr;
+    if (status == 0 && destination(s->sh, host, port, &dest_addr) != 0) {
         *why = NOT_ALLOWED;
         status = 403;
+    }
+    if (status == 0 && connect && is_self(s->sh, &dest_addr)) {
+        /* Each level would hold two sockets and two pipes until EMFILE. */
+        *why = "a CONNECT to this relay itself would nest tunnels\n";
+        status = 508;
     }
     if (status == 0 && connect)
         status = open_upstream(s, now, host, port, why);
@@ -678,7 +769,7 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
                          : PUTS(&rl->out, "/")) != 0 ||
                put(&rl->out, path, plen) != 0 || PUTS(&rl->out, " HTTP/1.1\r\nHost: ") != 0 ||
                put(&rl->out, auth, alen) != 0 || PUTS(&rl->out, "\r\n") != 0 ||
-               (fields = put_fields(&rl->out, base, r->headers, r->num_headers, "host", 0)) < 0 ||
+               (fields = put_fields(&rl->out, base, r->headers, r->num_headers, SKIP_HOST)) < 0 ||
                put(&rl->out, s->sh->via, s->sh->via_len) != 0 || PUTS(&rl->out, "\r\n") != 0;
     hb_body_init(&rl->reqbody, r->body, r->content_length);
     hb_buf_consume(&s->rx, head_len);
@@ -730,6 +821,7 @@ static int send_again(hb_sess *s, int64_t now)
     flow_init(&rl->c2u, &rl->out, 0);
     hb_buf_clear(&rl->in);
     hb_response_reset(&rl->resp);
+    rl->up_eof = 0;
     return 0;
 }
 
@@ -767,12 +859,61 @@ static int st_connect(hb_sess *s, const char **why)
     return -1; /* go on */
 }
 
-/* The request and its body out to the upstream. */
+/* While the request goes out: what the upstream sent meanwhile, read into
+ * rl->in. Returns 1 when a final response head is whole there (an early
+ * answer, as a 413 from the head alone: RFC 9112 section 9.3 lets a server
+ * answer before it has read the body), else 0; an interim head is dropped.
+ * Read now, the answer is not lost to the reset an upstream that closes
+ * with the body unread sends. */
+static int early_answer(hb_sess *s, int *moved)
+{
+    hb_relay *rl = s->relay;
+    while (!rl->up_eof) {
+        size_t have = hb_buf_size(&rl->in);
+        if (have > 0) {
+            hb_response_reset(&rl->resp);
+            int rc = hb_parse_response(&rl->resp, hb_buf_rdptr(&rl->in), have,
+                                       rl->head_req ? HB_PARSE_HEAD_REQUEST : 0);
+            if (rc == HB_PARSE_DONE && rl->resp.status < 200 && rl->resp.status != 101) {
+                hb_buf_consume(&rl->in, rl->resp.head_len);
+                continue;
+            }
+            hb_response_reset(&rl->resp);
+            if (rc != HB_PARSE_MORE)
+                return 1; /* a final head, or a malformed one: st_head says which */
+        }
+        if (hb_buf_reserve(&rl->in, HEAD_READ_COPY) != 0)
+            return 0;
+        ssize_t n;
+        do
+            n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), HEAD_READ_COPY);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            /* Nothing yet; or the end, or an error, that the send meets. */
+            rl->up_eof = n == 0 || !would_block();
+            return 0;
+        }
+        hb_buf_commit(&rl->in, (size_t)n);
+        *moved = 1;
+    }
+    return 0;
+}
+
+/* The request and its body out to the upstream; an early answer ends it
+ * (what is left of the body is not sent, and the client's connection
+ * closes after the answer, its body drained). */
 static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
 {
     hb_relay *rl = s->relay;
     for (;;) {
         int rc = flow_run(&rl->c2u, &s->sock, &rl->up, rl->zero_copy, moved);
+        if (rc != 1 && rl->answered == 0 && early_answer(s, moved)) {
+            s->close_after = 1;
+            s->body_left = 1;
+            rl->reqbody.kind = HB_BODY_NONE;
+            rl->state = R_HEAD;
+            return -1;
+        }
         if (rc < 0) {
             if (rl->c2u.failed == 2 && send_again(s, now) == 0)
                 return -1;
@@ -784,7 +925,9 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
         }
         if (rc == 0) {
             s->io_client = rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0;
-            s->io_up = rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0;
+            /* And readable, for an early answer. */
+            s->io_up =
+                (rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0) | (rl->up_eof ? 0 : HB_SOCK_WANT_READ);
             rl->up_waiting = rl->c2u.wait_dst;
             return HB_RELAY_WAIT;
         }
@@ -832,7 +975,11 @@ static int queue_head(hb_sess *s)
     int fail =
         put(&s->tx, line, (size_t)ll) != 0 ||
         put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
-        (fields = put_fields(&s->tx, base, p->headers, p->num_headers, NULL, rl->dechunk)) < 0 ||
+        (fields = put_fields(
+             &s->tx, base, p->headers, p->num_headers,
+             (rl->dechunk ? SKIP_TE : 0) |
+                 (has_transfer_encoding(base, p->headers, p->num_headers) ? SKIP_LENGTH : 0))) <
+            0 ||
         put(&s->tx, s->sh->via, s->sh->via_len) != 0;
     if (!fail && s->close_after)
         fail = PUTS(&s->tx, "Connection: close\r\n") != 0;

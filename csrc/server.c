@@ -636,6 +636,9 @@ static int listen_on(hb_srv *srv, char *err, size_t errlen)
     getsockname(fd, (struct sockaddr *)&ss, &sl);
     srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                : ((struct sockaddr_in *)&ss)->sin_port);
+    memcpy(&srv->sh.self.sa, &ss, sizeof ss);
+    srv->sh.self.len = sl;
+    srv->sh.has_self = 1;
     if (srv->cfg.mode == HB_SRV_EPOLL)
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     srv->listen_fd = fd;

@@ -691,7 +691,7 @@ static hb_want response_out(hb_sess *s, int64_t now)
 {
     end_plan(s);
     if (s->close_after) {
-        if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400)
+        if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400 && !s->body_left)
             return HB_WANT_CLOSE;
         s->state = S_LINGER;
         wait_from(s, fresh(s, now), LINGER_NS);

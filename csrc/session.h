@@ -41,6 +41,8 @@ typedef struct {
     char via[64];             /* "Via: 1.1 httpbench-XXXXXXXX\r\n": its name is this
                                * server's own, so a request that loops back is seen */
     size_t via_len;
+    hb_addr self; /* the listening address (TCP), so a CONNECT to it is seen (508) */
+    int has_self;
     uint64_t requests; /* responses begun (counted before their first byte) */
     uint64_t rejected; /* of which 4xx/5xx for bad requests */
     uint64_t timeouts; /* sessions cut off by a deadline */
@@ -77,6 +79,8 @@ typedef struct hb_sess {
     uint64_t sent;   /* body bytes sent (or, chunked, framed) so far */
     int final_chunk; /* chunked: the last chunk is queued */
     int close_after;
+    int body_left;          /* the request body was not all read (a relayed early answer):
+                    * linger, draining it, before the close */
     char content_type[256]; /* echoed by /echo */
     struct hb_relay *relay; /* the relay's state, from the first request relayed */
     int io_client, io_up;   /* with HB_WANT_IO */

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -482,3 +483,189 @@ def test_a_head_the_relay_would_take_past_the_limits_is_refused():
             assert status(answer) == 502 and b"100 fields" in answer
     finally:
         up.close()
+
+
+# ------------------------------------------------------- framing (RFC 9112 6.3)
+
+
+@pytest.mark.parametrize("mode", ["epoll", "threads"])
+@pytest.mark.parametrize("connection", ["Content-Length", "close, Transfer-Encoding",
+                                        "keep-alive,content-length"])
+def test_a_request_whose_connection_names_a_framing_field_is_refused(mode, connection):
+    """Dropped as hop-by-hop, Content-Length left the body unframed, and the
+    upstream read it as a second request (a POST carrying GET /status/418
+    made the target count 2). Framing fields are never hop-by-hop; such a
+    request is refused before anything is dialled."""
+    up = ScriptedServer([[("recv",), ("send", OK)]])
+    try:
+        with httpbench.Server(proxy=True, mode=mode) as relay:
+            inner = b"GET /status/418 HTTP/1.1\r\nHost: x\r\n\r\n"
+            framed = (b"Content-Length: %d\r\n" % len(inner)) if "ength" in connection.lower() \
+                else b"Transfer-Encoding: chunked\r\n"
+            body = inner if b"Content-Length" in framed else b"%x\r\n%s\r\n0\r\n\r\n" % (
+                len(inner), inner)
+            answer = ask(relay.port, f"POST http://127.0.0.1:{up.port}/echo HTTP/1.1\r\n"
+                         f"Host: x\r\nConnection: {connection}\r\n".encode() + framed + b"\r\n"
+                         + body)
+            assert status(answer) == 400 and b"frames the body" in answer, answer
+            time.sleep(0.1)
+        assert up.connections == 0
+    finally:
+        up.close()
+
+
+def test_a_framing_field_a_connection_field_names_is_kept_on_the_way_on():
+    """The relay's own parser never lets such a request through (400); a
+    response keeps its Content-Length however its Connection field reads,
+    so a kept-alive client can find the response's end (it had to wait for a
+    close that never came)."""
+    up = ScriptedServer([[("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                                               b"Connection: Content-Length\r\n\r\nok"),
+                          ("recv",), ("send", OK)]])
+    try:
+        with httpbench.Server(proxy=True) as relay, \
+                socket.create_connection(("127.0.0.1", relay.port), timeout=5) as s:
+            for _ in range(2):
+                s.sendall(f"GET http://127.0.0.1:{up.port}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                answer = read_message(s)
+                assert status(answer) == 200 and answer.endswith(b"\r\n\r\nok"), answer
+                assert b"\r\nContent-Length: 2\r\n" in answer
+    finally:
+        up.close()
+
+
+@pytest.mark.parametrize("dechunk", [False, True])
+def test_a_response_with_length_and_chunked_loses_its_length(dechunk):
+    """RFC 9112 section 6.3: Transfer-Encoding overrides Content-Length, and
+    an intermediary must remove the Content-Length; it relayed both."""
+    body = b"4\r\nabcd\r\n0\r\n\r\n"
+    up = ScriptedServer([[("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
+                                               b"Transfer-Encoding: chunked\r\n\r\n" + body)]])
+    try:
+        with httpbench.Server(proxy=True) as relay, \
+                socket.create_connection(("127.0.0.1", relay.port), timeout=5) as s:
+            version = "1.0" if dechunk else "1.1"
+            s.sendall(f"GET http://127.0.0.1:{up.port}/ HTTP/{version}\r\nHost: x\r\n\r\n"
+                      .encode())
+            data = b""
+            while not data.endswith(b"0\r\n\r\n" if not dechunk else b"abcd"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head = data.split(b"\r\n\r\n", 1)[0].lower()
+        assert status(data) == 200 and b"content-length" not in head, data
+        if dechunk:
+            assert b"transfer-encoding" not in head and data.endswith(b"\r\n\r\nabcd")
+        else:
+            assert b"transfer-encoding: chunked" in head and data.endswith(body)
+    finally:
+        up.close()
+
+
+def test_an_obs_fold_in_a_response_is_replaced_by_a_space():
+    """RFC 9112 section 5.2: a proxy replaces each obs-fold with SP before
+    forwarding (it was copied to the client verbatim)."""
+    up = ScriptedServer([[("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                                               b"X-Folded: one\r\n \t two\r\n\tthree\r\n\r\nok")]])
+    try:
+        with httpbench.Server(proxy=True) as relay:
+            answer = ask(relay.port, f"GET http://127.0.0.1:{up.port}/ HTTP/1.1\r\nHost: x\r\n\r\n"
+                         .encode())
+        assert status(answer) == 200 and answer.endswith(b"ok")
+        assert b"\r\nX-Folded: one two three\r\n" in answer, answer
+    finally:
+        up.close()
+
+
+@pytest.mark.parametrize("mode", ["epoll", "threads"])
+def test_a_connect_to_the_relay_itself_is_508_and_nothing_nests(mode):
+    """150 CONNECTs to the relay's own port over one connection held 902
+    descriptors until EMFILE. A CONNECT to any of its own addresses is 508;
+    a tunnel ends the client's connection's requests, so it holds one."""
+    before = len(os.listdir("/proc/self/fd"))
+    with httpbench.Server(proxy=True, mode=mode) as relay:
+        for host in ("127.0.0.1", "localhost"):
+            answer = ask(relay.port, f"CONNECT {host}:{relay.port} HTTP/1.1\r\nHost: x\r\n\r\n"
+                         .encode())
+            assert status(answer) == 508 and b"itself" in answer, answer
+        with socket.create_connection(("127.0.0.1", relay.port), timeout=5) as s:
+            for _ in range(150):
+                s.sendall(f"CONNECT 127.0.0.1:{relay.port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            s.settimeout(5)
+            first = read_message(s)
+        assert status(first) == 508
+        assert relay.stats()["tunnels"] == 0
+        # An honest client is served as ever.
+        assert status(ask(relay.port, f"GET {relay.url('/rnd?c=1')} HTTP/1.1\r\nHost: x\r\n\r\n"
+                          .encode())) == 200
+    assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_a_connect_to_the_relay_on_every_address_is_508():
+    with httpbench.Server("0.0.0.0", proxy=True) as relay:
+        answer = ask(relay.port, f"CONNECT 127.0.0.1:{relay.port} HTTP/1.1\r\nHost: x\r\n\r\n"
+                     .encode())
+        assert status(answer) == 508
+        # Another port of this host is a tunnel as before.
+        with httpbench.Server() as other:
+            answer = ask(relay.port, f"CONNECT 127.0.0.1:{other.port} HTTP/1.1\r\nHost: x\r\n"
+                         "\r\n".encode())
+            assert status(answer) == 200
+
+
+def _early_answerer(answer: bytes) -> tuple[socket.socket, list[bytes]]:
+    """An upstream that reads a request's head only, answers at once and
+    closes, its body unread (so its kernel resets the connection)."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+    heads: list[bytes] = []
+
+    def serve() -> None:
+        try:
+            conn, _ = lsock.accept()
+        except OSError:
+            return
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            heads.append(data.split(b"\r\n\r\n")[0])
+            conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return lsock, heads
+
+
+@pytest.mark.parametrize("mode,zero_copy", MODES, ids=IDS)
+def test_an_upstreams_early_answer_is_relayed_not_replaced_by_502(mode, zero_copy):
+    """An upstream that answers 413 from the head and closes: the relay read
+    no answer until it had written the whole body, so once the body outgrew
+    what the upstream drained it answered its own 502. It reads while it
+    sends now, relays the 413 and closes the client's connection after it."""
+    lsock, heads = _early_answerer(b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\n"
+                                   b"Connection: close\r\n\r\ntoo big\n")
+    size = 32 << 20
+    try:
+        with httpbench.Server(proxy=True, mode=mode, zero_copy=zero_copy) as relay, \
+                socket.create_connection(("127.0.0.1", relay.port), timeout=10) as s:
+            port = lsock.getsockname()[1]
+            s.sendall(f"POST http://127.0.0.1:{port}/upload HTTP/1.1\r\nHost: x\r\n"
+                      f"Content-Length: {size}\r\n\r\n".encode())
+
+            def send_body() -> None:
+                try:
+                    s.sendall(b"x" * size)
+                except OSError:
+                    pass  # the relay closed after the answer: expected
+
+            sender = threading.Thread(target=send_body, daemon=True)
+            sender.start()
+            answer = read_message(s)
+            sender.join(10)
+        assert status(answer) == 413 and answer.endswith(b"too big\n"), answer[:300]
+        assert b"Connection: close" in answer and heads
+    finally:
+        lsock.close()
