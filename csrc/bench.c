@@ -70,8 +70,20 @@ enum {
     BC_HANDSHAKE,
     BC_WRITING,
     BC_READING,
-    BC_DRAIN
+    BC_DRAIN,
+    BC_RETRY /* a Unix socket's backlog was full (EAGAIN): connect again at next_try */
 };
+
+/* BC_RETRY's waits: from RETRY_FIRST_NS doubling to RETRY_MAX_NS, for at
+ * most RETRY_FOR_NS (or the request's timeout), about as long as a TCP
+ * connect keeps sending its SYN before it gives up. */
+#define RETRY_FIRST_NS 250000LL
+#define RETRY_MAX_NS 32000000LL
+#define RETRY_FOR_NS 120000000000LL
+/* Reads a connection takes per wake-up: a server that keeps the socket
+ * full (a flood of 1xx heads) must not keep its thread from the clock,
+ * the stop flag and the other connections. */
+#define READS_PER_WAKE 16
 
 typedef struct {
     hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
@@ -98,6 +110,8 @@ typedef struct {
     unsigned events;
     int64_t t_intended, t_start, t_first, t_connect, connect_ns;
     int64_t t_handshake;  /* when the handshake began */
+    int64_t next_try;     /* BC_RETRY: when to connect again */
+    int64_t backoff;      /* and the wait after that */
     int64_t next_at;      /* rate: the next intended start */
     uint64_t seq;         /* a shape: requests this slot has started */
     int global;           /* this slot's index over all threads */
@@ -125,6 +139,7 @@ typedef struct {
     int nready;
     int rate_waiting; /* connections in BC_RATE */
     int draining;     /* connections in BC_DRAIN */
+    int retrying;     /* connections in BC_RETRY */
     hb_response r;    /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
@@ -143,6 +158,8 @@ struct hb_bench {
     uint64_t tickets;
     int64_t start, end; /* end: the duration's end, or 0 */
     int64_t timeout_ns; /* per request */
+    int64_t tick_ns;    /* the deadline check's period: TICK_NS, or a quarter of a
+                         * shorter timeout (1 ms at least), so it is not missed */
     int addr_good;      /* the address that last connected */
     int stopping;       /* atomic: set once by hb_bench_stop, after stop_at */
     int64_t stop_at;    /* the grace's end */
@@ -341,7 +358,7 @@ static void begin_reading(bconn *c)
  * bring the thread back every tick to look at deadlines and the stop flag. */
 static void connected(bthread *t, bconn *c, int64_t now)
 {
-    if (t->blocking && hb_sock_set_blocking(&c->sock, TICK_NS) != 0) {
+    if (t->blocking && hb_sock_set_blocking(&c->sock, t->b->tick_ns) != 0) {
         bc_fail(t, c, &c->res->fail_connect, now, strerror(errno));
         return;
     }
@@ -349,6 +366,7 @@ static void connected(bthread *t, bconn *c, int64_t now)
 }
 
 static void connect_addr(bthread *t, bconn *c, int64_t now);
+static void retry_later(bthread *t, bconn *c, int64_t now);
 
 /* Connecting to c->addr failed with err: the next address, while one is
  * left untried, else a connect failure. */
@@ -478,12 +496,49 @@ static void connect_addr(bthread *t, bconn *c, int64_t now)
     if (rc < 0) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
             bc_fail(t, c, &c->res->fail_connect, now, strerror(errno)); /* no socket at all */
+        else if (errno == EAGAIN && now - c->t_connect < RETRY_FOR_NS)
+            retry_later(t, c, now);
         else
             connect_failed(t, c, errno, now);
         return;
     }
     c->state = BC_CONNECTING;
     watch_wants(t, c);
+}
+
+/* A Unix socket's connect(2) fails with EAGAIN, not EINPROGRESS, while the
+ * server's backlog is full: the server is only behind on accept(), so the
+ * connect goes again shortly (TCP would have queued the SYN and retried). */
+static void retry_later(bthread *t, bconn *c, int64_t now)
+{
+    c->backoff = c->backoff == 0             ? RETRY_FIRST_NS
+                 : c->backoff < RETRY_MAX_NS ? 2 * c->backoff
+                                             : RETRY_MAX_NS;
+    t->retrying++;
+    c->state = BC_RETRY;
+    c->next_try = now + c->backoff;
+}
+
+/* Connects again each connection in BC_RETRY whose time has come; returns
+ * the earliest still to come, INT64_MAX if none. */
+static int64_t retry_due(bthread *t, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < t->nconns && t->retrying > 0; i++) {
+        bconn *c = &t->conns[i];
+        if (c->state != BC_RETRY)
+            continue;
+        if (now >= c->next_try) {
+            t->retrying--;
+            c->state = BC_CONNECTING;
+            connect_addr(t, c, now); /* (BC_RETRY again, counted again, if still full) */
+            if (c->state == BC_RETRY && c->next_try < next)
+                next = c->next_try;
+        } else if (c->next_try < next) {
+            next = c->next_try;
+        }
+    }
+    return next;
 }
 
 /* A new socket for c: the resolved addresses in turn, from the one that
@@ -495,6 +550,7 @@ static void begin_connect(bthread *t, bconn *c, int64_t now)
     if (c->opened++ > 0)
         c->res->reconnects++;
     c->t_connect = now;
+    c->backoff = 0;
     c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
     c->addr_tries = 0;
     connect_addr(t, c, now);
@@ -746,8 +802,11 @@ static void finish(bthread *t, bconn *c, int64_t now, int leftover)
         __atomic_compare_exchange_n(&q->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
     }
-    /* A scenario's checks; the body's search ran as the body came. */
-    if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != c->body.got)
+    /* A scenario's checks; the body's search ran as the body came. An
+     * answer past the deadline timed out, though it came between ticks. */
+    if (now - c->t_start >= b->timeout_ns)
+        failed = &res->fail_timeout;
+    else if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != c->body.got)
         failed = &res->fail_length;
     else if ((q->r.status_ok != NULL && !q->r.status_ok[c->status < 600 ? c->status : 0]) ||
              (q->r.expect_body_len > 0 && c->found < q->r.expect_body_len))
@@ -881,8 +940,11 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         p += used;
         n -= used;
         if (rc == HB_PARSE_DONE) {
+            uint64_t sock = c->opened;
             finish(t, c, now, n > 0 && c->answered + 1 >= c->batch);
-            if (c->state != BC_READING || c->have_head)
+            /* A new socket (the rest of a pipeline sent again after the
+             * server said close): what the old one held is not its. */
+            if (c->opened != sock || c->state != BC_READING || c->have_head)
                 return;
             if (n > 0) {
                 c->got_bytes = 1; /* the next response has begun */
@@ -897,7 +959,11 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
 
 static void on_readable(bthread *t, bconn *c, int64_t now)
 {
-    for (;;) {
+    for (int reads = 0;; reads++) {
+        /* Enough for one wake-up: the socket stays readable (the epoll set
+         * is level-triggered; a lone connection comes back from its tick). */
+        if (reads == READS_PER_WAKE)
+            return;
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
         if (t->blocking)
             now = hb_now_ns(); /* the wait was in recv */
@@ -996,7 +1062,19 @@ static void tick(bthread *t, int64_t now)
             /* No FIN within a tick or two: close from this side after all. */
             if (abandon || now - c->t_start >= TICK_NS)
                 drained(t, c);
-        } else if (c->state >= BC_CONNECTING) {
+            continue;
+        }
+        if (c->state == BC_RETRY &&
+            (abandon || now - c->t_start >= b->timeout_ns || now - c->t_connect >= RETRY_FOR_NS)) {
+            t->retrying--;
+            c->state = BC_CONNECTING; /* (no socket: what follows closes nothing) */
+            if (!abandon && now - c->t_start < b->timeout_ns) {
+                bc_fail(t, c, &c->res->fail_connect, now,
+                        "the server's backlog stayed full (connect: EAGAIN)");
+                continue;
+            }
+        }
+        if (c->state >= BC_CONNECTING && c->state != BC_RETRY) {
             if (abandon) {
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
@@ -1055,7 +1133,7 @@ static double cpu_seconds(const struct timeval *tv)
  * it back every tick for deadlines and the stop flag. */
 static void lone_loop(bthread *t)
 {
-    int64_t now = hb_now_ns(), next_tick = now + TICK_NS;
+    int64_t now = hb_now_ns(), next_tick = now + t->b->tick_ns;
     for (;;) {
         for (int budget = 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
@@ -1066,17 +1144,24 @@ static void lone_loop(bthread *t)
             on_readable(t, c, now);
         } else if (c->state == BC_DRAIN) {
             drain(t, c); /* blocks up to a tick in recv */
+        } else if (c->state == BC_RETRY) {
+            int64_t wait = c->next_try - now;
+            if (wait > 0) {
+                struct timespec ts = {wait / 1000000000, wait % 1000000000};
+                nanosleep(&ts, NULL);
+            }
+            retry_due(t, hb_now_ns());
         } else if (c->state == BC_CONNECTING || c->state == BC_TUNNEL || c->state == BC_HANDSHAKE ||
                    c->state == BC_WRITING) {
             struct pollfd p = {.fd = c->sock.fd,
                                .events = c->sock.wants == HB_SOCK_WANT_READ ? POLLIN : POLLOUT};
-            if (poll(&p, 1, (int)(TICK_NS / 1000000)) > 0)
+            if (poll(&p, 1, (int)(t->b->tick_ns / 1000000)) > 0)
                 on_event(t, c, 0, hb_now_ns());
         }
         now = hb_now_ns();
         if (now >= next_tick) {
             tick(t, now);
-            next_tick = now + TICK_NS;
+            next_tick = now + t->b->tick_ns;
         }
     }
 }
@@ -1097,6 +1182,10 @@ static void epoll_loop(bthread *t)
         for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
             start_request(t, t->ready[--t->nready], now);
         int64_t due = t->rate_waiting > 0 ? start_due(t, now) : INT64_MAX;
+        if (t->retrying > 0) {
+            int64_t retry = retry_due(t, now);
+            due = retry < due ? retry : due;
+        }
         if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0 && t->draining == 0)
             return;
         int n;
@@ -1379,6 +1468,9 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     b->start = hb_now_ns();
     b->last_outcome = b->start;
     b->timeout_ns = (int64_t)(cfg->timeout * 1e9);
+    b->tick_ns = b->timeout_ns / 4 < TICK_NS ? b->timeout_ns / 4 : TICK_NS;
+    if (b->tick_ns < 1000000)
+        b->tick_ns = 1000000;
     b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
     for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++) {
         bthread *t = &b->threads[i];
@@ -1410,7 +1502,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) &&
                       cfg->vus == NULL && cfg->pipeline <= 1;
         if (!t->blocking) {
-            struct itimerspec every = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
+            struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
             t->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
             if (t->tick_fd < 0 || timerfd_settime(t->tick_fd, 0, &every, NULL) != 0 ||

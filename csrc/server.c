@@ -552,16 +552,20 @@ static int unix_clear(const hb_addr *a, const char *path, char *err, size_t errl
         snprintf(err, errlen, "cannot listen on %s: it exists and is not a socket", path);
         return -1;
     }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* A probe that cannot block: a live server whose backlog is full makes
+     * a blocking connect(2) wait for it, and makes this one fail with
+     * EAGAIN, which says as much as a connection does. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
         return -1;
     }
     int rc = connect(fd, (const struct sockaddr *)&a->sa, a->len), cerr = errno;
     close(fd);
-    if (rc == 0 || cerr != ECONNREFUSED) {
+    int live = rc == 0 || cerr == EAGAIN || cerr == EINPROGRESS;
+    if (live || cerr != ECONNREFUSED) {
         snprintf(err, errlen, "cannot listen on %s: %s", path,
-                 rc == 0 ? "a server is listening there" : strerror(cerr));
+                 live ? "a server is listening there" : strerror(cerr));
         return -1;
     }
     if (unlink(path) != 0 && errno != ENOENT) {

@@ -322,3 +322,60 @@ def test_ctrl_c_interrupts_a_blocked_request(scripted, tmp_path):
         assert out.strip() == "KeyboardInterrupt"
     finally:
         proc.kill()
+
+
+def _flooder() -> tuple[socket.socket, threading.Event]:
+    """A server that reads a request and then keeps the socket full of 1xx
+    heads, for ever (until stopped)."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        try:
+            conn, _ = lsock.accept()
+        except OSError:
+            return
+        with conn:
+            conn.recv(65536)
+            flood = b"HTTP/1.1 100 Continue\r\n\r\n" * 4096
+            while not stop.is_set():
+                try:
+                    conn.sendall(flood)
+                except OSError:
+                    return
+
+    threading.Thread(target=serve, daemon=True).start()
+    return lsock, stop
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_socket_kept_full_does_not_hold_the_run_past_its_duration(concurrency):
+    """The loop read on while reads came back full, never looking at the
+    clock: a flood of 1xx heads kept duration=0.5 going 2-20 s. Bounded per
+    wake-up, the run ends within its duration and grace, the request
+    cancelled."""
+    lsock, stop = _flooder()
+    try:
+        t0 = time.monotonic()
+        r = httpbench.run(f"http://127.0.0.1:{lsock.getsockname()[1]}/", duration=0.5,
+                          concurrency=concurrency, progress=False)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+        lsock.close()
+    assert took < 3.0, took  # 0.5 s, then the 1 s grace
+    assert r.issued == r.complete + r.failed + r.cancelled and r.cancelled >= 1
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_timeout_under_the_loops_tick_is_enforced(concurrency):
+    """30 ms answers all completed under timeout=0.01: the deadline was
+    checked every 50 ms tick only. An answer past its deadline is a timeout
+    now, and the tick runs at a quarter of a short timeout."""
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/delay?ms=30"), requests=8, concurrency=concurrency,
+                          timeout=0.01, progress=False)
+        assert (r.complete, r.failures["timeout"]) == (0, 8), r.failures
+        ok = httpbench.run(srv.url("/delay?ms=5"), requests=8, concurrency=concurrency,
+                           timeout=0.2, progress=False)
+        assert (ok.complete, ok.failed) == (8, 0)

@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -321,3 +323,120 @@ def test_a_pipeline_cut_short_over_a_unix_socket(scripted, sock_path):
                       progress=False, timeout=5)
     assert (r.issued, r.complete, r.failed) == (4, 4, 0), r.first_error
     assert r.reconnects == 1 and srv.connections == 2
+
+
+def test_a_pipeline_cut_short_discards_what_the_old_socket_held(scripted, sock_path):
+    """After an answer saying close, answers the server sent after it on
+    that socket belong to no one: the resend's answers come on the new
+    socket. They were parsed as its answers ({200: 10, 404: 30} counted for
+    requests that all got 200)."""
+    close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    stray = b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno"
+    srv = scripted([("recv_pipeline", 4), ("send", close + stray * 3), ("close",)],
+                   [("recv_pipeline", 3), ("send", OK * 3)], unix=sock_path)
+    r = httpbench.run("http://localhost/", requests=4, pipeline=4, unix_socket=sock_path,
+                      progress=False, timeout=5)
+    assert (r.issued, r.complete, r.failed) == (4, 4, 0), r.first_error
+    assert r.status_counts == {200: 4} and r.non_2xx == 0
+    assert srv.connections == 2
+
+
+def _slow_accepter(path: str, stop: threading.Event) -> socket.socket:
+    """A Unix server with a backlog of 1 that accepts a connection every
+    2 ms, answers its one request and closes: momentarily behind, never
+    down."""
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(1)
+    lsock.settimeout(0.2)
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = lsock.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+            time.sleep(0.002)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return lsock
+
+
+@pytest.mark.parametrize("concurrency", [1, 32])
+def test_a_full_backlog_is_waited_out_not_counted_a_connect_failure(sock_path, concurrency):
+    """connect(2) to a Unix socket whose backlog is full fails with EAGAIN
+    (TCP would queue the SYN): 314 of 320 requests "failed" against a
+    server only behind on accept(). Connected again shortly, all complete."""
+    stop = threading.Event()
+    lsock = _slow_accepter(sock_path, stop)
+    try:
+        r = httpbench.run("http://localhost/", requests=320, concurrency=concurrency,
+                          unix_socket=sock_path, keepalive=False, timeout=10, progress=False)
+    finally:
+        stop.set()
+        lsock.close()
+    assert (r.complete, r.failed) == (320, 0), (r.failures, r.first_error)
+    assert r.connects == 320
+
+
+def test_a_backlog_that_stays_full_ends_in_the_timeout(sock_path):
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(sock_path)
+    lsock.listen(0)  # never accepted: the backlog fills and stays full
+    held = []
+    try:
+        for _ in range(4):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(sock_path)
+            except BlockingIOError:
+                pass
+            held.append(c)
+        t0 = time.monotonic()
+        r = httpbench.run("http://localhost/", requests=3, concurrency=3, unix_socket=sock_path,
+                          timeout=0.3, progress=False)
+        assert time.monotonic() - t0 < 3
+        assert (r.failed, r.failures["timeout"]) == (3, 3), r.failures
+    finally:
+        for c in held:
+            c.close()
+        lsock.close()
+
+
+@pytest.mark.parametrize("mode", ["epoll", "threads"])
+def test_a_live_server_with_a_full_backlog_is_seen_without_a_hang(sock_path, mode):
+    """Server(unix_socket=) probed the path with a blocking connect(2): a
+    live server whose backlog was full made it wait for ever."""
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(sock_path)
+    lsock.listen(0)
+    held = []
+    try:
+        for _ in range(4):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(sock_path)
+            except BlockingIOError:
+                pass
+            held.append(c)
+        t0 = time.monotonic()
+        with pytest.raises(OSError, match="a server is listening there"):
+            httpbench.Server(unix_socket=sock_path, mode=mode)
+        assert time.monotonic() - t0 < 2
+    finally:
+        for c in held:
+            c.close()
+        lsock.close()
