@@ -24,6 +24,20 @@ class Target(NamedTuple):
     path: str
 
 
+def ascii_host(host: str) -> str:
+    """host as it goes to the resolver, into Host, SNI and CONNECT: an ASCII
+    name or address as it is (a DNS label may be 63 characters, which
+    Python's idna codec refuses past 63 with the port glued on), a name
+    with other characters as its IDNA A-labels (RFC 5891), encoded once,
+    here. ValueError naming the host when it has no such form."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError as e:
+        raise ValueError(f"the host {host!r} has no IDNA (ASCII) form: {e}") from None
+
+
 def split_url(url: str) -> Target:
     """The Target of an http:// or https:// URL; ValueError otherwise."""
     parts = urlsplit(url)
@@ -40,7 +54,7 @@ def split_url(url: str) -> Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return Target(parts.scheme, parts.scheme == "https", parts.hostname, port, path)
+    return Target(parts.scheme, parts.scheme == "https", ascii_host(parts.hostname), port, path)
 
 
 class Proxy(NamedTuple):
@@ -76,7 +90,7 @@ def split_proxy(proxy: str) -> Proxy:
     creds = None
     if parts.username is not None:
         creds = (unquote(parts.username), unquote(parts.password or ""))
-    return Proxy(parts.hostname, port, creds)
+    return Proxy(ascii_host(parts.hostname), port, creds)
 
 
 class ProxyPlan(NamedTuple):
@@ -107,7 +121,10 @@ def proxy_plan(proxy: str, host: str, port: int, tls: bool, user_agent: str = ""
         lines = [f"CONNECT {name}:{port} HTTP/1.1", f"Host: {name}:{port}"]
         lines += [f"User-Agent: {user_agent}"] if user_agent else []
         lines += [f"Proxy-Authorization: {auth}"] if auth else []
-        tunnel = ("\r\n".join(lines) + "\r\n\r\n").encode("idna")
+        # Every part is ASCII: the host encoded once (ascii_host), the
+        # credentials in base64. (The idna codec over the whole request
+        # refused credentials past about 20 characters as a long label.)
+        tunnel = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
         return ProxyPlan(via.host, via.port, tunnel, None, None, str(via))
     # RFC 9112 section 3.2.2: to a proxy, the absolute form.
     authority = name if port == 80 else f"{name}:{port}"

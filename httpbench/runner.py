@@ -14,7 +14,7 @@ from typing import IO, Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
-from ._url import Target, proxy_plan, split_url, with_proxy_auth
+from ._url import Target, ascii_host, proxy_plan, split_url, with_proxy_auth
 from .result import FAILURE_CLASSES, Latency, Result, Second
 from .scenario import Scenario, describe, loop_form
 
@@ -79,8 +79,8 @@ def cpus_here() -> int:
 def host_field(host: str, port: int, tls: bool = False) -> bytes:
     """The Host field for host:port, the scheme's default port left out
     (RFC 9110 section 7.2), an IPv6 address in brackets."""
-    name = f"[{host}]" if ":" in host else host
-    return (name if port == (443 if tls else 80) else f"{name}:{port}").encode("idna")
+    name = f"[{host}]" if ":" in host else ascii_host(host)
+    return (name if port == (443 if tls else 80) else f"{name}:{port}").encode("ascii")
 
 
 def tls_context(target: Target, verify: bool = True, cafile: Path | None = None,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -228,6 +229,23 @@ def build_variants(request: Request, base: str, common: Any, host: bytes,
     return out, head
 
 
+def normal_weights(weights: list[float]) -> list[float]:
+    """The weights as fractions of their sum, each a normal float. The loop
+    picks by a fraction in [0, 1) times the total: a total of subnormals
+    rounds in steps of the smallest subnormal, so two equal weights of
+    5e-324 split 25/75. ValueError when one is so far below another that
+    its fraction is not a normal float (it would never be picked)."""
+    top = max(weights)
+    scaled = [w / top for w in weights]
+    total = math.fsum(scaled)
+    fractions = [w / total for w in scaled]
+    for w, f in zip(weights, fractions, strict=True):
+        if f < sys.float_info.min:
+            raise ValueError(f"weight {w!r} is too small beside {top!r} ever to be picked: "
+                             "weights must be within a factor of 1e300 of each other")
+    return fractions
+
+
 def loop_form(scenario: Scenario, base: str, common: Any, host: bytes,
               prefix: str = "") -> list[tuple[list[bytes], bool, bool, float, bytes | None,
                                               bytes | None, int]]:
@@ -235,7 +253,8 @@ def loop_form(scenario: Scenario, base: str, common: Any, host: bytes,
     `scenario`): per request, its variants' bytes, random, head, weight,
     the statuses allowed as 600 flags, expect_body, expect_length (-1)."""
     out = []
-    for r in scenario.requests:
+    weights = normal_weights([r.weight for r in scenario.requests])
+    for r, weight in zip(scenario.requests, weights, strict=True):
         variants, head = build_variants(r, base, common, host, prefix)
         ok = None
         if r.expect_status is not None:
@@ -243,7 +262,7 @@ def loop_form(scenario: Scenario, base: str, common: Any, host: bytes,
             for code in r.expect_status:
                 flags[code] = 1
             ok = bytes(flags)
-        out.append((variants, r.variants == "random", head, r.weight, ok, r.expect_body,
+        out.append((variants, r.variants == "random", head, weight, ok, r.expect_body,
                     -1 if r.expect_length is None else r.expect_length))
     return out
 

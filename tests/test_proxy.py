@@ -168,6 +168,45 @@ def test_the_absolute_form_and_credentials_on_the_wire(scripted):
     assert f"Proxy-Authorization: Basic {token}\r\n".encode() in sent
 
 
+LONG_LABEL = "a" * 61  # a legal DNS label: at most 63 octets (RFC 1035 section 2.3.4)
+REFUSED = b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n"
+
+
+@pytest.mark.parametrize("host, wire", [
+    (f"{LONG_LABEL}.example", f"{LONG_LABEL}.example"),
+    ("b\u00fccher.example", "xn--bcher-kva.example"),
+])
+def test_long_labels_long_credentials_and_non_ascii_hosts_through_a_proxy(scripted, host, wire):
+    """The host was encoded with the idna codec with its port glued on (a
+    61-character label and a port made a label too long), and the whole
+    CONNECT request through it (credentials past about 20 characters did
+    the same): UnicodeError before any request. The host is encoded once,
+    alone; the rest is ASCII."""
+    user, password = "u" * 40, "p" * 40
+    for scheme, first in (("https", f"CONNECT {wire}:8443 HTTP/1.1\r\n"),
+                          ("http", f"GET http://{wire}:8443/x HTTP/1.1\r\n")):
+        srv = scripted([("recv",), ("send", REFUSED)])
+        r = httpbench.run(f"{scheme}://{host}:8443/x", requests=1, progress=False,
+                          proxy=f"http://{user}:{password}@127.0.0.1:{srv.port}")
+        assert (r.complete, r.status_counts) == (1, {407: 1}), r.first_error
+        sent = srv.requests[0]
+        assert sent.startswith(first.encode()), sent
+        assert f"\r\nHost: {wire}:8443\r\n".encode() in sent
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        assert f"Proxy-Authorization: Basic {token}\r\n".encode() in sent
+
+
+def test_a_long_label_goes_to_the_resolver_not_to_a_unicode_error():
+    with pytest.raises(httpbench.ConnectError):
+        httpbench.run(f"http://{LONG_LABEL}.invalid:8080/", requests=1, progress=False)
+    from httpbench.runner import host_field
+
+    assert host_field(f"{LONG_LABEL}.invalid", 8080) == f"{LONG_LABEL}.invalid:8080".encode()
+    assert host_field("b\u00fccher.example", 80) == b"xn--bcher-kva.example"
+    with pytest.raises(ValueError, match="no IDNA"):
+        httpbench.run("http://" + "\u00fc" * 70 + ".example/", requests=1, progress=False)
+
+
 # ------------------------------------------------------- the command line
 
 

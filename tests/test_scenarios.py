@@ -192,6 +192,26 @@ def test_another_origin_and_wrong_arguments_are_refused():
         httpbench.run("http://127.0.0.1:9", scenario=[Request()], requests=1)  # type: ignore
 
 
+def test_equal_weights_split_evenly_whatever_their_size():
+    """Two weights of 5e-324 (the smallest subnormal) split 25/75: the C
+    pick scaled a fraction by a subnormal total. Normalised in Python first,
+    equal weights are equal, however small or large."""
+    with httpbench.Server() as srv:
+        for w in (5e-324, 1e-310, 1.0, 1e6):
+            s = Scenario([Request("GET", "/rnd?c=1", name="a", weight=w),
+                          Request("GET", "/rnd?c=2", name="b", weight=w)], seed=1)
+            r = httpbench.run(srv.url("/"), scenario=s, requests=20_000, concurrency=2,
+                              progress=False)
+            share = r.by_name["a"].complete / r.complete
+            assert abs(share - 0.5) < 0.02, (w, share)
+    from httpbench.scenario import normal_weights
+
+    assert normal_weights([5e-324, 5e-324]) == [0.5, 0.5]
+    assert normal_weights([1, 3]) == [0.25, 0.75]
+    with pytest.raises(ValueError, match="too small beside"):
+        normal_weights([5e-324, 1e6])
+
+
 def test_checks_and_exact_accounting_under_every_failure_class():
     with httpbench.Server() as srv:
         s = Scenario([
