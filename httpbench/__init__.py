@@ -22,6 +22,7 @@ except ModuleNotFoundError as e:
         "the core in place with `pip install -e .` in the clone."
     ) from None
 from .exceptions import (
+    ClusterError,
     ConnectError,
     HttpbenchError,
     IncompleteResponse,
@@ -60,4 +61,5 @@ __all__ = [
     "ProtocolError",
     "IncompleteResponse",
     "TLSError",
+    "ClusterError",
 ]

@@ -27,12 +27,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from . import _core
+from . import _check, _core
 from ._version import __version__
+from .exceptions import ClusterError
 from .result import FAILURE_CLASSES, Latency, Result, Second, WorkerPart
 from .scenario import Scenario
 
-__all__ = ["run_on_cluster", "split", "merge", "WorkerPart"]
+__all__ = ["run_on_cluster", "split", "merge", "WorkerPart", "LOST_NAME"]
+
+# A scenario's by_name entry for the parts of lost workers: their last
+# progress reports carry totals, not figures per request, so they are
+# merged under this name, and the names still sum to the whole.
+LOST_NAME = "(lost workers)"
 
 # How far ahead of "every worker is ready" the common start is set: room
 # for the Variable to reach every worker.
@@ -147,6 +153,14 @@ def run_on_cluster(url: str, cluster: Any, workers: int | None, kwargs: dict[str
     client, ours = _client(distributed, cluster)
     try:
         return _run(distributed, client, url, workers, kwargs, reporter)
+    except OSError as e:
+        # Before the run's own loop (which returns what was reported): the
+        # scheduler gone while the run was being set up. Never the raw
+        # transport's exception.
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise ClusterError(f"the scheduler was lost ({type(e).__name__}) before any worker "
+                           "reported: nothing to return") from e
     finally:
         if ours:
             client.close()
@@ -165,8 +179,14 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
     concurrency = kwargs["concurrency"]
     if vus is not None:
         concurrency = max(1, math.floor(max(v for _, v in vus) + 1e-9))
-    # Fewer connections than workers: that many workers, one connection each.
+    # Fewer connections than workers: that many workers, one connection each;
+    # and no worker without a request to make (requests=1 over two workers,
+    # or a shape whose share would hold under one request).
     n = min(n, concurrency)
+    if kwargs.get("requests") is not None:
+        n = min(n, kwargs["requests"])
+    if stages is not None:
+        n = max(1, min(n, math.floor(_check.shape_total(list(stages)))))
     chosen = addresses[:n]
     about = client.run(_about_worker, workers=chosen)
     versions = {a: v for a, (v, _) in about.items() if v != __version__}
@@ -195,6 +215,7 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
                                      allow_other_workers=False, pure=False, retries=0,
                                      key=f"httpbench-{run_id}-{i}"))
     lost: dict[int, str] = {}
+    scheduler_lost = ""
     last: dict[int, tuple[int, int, int]] = {}
     heard: dict[int, float] = {}
     done: dict[int, dict[str, Any]] = {}
@@ -251,6 +272,18 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
                     futures[i].cancel()
             if reporter is not None:
                 reporter(sum(c for _, c, _ in last.values()), sum(f for _, _, f in last.values()))
+    except OSError as e:
+        # The scheduler (or the connection to it) is gone: distributed's
+        # CommClosedError and its time-outs are OSErrors. What the workers
+        # reported stands, each not done lost with the reason. (A file a
+        # worker's run() could not find is the caller's error: raised.)
+        if isinstance(e, FileNotFoundError):
+            raise
+        scheduler_lost = f"the scheduler was lost ({type(e).__name__}: {e})" if str(e) \
+            else f"the scheduler was lost ({type(e).__name__})"
+        for i in range(n):
+            if i not in done and i not in lost:
+                lost[i] = scheduler_lost
     except KeyboardInterrupt:
         # Every worker's loop stops as on a local Ctrl-C; their partial
         # results are merged.
@@ -264,7 +297,13 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
                     done[i] = f.result(timeout=SILENCE_S)
                 except Exception as e:
                     lost[i] = f"{type(e).__name__}: {e}"
-    drain()
+    if not scheduler_lost:
+        try:
+            drain()
+        except OSError as e:
+            scheduler_lost = f"the scheduler was lost ({type(e).__name__})"
+    if scheduler_lost and not done and not any(any(v) for v in last.values()):
+        raise ClusterError(f"{scheduler_lost} before any worker reported: nothing to return")
     parts = []
     for i, (addr, share) in enumerate(zip(chosen, shares, strict=True)):
         host = about[addr][1]
@@ -281,8 +320,9 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
                 concurrency=share["concurrency"], rate=share["rate"], lost=True, error=lost[i],
                 not_run=max(0, (share["requests"] or 0) - issued) if share["requests"] else 0,
                 result=_lost_result(url, kwargs, issued, complete, failed)))
-    for name in (f"httpbench-ready-{run_id}", f"httpbench-progress-{run_id}"):
-        distributed.Queue(name, client=client).close()
+    if not scheduler_lost:
+        for name in (f"httpbench-ready-{run_id}", f"httpbench-progress-{run_id}"):
+            distributed.Queue(name, client=client).close()
     merged = merge([p.result for p in parts], url=url, start=at)
     merged.workers = parts
     merged.not_run = sum(p.not_run for p in parts)
@@ -367,9 +407,14 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     fields["timeline"] = _timeline(buckets, parts)
     merged = Result(**fields)
     merged.timeline_buckets = buckets  # type: ignore[attr-defined]
-    names = [n for p in real for n in p.by_name]
+    # One rule for the whole and its names: every part counts in both. A
+    # part without names (a lost worker's) goes under LOST_NAME.
+    names = [n for p in parts for n in p.by_name]
     for name in dict.fromkeys(names):
-        merged.by_name[name] = merge([p.by_name[name] for p in real if name in p.by_name])
+        merged.by_name[name] = merge([p.by_name[name] for p in parts if name in p.by_name])
+    unnamed = [p for p in parts if not p.by_name]
+    if names and unnamed:
+        merged.by_name[LOST_NAME] = merge(unnamed)
     return merged
 
 

@@ -12,6 +12,7 @@ __all__ = [
     "ProtocolError",
     "IncompleteResponse",
     "TLSError",
+    "ClusterError",
 ]
 
 
@@ -39,3 +40,9 @@ class TLSError(HttpbenchError):
     """A TLS handshake or record failed; the message carries OpenSSL's
     reason ("certificate verify failed: self-signed certificate", "no shared
     cipher") or says what came instead of TLS."""
+
+
+class ClusterError(HttpbenchError):
+    """A run over a Dask cluster lost its scheduler (or every worker) before
+    any figure came back, so there is no Result to return; the message says
+    what was lost and how."""

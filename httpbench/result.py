@@ -272,8 +272,10 @@ class Result:
     def ok(self) -> bool:
         """No request failed and the run was not interrupted. Cancelled
         requests (in flight when the duration's grace ended) are no
-        failure. A run that issued nothing is not ok: nothing ran."""
-        return self.failed == 0 and not self.interrupted and self.issued > 0
+        failure. A run that issued nothing is not ok: nothing ran; nor is a
+        run over a cluster that lost a worker."""
+        return (self.failed == 0 and not self.interrupted and self.issued > 0
+                and not any(w.lost for w in self.workers))
 
     def to_dict(self) -> dict[str, Any]:
         """Every figure, JSON-ready (the layout is in the README): seconds

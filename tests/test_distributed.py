@@ -237,3 +237,146 @@ def test_the_command_line_and_ctrl_c(cluster, srv, tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert "Interrupted:" in out and "Workers (times in ms)" in out
+
+
+def test_fewer_requests_than_workers_give_the_rest_nothing_to_do(client, srv):
+    """requests=1 over two workers raised "requests must be from 1 to ...,
+    not 0": a worker without a share gets no task, not a run of 0; the same
+    for a shape whose share would hold under one request."""
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=1, concurrency=2, cluster=client,
+                      progress=False)
+    assert (r.issued, r.complete) == (1, 1) and len(r.workers) == 1 and r.ok
+    # 0 -> 2/s over 1 s: one request in all.
+    r = httpbench.run(srv.url("/rnd?c=10"), stages=[(1.0, 2.0)], concurrency=2, cluster=client,
+                      progress=False)
+    assert r.complete == 1 and len(r.workers) == 1 and r.ok, r.first_error
+
+
+def test_a_run_where_every_worker_failed_to_begin_is_not_ok(client, tmp_path, cluster):
+    """The name did not resolve on any worker: Result.ok was True with
+    issued 0, and the command line exited 0 (1 without --dask)."""
+    r = httpbench.run("http://nowhere.invalid/", requests=10, concurrency=2, cluster=client,
+                      progress=False)
+    assert r.issued == 0 and all(w.lost for w in r.workers) and not r.ok
+    p = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "10", "-c", "2",
+                        "--dask", cluster.scheduler_address, "http://nowhere.invalid/"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    direct = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "10",
+                             "http://nowhere.invalid/"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=60)
+    assert direct.returncode == 1
+
+
+def test_a_lost_worker_counts_in_the_whole_and_by_name_alike(srv, monkeypatch):
+    """After a lost worker by_name summed to 1,000 of the whole's 1,099: the
+    totals took the lost worker's last report, the names only the parts that
+    returned. Both merge every part now, a lost one under its own name."""
+    import threading
+
+    import httpbench.distributed as hd
+
+    monkeypatch.setattr(hd, "SILENCE_S", 3.0)
+    s = Scenario([Request("GET", "/delay?ms=10", name="a"),
+                  Request("GET", "/delay?ms=10", name="b")])
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as lc, distributed.Client(lc) as c:
+        victim = sorted(c.scheduler_info()["workers"])[1]
+        pid = c.run(os.getpid, workers=[victim])[victim]
+
+        def kill_later() -> None:
+            served = srv.stats()["requests"]
+            while srv.stats()["requests"] < served + 600:
+                time.sleep(0.05)
+            os.kill(pid, signal.SIGKILL)
+
+        threading.Thread(target=kill_later, daemon=True).start()
+        r = httpbench.run(srv.url("/"), scenario=s, requests=4000, concurrency=4, cluster=c,
+                          progress=False)
+    assert any(w.lost for w in r.workers)
+    assert hd.LOST_NAME in r.by_name
+    for field in ("issued", "complete", "failed", "cancelled"):
+        assert getattr(r, field) == sum(getattr(x, field) for x in r.by_name.values()), field
+    assert r.issued == r.complete + r.failed + r.cancelled
+
+
+def _scheduler_and_workers(tmp_path) -> tuple[subprocess.Popen, list[subprocess.Popen], str]:
+    """A scheduler and two workers, each a process of its own, so the
+    scheduler can be killed alone."""
+    import socket as so
+
+    with so.socket() as s0:
+        s0.bind(("127.0.0.1", 0))
+        port = s0.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                  "--host", "127.0.0.1", "--port", str(port),
+                                  "--dashboard-address", ":0"], cwd=tmp_path,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                 "--nthreads", "1", "--no-nanny", "--dashboard-address", ":0"],
+                                cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) for _ in range(2)]
+    return scheduler, workers, address
+
+
+def test_the_scheduler_lost_mid_run_returns_what_was_reported(srv, tmp_path):
+    """The scheduler gone mid-run raised distributed's CommClosedError after
+    about 11 s and every worker's figures were lost. What the workers
+    reported is returned, the loss named; with nothing reported, a
+    ClusterError."""
+    import threading
+
+    scheduler, workers, address = _scheduler_and_workers(tmp_path)
+    try:
+        with distributed.Client(address, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+            served = srv.stats()["requests"]
+
+            def kill_later() -> None:
+                while srv.stats()["requests"] < served + 400:
+                    time.sleep(0.05)
+                time.sleep(0.6)  # a report or two from each worker
+                scheduler.kill()
+
+            threading.Thread(target=kill_later, daemon=True).start()
+            t0 = time.monotonic()
+            r = httpbench.run(srv.url("/delay?ms=10"), requests=6000, concurrency=4,
+                              cluster=c, progress=False)
+            took = time.monotonic() - t0
+    finally:
+        scheduler.kill()
+        for w in workers:
+            w.kill()
+        for p in (scheduler, *workers):
+            p.wait(timeout=30)
+    assert all(w.lost for w in r.workers) and not r.ok
+    assert all("scheduler was lost" in w.error for w in r.workers), [w.error for w in r.workers]
+    assert r.issued > 0 and r.issued == r.complete + r.failed + r.cancelled
+    assert "lost" in r.first_error and took < 60
+
+
+def test_the_scheduler_lost_before_any_report_is_a_cluster_error(srv, tmp_path, monkeypatch):
+    import httpbench.distributed as hd
+
+    scheduler, workers, address = _scheduler_and_workers(tmp_path)
+    try:
+        with distributed.Client(address, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+            real_run = hd._run
+
+            def dying(*args, **kwargs):
+                scheduler.kill()
+                scheduler.wait(timeout=30)
+                return real_run(*args, **kwargs)
+
+            monkeypatch.setattr(hd, "_run", dying)
+            with pytest.raises(httpbench.ClusterError, match="scheduler was lost"):
+                httpbench.run(srv.url("/rnd?c=10"), requests=100, concurrency=2, cluster=c,
+                              progress=False)
+    finally:
+        scheduler.kill()
+        for w in workers:
+            w.kill()
+        for p in (scheduler, *workers):
+            p.wait(timeout=30)
