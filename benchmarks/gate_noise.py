@@ -9,11 +9,18 @@ the same, unchanged test --runs times with --httpbench-compare-fail=M:T%
 for each metric M (rps; p50 and p99 on request), and prints how many of
 them the gate failed, with each run's medians, spreads and changes. A gate
 that fails unchanged code will be switched off: the answer should be 0 of N.
+
+One baseline may happen to be a slow or a fast run, so each run's rounds
+are saved too, and httpbench.noise's rule is then applied to every ordered
+pair of runs (each one as the baseline of each other): the share of pairs
+it fails is its false-failure rate on unchanged code at that threshold.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import re
 import subprocess
 import sys
@@ -58,7 +65,7 @@ def main() -> int:
         print(f"{args.runs} unchanged runs, {args.rounds} rounds each, gate {', '.join(metrics)} "
               f"at {args.threshold:g}% against the first run's baseline")
         for i in range(args.runs):
-            r = pytest_run(work, "--httpbench-compare=base", *gate)
+            r = pytest_run(work, "--httpbench-compare=base", f"--httpbench-save=run{i}", *gate)
             row = next((line for line in r.stdout.splitlines()
                         if line.startswith("test_gate.py::test_rnd")), "")
             cells = row.split()
@@ -78,7 +85,28 @@ def main() -> int:
                     print(f"          {line.strip()}")
         print(f"the gate failed {failed} of {args.runs} unchanged runs "
               f"({undecided} said they could not decide)")
+        pairwise(work, args.runs, metrics, args.threshold)
     return 0
+
+
+def pairwise(work: Path, runs: int, metrics: list[str], threshold: float) -> None:
+    """The rule over every ordered pair of the saved runs."""
+    from httpbench.noise import decide
+
+    rounds = []
+    for i in range(runs):
+        data = json.loads((work / ".httpbench" / f"run{i}.json").read_text())
+        (run,) = data["runs"].values()
+        rounds.append(run["rounds"])
+    for metric in metrics:
+        fails = undecided = pairs = 0
+        for now, base in itertools.permutations(rounds, 2):
+            v = decide(metric, [x[metric] for x in now], [x[metric] for x in base], threshold)
+            pairs += 1
+            fails += v.fails
+            undecided += v.undecided
+        print(f"{metric} at {threshold:g}% over every ordered pair of the {runs} runs: failed "
+              f"{fails} of {pairs} ({fails / pairs:.1%}), could not decide {undecided}")
 
 
 if __name__ == "__main__":
