@@ -84,15 +84,24 @@ def answers_at_speed(port: int, path: str, count: int, within: float = 0.5) -> N
     assert time.monotonic() - t0 < within
 
 
-def read_message(sock: socket.socket) -> bytes:
-    """Reads one request or response (head and Content-Length body) from a
-    raw socket; what came before EOF if it closed first."""
+def _until_head_end(sock: socket.socket) -> tuple[bytes, bool]:
+    """What a raw socket gives until a head's blank line is in, and whether
+    it is (False: the peer closed first)."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(65536)
         if not chunk:
-            return data
+            return data, False
         data += chunk
+    return data, True
+
+
+def read_message(sock: socket.socket) -> bytes:
+    """Reads one request or response (head and Content-Length body) from a
+    raw socket; what came before EOF if it closed first."""
+    data, whole = _until_head_end(sock)
+    if not whole:
+        return data
     head, _, rest = data.partition(b"\r\n\r\n")
     length = 0
     for line in head.split(b"\r\n")[1:]:
@@ -105,6 +114,54 @@ def read_message(sock: socket.socket) -> bytes:
             break
         rest += chunk
     return head + b"\r\n\r\n" + rest
+
+
+def read_head(sock: socket.socket) -> bytes | None:
+    """Reads until a head's end; the head (without its blank line), or None
+    if the peer closed first. What came after it is dropped."""
+    data, whole = _until_head_end(sock)
+    return data.split(b"\r\n\r\n")[0] if whole else None
+
+
+def serve_one(handle: Any) -> socket.socket:
+    """A listening socket on 127.0.0.1 whose first connection a thread hands
+    to handle(conn), closing it after; the caller closes the listener."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        try:
+            conn, _ = lsock.accept()
+        except OSError:
+            return
+        with conn:
+            handle(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return lsock
+
+
+@contextmanager
+def full_backlog(path: str) -> Iterator[socket.socket]:
+    """A Unix socket at path that listens and never accepts, its backlog
+    filled by connections held open: a live server far behind."""
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(0)
+    held = []
+    try:
+        for _ in range(4):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(path)
+            except BlockingIOError:
+                pass
+            held.append(c)
+        yield lsock
+    finally:
+        for c in held:
+            c.close()
+        lsock.close()
 
 
 def read_messages(sock: socket.socket, count: int) -> list[bytes]:

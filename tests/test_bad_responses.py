@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+import helpers
 import pytest
 
 import httpbench
@@ -327,24 +328,18 @@ def test_ctrl_c_interrupts_a_blocked_request(scripted, tmp_path):
 def _flooder() -> tuple[socket.socket, threading.Event]:
     """A server that reads a request and then keeps the socket full of 1xx
     heads, for ever (until stopped)."""
-    lsock = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
-    def serve() -> None:
-        try:
-            conn, _ = lsock.accept()
-        except OSError:
-            return
-        with conn:
-            conn.recv(65536)
-            flood = b"HTTP/1.1 100 Continue\r\n\r\n" * 4096
-            while not stop.is_set():
-                try:
-                    conn.sendall(flood)
-                except OSError:
-                    return
+    def handle(conn: socket.socket) -> None:
+        conn.recv(65536)
+        flood = b"HTTP/1.1 100 Continue\r\n\r\n" * 4096
+        while not stop.is_set():
+            try:
+                conn.sendall(flood)
+            except OSError:
+                return
 
-    threading.Thread(target=serve, daemon=True).start()
+    lsock = helpers.serve_one(handle)
     return lsock, stop
 
 

@@ -24,36 +24,34 @@ def build(tmp_path: Path, name: str, *sources: str, defines: tuple[str, ...] = (
     return out
 
 
-def test_parser_cases_whole_and_split(tmp_path):
-    exe = build(tmp_path, "test_parser", "tests/c/test_parser.c", "csrc/parser.c")
-    run = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=tool_env())
+def unit_test(tmp_path: Path, name: str, *sources: str, libs: tuple[str, ...] = (),
+              minimum: int, timeout: float) -> None:
+    """Builds and runs a plain-C test, which prints "N passed, N failed"."""
+    exe = build(tmp_path, name, *sources, libs=libs)
+    run = subprocess.run([exe], capture_output=True, text=True, timeout=timeout, env=tool_env())
     assert run.returncode == 0, run.stdout + run.stderr
     passed, failed = run.stdout.split()[0::2][:2]
-    assert int(passed) >= 110 and failed == "0"
+    assert int(passed) >= minimum and failed == "0"
+
+
+def test_parser_cases_whole_and_split(tmp_path):
+    unit_test(tmp_path, "test_parser", "tests/c/test_parser.c", "csrc/parser.c", minimum=110,
+              timeout=120)
 
 
 def test_load_shape_arithmetic(tmp_path):
-    exe = build(tmp_path, "test_shape", "tests/c/test_shape.c", "csrc/shape.c", libs=("-lm",))
-    run = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=tool_env())
-    assert run.returncode == 0, run.stdout + run.stderr
-    passed, failed = run.stdout.split()[0::2][:2]
-    assert int(passed) >= 28 and failed == "0"
+    unit_test(tmp_path, "test_shape", "tests/c/test_shape.c", "csrc/shape.c", libs=("-lm",),
+              minimum=28, timeout=60)
 
 
 def test_histogram_percentiles_are_nearest_rank(tmp_path):
-    exe = build(tmp_path, "test_hist", "tests/c/test_hist.c", "csrc/hist.c", libs=("-lm",))
-    run = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=tool_env())
-    assert run.returncode == 0, run.stdout + run.stderr
-    passed, failed = run.stdout.split()[0::2][:2]
-    assert int(passed) >= 12 and failed == "0"
+    unit_test(tmp_path, "test_hist", "tests/c/test_hist.c", "csrc/hist.c", libs=("-lm",),
+              minimum=12, timeout=120)
 
 
 def test_scenario_picks_and_body_check(tmp_path):
-    exe = build(tmp_path, "test_scen", "tests/c/test_scen.c", "csrc/scen.c", libs=("-lm",))
-    run = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=tool_env())
-    assert run.returncode == 0, run.stdout + run.stderr
-    passed, failed = run.stdout.split()[0::2][:2]
-    assert int(passed) >= 78 and failed == "0"
+    unit_test(tmp_path, "test_scen", "tests/c/test_scen.c", "csrc/scen.c", libs=("-lm",),
+              minimum=78, timeout=60)
 
 
 SESSION = ["csrc/session.c", "csrc/relay.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c",

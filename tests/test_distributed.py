@@ -3,6 +3,7 @@ LocalCluster of two worker processes, each running the C loop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -178,25 +179,33 @@ def test_without_dask_the_error_names_the_extra(tmp_path):
     assert "pip install 'httpbench[dask]'" in out.stdout, out.stderr
 
 
+def kill_a_worker_later(c: distributed.Client, srv: httpbench.Server, served: int) -> str:
+    """Kills the second worker with SIGKILL once `served` more requests
+    have reached srv; returns its address."""
+    import threading
+
+    victim = sorted(c.scheduler_info()["workers"])[1]
+    pid = c.run(os.getpid, workers=[victim])[victim]
+    start = srv.stats()["requests"]
+
+    def kill() -> None:
+        while srv.stats()["requests"] < start + served:
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+
+    threading.Thread(target=kill, daemon=True).start()
+    return victim
+
+
 def test_a_worker_killed_mid_run(srv, monkeypatch):
     import httpbench.distributed as hd
 
     monkeypatch.setattr(hd, "SILENCE_S", 3.0)
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as lc, distributed.Client(lc) as c:
-        victim = sorted(c.scheduler_info()["workers"])[1]
-        pid = c.run(os.getpid, workers=[victim])[victim]
-
-        def kill_later() -> None:
-            # Once the run is well under way (600 of its requests served,
-            # 1.5 s at its 400 a second), so the victim has reported.
-            served = srv.stats()["requests"]
-            while srv.stats()["requests"] < served + 600:
-                time.sleep(0.05)
-            os.kill(pid, signal.SIGKILL)
-
-        import threading
-        threading.Thread(target=kill_later, daemon=True).start()
+        # Once the run is well under way (600 of its requests served, 1.5 s
+        # at its 400 a second), so the victim has reported.
+        victim = kill_a_worker_later(c, srv, 600)
         t0 = time.monotonic()
         # 2 workers x 2 connections x 100/s: 2,000 each take 10 s.
         r = httpbench.run(srv.url("/delay?ms=10"), requests=4000, concurrency=4, cluster=c,
@@ -272,8 +281,6 @@ def test_a_lost_worker_counts_in_the_whole_and_by_name_alike(srv, monkeypatch):
     """After a lost worker by_name summed to 1,000 of the whole's 1,099: the
     totals took the lost worker's last report, the names only the parts that
     returned. Both merge every part now, a lost one under its own name."""
-    import threading
-
     import httpbench.distributed as hd
 
     monkeypatch.setattr(hd, "SILENCE_S", 3.0)
@@ -281,16 +288,7 @@ def test_a_lost_worker_counts_in_the_whole_and_by_name_alike(srv, monkeypatch):
                   Request("GET", "/delay?ms=10", name="b")])
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as lc, distributed.Client(lc) as c:
-        victim = sorted(c.scheduler_info()["workers"])[1]
-        pid = c.run(os.getpid, workers=[victim])[victim]
-
-        def kill_later() -> None:
-            served = srv.stats()["requests"]
-            while srv.stats()["requests"] < served + 600:
-                time.sleep(0.05)
-            os.kill(pid, signal.SIGKILL)
-
-        threading.Thread(target=kill_later, daemon=True).start()
+        kill_a_worker_later(c, srv, 600)
         r = httpbench.run(srv.url("/"), scenario=s, requests=4000, concurrency=4, cluster=c,
                           progress=False)
     assert any(w.lost for w in r.workers)
@@ -300,9 +298,10 @@ def test_a_lost_worker_counts_in_the_whole_and_by_name_alike(srv, monkeypatch):
     assert r.issued == r.complete + r.failed + r.cancelled
 
 
-def _scheduler_and_workers(tmp_path) -> tuple[subprocess.Popen, list[subprocess.Popen], str]:
-    """A scheduler and two workers, each a process of its own, so the
-    scheduler can be killed alone."""
+@contextlib.contextmanager
+def scheduler_and_workers(tmp_path) -> Iterator[tuple[subprocess.Popen, distributed.Client]]:
+    """A scheduler and two workers, each a process of its own (so the
+    scheduler can be killed alone), and a Client of it; all killed after."""
     import socket as so
 
     with so.socket() as s0:
@@ -317,7 +316,14 @@ def _scheduler_and_workers(tmp_path) -> tuple[subprocess.Popen, list[subprocess.
                                  "--nthreads", "1", "--no-nanny", "--dashboard-address", ":0"],
                                 cwd=tmp_path, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) for _ in range(2)]
-    return scheduler, workers, address
+    try:
+        with distributed.Client(address, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+            yield scheduler, c
+    finally:
+        for p in (scheduler, *workers):
+            p.kill()
+            p.wait(timeout=30)
 
 
 def test_the_scheduler_lost_mid_run_returns_what_was_reported(srv, tmp_path):
@@ -327,29 +333,20 @@ def test_the_scheduler_lost_mid_run_returns_what_was_reported(srv, tmp_path):
     ClusterError."""
     import threading
 
-    scheduler, workers, address = _scheduler_and_workers(tmp_path)
-    try:
-        with distributed.Client(address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
-            served = srv.stats()["requests"]
+    with scheduler_and_workers(tmp_path) as (scheduler, c):
+        served = srv.stats()["requests"]
 
-            def kill_later() -> None:
-                while srv.stats()["requests"] < served + 400:
-                    time.sleep(0.05)
-                time.sleep(0.6)  # a report or two from each worker
-                scheduler.kill()
+        def kill_later() -> None:
+            while srv.stats()["requests"] < served + 400:
+                time.sleep(0.05)
+            time.sleep(0.6)  # a report or two from each worker
+            scheduler.kill()
 
-            threading.Thread(target=kill_later, daemon=True).start()
-            t0 = time.monotonic()
-            r = httpbench.run(srv.url("/delay?ms=10"), requests=6000, concurrency=4,
-                              cluster=c, progress=False)
-            took = time.monotonic() - t0
-    finally:
-        scheduler.kill()
-        for w in workers:
-            w.kill()
-        for p in (scheduler, *workers):
-            p.wait(timeout=30)
+        threading.Thread(target=kill_later, daemon=True).start()
+        t0 = time.monotonic()
+        r = httpbench.run(srv.url("/delay?ms=10"), requests=6000, concurrency=4, cluster=c,
+                          progress=False)
+        took = time.monotonic() - t0
     assert all(w.lost for w in r.workers) and not r.ok
     assert all("scheduler was lost" in w.error for w in r.workers), [w.error for w in r.workers]
     assert r.issued > 0 and r.issued == r.complete + r.failed + r.cancelled
@@ -359,24 +356,15 @@ def test_the_scheduler_lost_mid_run_returns_what_was_reported(srv, tmp_path):
 def test_the_scheduler_lost_before_any_report_is_a_cluster_error(srv, tmp_path, monkeypatch):
     import httpbench.distributed as hd
 
-    scheduler, workers, address = _scheduler_and_workers(tmp_path)
-    try:
-        with distributed.Client(address, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
-            real_run = hd._run
+    with scheduler_and_workers(tmp_path) as (scheduler, c):
+        real_run = hd._run
 
-            def dying(*args, **kwargs):
-                scheduler.kill()
-                scheduler.wait(timeout=30)
-                return real_run(*args, **kwargs)
+        def dying(*args, **kwargs):
+            scheduler.kill()
+            scheduler.wait(timeout=30)
+            return real_run(*args, **kwargs)
 
-            monkeypatch.setattr(hd, "_run", dying)
-            with pytest.raises(httpbench.ClusterError, match="scheduler was lost"):
-                httpbench.run(srv.url("/rnd?c=10"), requests=100, concurrency=2, cluster=c,
-                              progress=False)
-    finally:
-        scheduler.kill()
-        for w in workers:
-            w.kill()
-        for p in (scheduler, *workers):
-            p.wait(timeout=30)
+        monkeypatch.setattr(hd, "_run", dying)
+        with pytest.raises(httpbench.ClusterError, match="scheduler was lost"):
+            httpbench.run(srv.url("/rnd?c=10"), requests=100, concurrency=2, cluster=c,
+                          progress=False)

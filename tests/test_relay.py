@@ -19,7 +19,7 @@ import threading
 import time
 
 import pytest
-from helpers import ScriptedServer, nginx, read_message, tool_env
+from helpers import ScriptedServer, nginx, read_head, read_message, serve_one, tool_env
 
 import httpbench
 
@@ -617,25 +617,15 @@ def test_a_connect_to_the_relay_on_every_address_is_508():
 def _early_answerer(answer: bytes) -> tuple[socket.socket, list[bytes]]:
     """An upstream that reads a request's head only, answers at once and
     closes, its body unread (so its kernel resets the connection)."""
-    lsock = socket.create_server(("127.0.0.1", 0))
     heads: list[bytes] = []
 
-    def serve() -> None:
-        try:
-            conn, _ = lsock.accept()
-        except OSError:
-            return
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    return
-                data += chunk
-            heads.append(data.split(b"\r\n\r\n")[0])
+    def handle(conn: socket.socket) -> None:
+        head = read_head(conn)
+        if head is not None:
+            heads.append(head)
             conn.sendall(answer)
 
-    threading.Thread(target=serve, daemon=True).start()
+    lsock = serve_one(handle)
     return lsock, heads
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import nginx, tool_env
+from helpers import full_backlog, nginx, read_head, tool_env
 from test_bad_responses import INCOMPLETE, MALFORMED, OK
 
 import httpbench
@@ -352,13 +352,9 @@ def _slow_accepter(path: str, stop: threading.Event) -> socket.socket:
 
     def answer(conn: socket.socket) -> None:
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    return
-                data += chunk
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            if read_head(conn) is not None:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n"
+                             b"\r\nok")
 
     def serve() -> None:
         while not stop.is_set():
@@ -391,52 +387,20 @@ def test_a_full_backlog_is_waited_out_not_counted_a_connect_failure(sock_path, c
 
 
 def test_a_backlog_that_stays_full_ends_in_the_timeout(sock_path):
-    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    lsock.bind(sock_path)
-    lsock.listen(0)  # never accepted: the backlog fills and stays full
-    held = []
-    try:
-        for _ in range(4):
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            c.setblocking(False)
-            try:
-                c.connect(sock_path)
-            except BlockingIOError:
-                pass
-            held.append(c)
+    with full_backlog(sock_path):
         t0 = time.monotonic()
         r = httpbench.run("http://localhost/", requests=3, concurrency=3, unix_socket=sock_path,
                           timeout=0.3, progress=False)
         assert time.monotonic() - t0 < 3
         assert (r.failed, r.failures["timeout"]) == (3, 3), r.failures
-    finally:
-        for c in held:
-            c.close()
-        lsock.close()
 
 
 @pytest.mark.parametrize("mode", ["epoll", "threads"])
 def test_a_live_server_with_a_full_backlog_is_seen_without_a_hang(sock_path, mode):
     """Server(unix_socket=) probed the path with a blocking connect(2): a
     live server whose backlog was full made it wait for ever."""
-    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    lsock.bind(sock_path)
-    lsock.listen(0)
-    held = []
-    try:
-        for _ in range(4):
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            c.setblocking(False)
-            try:
-                c.connect(sock_path)
-            except BlockingIOError:
-                pass
-            held.append(c)
+    with full_backlog(sock_path):
         t0 = time.monotonic()
         with pytest.raises(OSError, match="a server is listening there"):
             httpbench.Server(unix_socket=sock_path, mode=mode)
         assert time.monotonic() - t0 < 2
-    finally:
-        for c in held:
-            c.close()
-        lsock.close()
