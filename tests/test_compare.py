@@ -162,6 +162,15 @@ def test_to_pandas_and_plot(tmp_path):
     assert p99 and all(not t.get_text().startswith("$") for t in twin.get_yticklabels())
 
 
+def test_report_is_text_to_print_and_says_so():
+    """report() returns the text (a bare value at a REPL shows it quoted,
+    its newlines escaped): print(cmp) prints it, and the docstring says to
+    print it."""
+    cmp = httpbench.compare(agents=["httpbench"], requests=20, scenarios=["get"])
+    assert str(cmp) == cmp.report() and isinstance(cmp.report(reports=False), str)
+    assert "print" in " ".join(httpbench.Comparison.report.__doc__.split())
+
+
 def test_html_repr():
     cmp = httpbench.compare(agents=["httpbench"], requests=20, scenarios=["get"])
     html = cmp._repr_html_()
