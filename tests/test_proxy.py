@@ -272,12 +272,16 @@ def test_compare_through_a_proxy_to_http(proxy):
     # tinyproxy closes each client connection after one answer without
     # saying so; clients that send again on a new socket (or never reuse)
     # have every request answered, http.client and aiohttp fail some in
-    # the receive class. No request is lost either way.
+    # the receive class. httpx too, on one CPU: httpcore looks at whether a
+    # pooled socket is readable before reusing it, and when its next
+    # request goes before the proxy's FIN arrives (the race one CPU
+    # shows), a POST is not sent again (RFC 9110 section 9.2.2). No
+    # request is lost either way.
     cmp = httpbench.compare(requests=30, duration=5, proxy=proxy)
     for (agent, scenario), r in cmp.results.items():
         assert r.issued == r.complete + r.failed + r.cancelled, (agent, scenario)
         assert r.failed == r.failures["receive"], (agent, scenario, r.failures)
-        if agent in ("httpbench", "urllib3", "requests", "httpx", "pycurl"):
+        if agent in ("httpbench", "urllib3", "requests", "pycurl"):
             assert r.failed == 0 and r.complete == 30, (agent, scenario, r.first_error)
     with pytest.raises(ValueError, match="only http:// proxies"):
         httpbench.compare(proxy="https://p:1")
