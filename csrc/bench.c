@@ -49,7 +49,6 @@
 #define TICK_NS 50000000LL
 /* After a stop or the end of a duration, how long requests in flight may
  * take to finish; those still in flight then are cancelled. */
-#define GRACE_NS 1000000000LL
 
 /* A request the loop sends: a scenario's, or the run's one request. */
 typedef struct {
@@ -1055,7 +1054,8 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
 static void tick(bthread *t, int64_t now)
 {
     hb_bench *b = t->b;
-    int abandon = (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= GRACE_NS);
+    int abandon =
+        (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= HB_BENCH_GRACE_NS);
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
         if (c->state == BC_DRAIN) {
@@ -1608,7 +1608,7 @@ void hb_bench_go(hb_bench *b, int64_t start_realtime_ns)
 void hb_bench_stop(hb_bench *b)
 {
     if (!stopped(b)) {
-        b->stop_at = hb_now_ns() + GRACE_NS;
+        b->stop_at = hb_now_ns() + HB_BENCH_GRACE_NS;
         __atomic_store_n(&b->stopping, 1, __ATOMIC_RELEASE);
     }
     /* Threads waiting for a prepared start's go, and a caller of

@@ -41,6 +41,11 @@
 #define HB_BENCH_MAX_CONCURRENCY 1000000
 #define HB_BENCH_MAX_SECONDS (365.0 * 86400) /* durations and timeouts: a year */
 #define HB_BENCH_MAX_PIPELINE 1024
+#define HB_BENCH_MAX_REQUESTS 1000000000000LL /* in a run, and in a warmup: a trillion */
+#define HB_BENCH_MAX_RATE 1e9                 /* requests a second */
+/* What requests in flight get after a stop or a duration's end before
+ * they are cancelled; the Python agents keep the same. */
+#define HB_BENCH_GRACE_NS 1000000000LL
 
 /* The most requests a scenario holds: each costs a result per thread
  * (sizeof(hb_bench_result), about 230 KB, for its histograms). */

@@ -38,8 +38,6 @@
 #define NO_TIMEOUT HB_BENCH_MAX_SECONDS
 /* Byte limits (max_body, max_buffered) are at most this. */
 #define MAX_BYTES (1LL << 62)
-/* Requests in a run (and in a warmup): a trillion. */
-#define MAX_REQUESTS 1000000000000LL
 
 typedef struct {
     PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
@@ -1744,7 +1742,7 @@ static hb_shape *shape_of(PyObject *stages_o, const char *name)
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *secs, *target;
         if (!PyArg_ParseTuple(pair, "OO:stages", &secs, &target) ||
             arg_real(secs, "a stage's seconds", 0, HB_BENCH_MAX_SECONDS, &v[i]) != 0 ||
-            arg_real(target, "a stage's target", 1, 1e9, &v[n + i]) != 0)
+            arg_real(target, "a stage's target", 1, HB_BENCH_MAX_RATE, &v[n + i]) != 0)
             goto error;
     }
     if (hb_shape_init(shape, v, v + n, (int)n) != 0 || !(shape->total > 0)) {
@@ -1920,7 +1918,8 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
         arg_int(pipeline_o, "pipeline", 1, HB_BENCH_MAX_PIPELINE, &pipeline) != 0)
         return -1;
     long long warm_n = 0;
-    if ((warm_n_o != NULL && arg_int(warm_n_o, "warmup_requests", 0, MAX_REQUESTS, &warm_n) != 0) ||
+    if ((warm_n_o != NULL &&
+         arg_int(warm_n_o, "warmup_requests", 0, HB_BENCH_MAX_REQUESTS, &warm_n) != 0) ||
         (warm_s_o != NULL &&
          arg_real(warm_s_o, "warmup_seconds", 1, HB_BENCH_MAX_SECONDS, &cfg.warmup_seconds) != 0))
         return -1;
@@ -1933,11 +1932,11 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
         cfg.transport_shared = tls;
     }
     if (arg_int(port_o, "port", 1, 65535, &port) != 0 ||
-        arg_int(requests_o, "requests", 0, MAX_REQUESTS, &requests) != 0 ||
+        arg_int(requests_o, "requests", 0, HB_BENCH_MAX_REQUESTS, &requests) != 0 ||
         arg_real(duration_o, "duration", 1, HB_BENCH_MAX_SECONDS, &cfg.duration) != 0 ||
         arg_int(conc_o, "concurrency", 1, HB_BENCH_MAX_CONCURRENCY, &conc) != 0 ||
         arg_int(threads_o, "threads", 1, HB_BENCH_MAX_THREADS, &threads) != 0 ||
-        arg_real(rate_o, "rate", 1, 1e9, &cfg.rate) != 0 ||
+        arg_real(rate_o, "rate", 1, HB_BENCH_MAX_RATE, &cfg.rate) != 0 ||
         arg_real(timeout_o, "timeout", 0, HB_BENCH_MAX_SECONDS, &cfg.timeout) != 0)
         return -1;
     if (cfg.rate > 0 && cfg.pipeline > 1) {
@@ -2414,6 +2413,16 @@ static int core_exec(PyObject *m)
         PyModule_AddIntConstant(m, "REQ_HEAD", HB_REQ_HEAD) != 0 ||
         PyModule_AddIntConstant(m, "TLS_1_2", HB_TLS_1_2) != 0 ||
         PyModule_AddIntConstant(m, "TLS_1_3", HB_TLS_1_3) != 0 ||
+        /* The limits, defined here once: httpbench._check reads them. */
+        PyModule_AddIntConstant(m, "MAX_REQUESTS", HB_BENCH_MAX_REQUESTS) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_CONCURRENCY", HB_BENCH_MAX_CONCURRENCY) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_THREADS", HB_BENCH_MAX_THREADS) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_PIPELINE", HB_BENCH_MAX_PIPELINE) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_SCENARIO", HB_BENCH_MAX_SCENARIO) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_BYTES", MAX_BYTES) != 0 ||
+        PyModule_AddObject(m, "MAX_SECONDS", PyFloat_FromDouble(HB_BENCH_MAX_SECONDS)) != 0 ||
+        PyModule_AddObject(m, "MAX_RATE", PyFloat_FromDouble(HB_BENCH_MAX_RATE)) != 0 ||
+        PyModule_AddObject(m, "GRACE_SECONDS", PyFloat_FromDouble(HB_BENCH_GRACE_NS / 1e9)) != 0 ||
         PyModule_AddStringConstant(m, "OPENSSL_VERSION", hb_tls_library()) != 0 ||
         PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0)
         return -1;

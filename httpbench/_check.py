@@ -13,6 +13,8 @@ import os
 import socket
 from collections.abc import Iterable
 
+from . import _core
+
 __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
     "MAX_PIPELINE",
@@ -20,14 +22,16 @@ __all__ = [
     "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages", "shape_total",
 ]
 
-# Durations and timeouts: at most a year (None is "no limit" where documented).
-YEAR = 365 * 86400.0
-MAX_REQUESTS = 10**12
-MAX_CONCURRENCY = 1_000_000
-MAX_THREADS = 1024
-MAX_BYTES = 2**62
-MAX_RATE = 1e9
-MAX_PIPELINE = 1024
+# The limits live in C (csrc/bench.h), once; read here for the checks and
+# their messages. Durations and timeouts: at most a year (None is "no
+# limit" where documented).
+YEAR = _core.MAX_SECONDS
+MAX_REQUESTS = _core.MAX_REQUESTS
+MAX_CONCURRENCY = _core.MAX_CONCURRENCY
+MAX_THREADS = _core.MAX_THREADS
+MAX_BYTES = _core.MAX_BYTES
+MAX_RATE = _core.MAX_RATE
+MAX_PIPELINE = _core.MAX_PIPELINE
 
 
 def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:

@@ -14,6 +14,15 @@ REQ_HEAD: int
 DELAY_MAX_MS: int
 TLS_1_2: int
 TLS_1_3: int
+MAX_REQUESTS: int
+MAX_CONCURRENCY: int
+MAX_THREADS: int
+MAX_PIPELINE: int
+MAX_SCENARIO: int
+MAX_BYTES: int
+MAX_SECONDS: float
+MAX_RATE: float
+GRACE_SECONDS: float
 OPENSSL_VERSION: str
 __version__: str
 

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from . import _core
 from ._core import Histogram
 from .result import FAILURE_CLASSES, Latency, Result
 
@@ -22,7 +23,7 @@ __all__ = ["GRACE_S", "Tally", "Plan", "ThreadCPU", "agent_result"]
 
 # After Ctrl-C or the end of a duration, how long requests in flight may take
 # to finish before they are cancelled: the C loop's rule (bench.h).
-GRACE_S = 1.0
+GRACE_S = _core.GRACE_SECONDS
 
 
 class Tally:

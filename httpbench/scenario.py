@@ -29,12 +29,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from . import _core
 from ._url import split_url
 
 __all__ = ["Request", "Scenario", "MAX_REQUESTS_IN_SCENARIO", "MAX_EXPECT_BODY", "join_target",
            "origin_of"]
 
-MAX_REQUESTS_IN_SCENARIO = 256
+MAX_REQUESTS_IN_SCENARIO = _core.MAX_SCENARIO
 MAX_EXPECT_BODY = 65536
 MAX_WEIGHT = 1e6
 
