@@ -120,7 +120,7 @@ def _on_worker(run_id: str, index: int, url: str, kwargs: dict[str, Any]) -> dic
     others'; returns its Result's dict and its timeline's buckets."""
     from .runner import run
     r = run(url, progress=False, _coordinator=_WorkerCoordinator(run_id, index), **kwargs)
-    return {"result": r.to_dict(), "buckets": getattr(r, "timeline_buckets", [])}
+    return {"result": r.to_dict(), "buckets": r.timeline_buckets}
 
 
 def _shares(n: int, requests: int | None, concurrency: int, rate: float | None,
@@ -309,7 +309,7 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         host = about[addr][1]
         if i in done:
             r = Result.from_dict(done[i]["result"])
-            r.timeline_buckets = done[i]["buckets"]  # type: ignore[attr-defined]
+            r.timeline_buckets = done[i]["buckets"]
             parts.append(WorkerPart(address=addr, host=host, requests=share["requests"],
                                     concurrency=share["concurrency"], rate=share["rate"],
                                     lost=False, error="", not_run=0, result=r))
@@ -405,8 +405,8 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
             start, datetime.timezone.utc).isoformat(timespec="milliseconds")
     buckets = _merged_buckets(parts)
     fields["timeline"] = _timeline(buckets, parts)
+    fields["timeline_buckets"] = buckets
     merged = Result(**fields)
-    merged.timeline_buckets = buckets  # type: ignore[attr-defined]
     # One rule for the whole and its names: every part counts in both. A
     # part without names (a lost worker's) goes under LOST_NAME.
     names = [n for p in parts for n in p.by_name]
@@ -421,7 +421,7 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
 def _merged_buckets(parts: list[Result]) -> list[list[tuple[int, int]]]:
     seconds: list[dict[int, int]] = []
     for p in parts:
-        for s, pairs in enumerate(getattr(p, "timeline_buckets", [])):
+        for s, pairs in enumerate(p.timeline_buckets):
             while len(seconds) <= s:
                 seconds.append({})
             for k, count in pairs:

@@ -247,6 +247,11 @@ class Result:
     # requests=N that lost workers never issued (not in `issued`).
     workers: list[WorkerPart] = dataclasses.field(default_factory=list)
     not_run: int = 0
+    # Each second's (bucket, count) pairs of the timeline's coarse latency
+    # buckets, for a merge with other machines' seconds (httpbench.
+    # distributed); the loop's own, not kept in the JSON.
+    timeline_buckets: list[list[tuple[int, int]]] = dataclasses.field(default_factory=list,
+                                                                      repr=False)
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__
@@ -413,7 +418,7 @@ _LATENCIES = tuple(f.name for f in dataclasses.fields(Result) if f.type == "Late
 _ABOUT = ("agent", "agent_version", "python_version")
 _PLAIN = tuple(f.name for f in dataclasses.fields(Result)
                if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head", "by_name",
-                                                       "workers"))
+                                                       "workers", "timeline_buckets"))
 
 
 def _ms(seconds: float) -> str:

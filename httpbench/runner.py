@@ -557,7 +557,7 @@ def run(
         stages=list(shape or []), concurrency_stages=list(vus or []))
     result = _result(raw, url=_public_url(url), method=method, path=path, **common)
     # Each second's buckets, for a merge with other machines' seconds.
-    result.timeline_buckets = raw.get("timeline_buckets", [])  # type: ignore[attr-defined]
+    result.timeline_buckets = raw.get("timeline_buckets", [])
     if scenario is not None:
         # Each request's own figures (no timeline or CPU time: the run's).
         each = raw.get("by_request") or [_nothing_measured() for _ in scenario.requests]
