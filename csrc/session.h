@@ -79,8 +79,9 @@ typedef struct hb_sess {
     uint64_t sent;   /* body bytes sent (or, chunked, framed) so far */
     int final_chunk; /* chunked: the last chunk is queued */
     int close_after;
-    int body_left;          /* the request body was not all read (a relayed early answer):
-                    * linger, draining it, before the close */
+    /* The request body was not all read (a relayed early answer): linger,
+     * draining it, before the close. */
+    int body_left;
     char content_type[256]; /* echoed by /echo */
     struct hb_relay *relay; /* the relay's state, from the first request relayed */
     int io_client, io_up;   /* with HB_WANT_IO */

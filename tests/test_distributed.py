@@ -331,21 +331,23 @@ def test_the_scheduler_lost_mid_run_returns_what_was_reported(srv, tmp_path):
     about 11 s and every worker's figures were lost. What the workers
     reported is returned, the loss named; with nothing reported, a
     ClusterError."""
-    import threading
+    import io
 
     with scheduler_and_workers(tmp_path) as (scheduler, c):
-        served = srv.stats()["requests"]
 
-        def kill_later() -> None:
-            while srv.stats()["requests"] < served + 400:
-                time.sleep(0.05)
-            time.sleep(0.6)  # a report or two from each worker
-            scheduler.kill()
+        class KillOnFirstProgress(io.StringIO):
+            """The progress lines ("Completed 600 requests") are written
+            from the workers' reports as the caller has received them: the
+            scheduler dies once it has some, not after a guessed sleep."""
 
-        threading.Thread(target=kill_later, daemon=True).start()
+            def write(self, text: str) -> int:
+                if "Completed" in text and scheduler.poll() is None:
+                    scheduler.kill()
+                return super().write(text)
+
         t0 = time.monotonic()
         r = httpbench.run(srv.url("/delay?ms=10"), requests=6000, concurrency=4, cluster=c,
-                          progress=False)
+                          progress="auto", stream=KillOnFirstProgress())
         took = time.monotonic() - t0
     assert all(w.lost for w in r.workers) and not r.ok
     assert all("scheduler was lost" in w.error for w in r.workers), [w.error for w in r.workers]
