@@ -9,7 +9,7 @@
  * parser and their bodies counted, never kept. Nothing is allocated per
  * request.
  *
- * Accounting is exact, by one rule for every way a run ends (DESIGN.md):
+ * Accounting is exact, by one rule for every way a run ends (docs/design.md):
  *
  *     issued == complete + failed + cancelled
  *

@@ -1,7 +1,7 @@
 """The accounting every Python agent is held to: tickets, the checks on
 each answer, the grace after a stop, and the Result they add up to.
 
-The rule is the C loop's (DESIGN.md): every request a worker takes ends
+The rule is the C loop's (docs/design.md): every request a worker takes ends
 complete, failed (in one class) or, if still in flight when the run's
 accounting closes, cancelled. All of it under one lock, so an outcome that
 arrives after the close is not counted twice.

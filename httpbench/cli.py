@@ -264,7 +264,7 @@ def bench_parser() -> argparse.ArgumentParser:
                         "answered in order (HTTP/1.1 pipelining; default 1)"),
     p.add_argument("--dask", metavar="ADDRESS",
                    help="spread the run over a Dask cluster's workers (its scheduler, "
-                        "tcp://host:8786), merged into one result; see the README")
+                        "tcp://host:8786), merged into one result; see docs/cluster.md")
     p.add_argument("--workers", type=int, metavar="N",
                    help="with --dask: how many of its workers (default all)")
     p.add_argument("-V", "--version", action="version", version=f"httpbench {__version__}")

@@ -173,7 +173,7 @@ class Second(NamedTuple):
 
 @dataclasses.dataclass(kw_only=True, eq=False)
 class Result:
-    """The figures of one run, by the names ab users know (see README)."""
+    """The figures of one run, by the names ab users know (docs/running.md)."""
 
     url: str
     method: str
@@ -283,7 +283,7 @@ class Result:
                 and not any(w.lost for w in self.workers))
 
     def to_dict(self) -> dict[str, Any]:
-        """Every figure, JSON-ready (the layout is in the README): seconds
+        """Every figure, JSON-ready (the layout is docs/schema.md): seconds
         for every time, `schema` its version."""
         d: dict[str, Any] = {"schema": SCHEMA}
         d.update({name: getattr(self, name) for name in _PLAIN + _ABOUT})

@@ -28,7 +28,7 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 
 def exact(r: httpbench.Result) -> None:
-    """The one accounting rule (DESIGN.md)."""
+    """The one accounting rule (docs/design.md)."""
     assert r.issued == r.complete + r.failed + r.cancelled, r.to_dict()
     assert r.failed == sum(r.failures.values())
 
