@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,28 @@ import httpbench
 
 __all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
            "free_port", "wait_for_port", "find_nginx", "nginx", "make_pki", "server_context",
-           "tinyproxy", "read_messages"]
+           "tinyproxy", "read_messages", "OK", "exact", "python", "hb"]
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+def exact(r: httpbench.Result) -> None:
+    """The one accounting rule (docs/design.md)."""
+    assert r.issued == r.complete + r.failed + r.cancelled, r.to_dict()
+    assert r.failed == sum(r.failures.values())
+
+
+def python(code: str, cwd: Path, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """Runs code in a child Python (a signal, a lowered limit or a crash
+    stays there)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout, **kw)
+
+
+def hb(*args: str, cwd: Path | str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The command line, in a child Python."""
+    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
 
 def tool_env() -> dict[str, str]:
     """The environment for programs not built here: without the ASan

@@ -1,0 +1,24 @@
+"""The scripts in benchmarks/ run from the repository's root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import re
+import subprocess
+import sys
+
+import pytest
+
+
+
+def test_benchmarks_run_from_the_repository_root(tmp_path):
+    """Packaging: a child `python -c` run from the root imported the source
+    tree's httpbench, which has no built _core."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "benchmarks" / "single_connection.py").exists():
+        pytest.skip("no benchmarks here")
+    r = subprocess.run([sys.executable, "benchmarks/single_connection.py", "--requests", "300",
+                        "--rounds", "1"], capture_output=True, text=True, cwd=root, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert re.search(r"embedded +httpbench.Connection +[\d,]+", r.stdout), r.stdout

@@ -1,0 +1,83 @@
+"""The command line's errors: one line and a status, framing that disagrees
+with the body refused before anything is sent, output files written after
+the run and never left behind by one that never began."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import httpbench
+from helpers import OK, hb
+
+
+URL = "http://127.0.0.1:1/"
+
+
+@pytest.mark.parametrize("headers,body,error", [
+    ({"Content-Length": "5"}, b"abc", "Content-Length given does not match"),
+    ({"Content-Length": "1"}, b"abc", "Content-Length given does not match"),
+    ({"Content-Length": "3x"}, b"abc", "Content-Length given does not match"),
+    ([("Content-Length", "3"), ("Content-Length", "4")], b"abc", "does not match"),
+    ({"Content-Length": "5"}, None, "does not match the body's 0 bytes"),
+    ({"Transfer-Encoding": "chunked"}, b"0\r\n\r\n", "Transfer-Encoding cannot be given"),
+    ({"transfer-encoding": "gzip"}, b"abc", "Transfer-Encoding cannot be given"),
+])
+def test_framing_headers_that_disagree_with_the_body_are_refused_before_sending(
+        scripted, headers, body, error):
+    """Item 18: a Content-Length unlike the body's length smuggles a second
+    request inside the body; a Transfer-Encoding has the server read the
+    body as something other than what is sent."""
+    srv = scripted([("recv",), ("send", OK)])
+    with httpbench.Connection("127.0.0.1", srv.port) as conn:
+        with pytest.raises(ValueError, match=error):
+            conn.request("POST", "/", headers=headers, body=body)
+        assert conn.bytes_sent == 0
+    with pytest.raises(ValueError, match=error):
+        httpbench.run(f"http://127.0.0.1:{srv.port}/", "POST", body, headers, requests=1,
+                      progress=False)
+    assert srv.requests == []
+
+
+def test_command_line_header_that_disagrees_with_the_body_exits_2(tmp_path):
+    post = tmp_path / "body"
+    post.write_bytes(b"abc")
+    r = hb("-n", "1", "-p", str(post), "-H", "Content-Length: 9", URL, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "Content-Length given does not match" in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize("args,status,error", [
+    (["-n", "3", "http://nonexistent.invalid/"], 1, "cannot resolve nonexistent.invalid"),
+    (["-n", "3", "--threads", "99999999999", URL], 2, "--threads must be"),
+    (["-n", "3", "-e", "/nonexistent/dir/x.csv", URL], 2, "-e: cannot write"),
+    (["-n", "3", "--json", "/nonexistent/dir/x.json", URL], 2, "--json: cannot write"),
+    (["compare", "--json", "/nonexistent/dir/x.json", URL], 2, "--json: cannot write"),
+    (["compare", "-c", "0", URL], 2, "-c must be"),
+])
+def test_command_line_errors_are_one_line_and_a_status(tmp_path, args, status, error):
+    """Item 19: these printed tracebacks, and the output files were opened
+    only after the whole run."""
+    t0 = time.monotonic()
+    r = hb(*args, cwd=tmp_path)
+    assert r.returncode == status, r.stderr
+    assert r.stderr.count("\n") == 1 and error in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and time.monotonic() - t0 < 20
+
+
+def test_output_files_are_written_after_the_run_and_left_out_when_it_never_began(tmp_path):
+    with httpbench.Server() as srv:
+        r = hb("-q", "-n", "50", "-e", "p.csv", "--json", "r.json", srv.url("/rnd?c=5"),
+               cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "p.csv").read_text().startswith("Percentage served,Time in ms\n0,")
+    assert json.loads((tmp_path / "r.json").read_text())["complete"] == 50
+    r = hb("-n", "3", "-e", "never.csv", "http://nonexistent.invalid/", cwd=tmp_path)
+    assert r.returncode == 1 and not (tmp_path / "never.csv").exists()
+
+
+def test_mixing_t_and_d_with_different_values_is_a_usage_error(tmp_path):
+    r = hb("-t", "1", "-d", "2s", "http://127.0.0.1:1/", cwd=tmp_path)
+    assert r.returncode == 2 and "the same time limit" in r.stderr

@@ -1,0 +1,153 @@
+"""The command line takes the habits of ab, wrk, wrk2 and hey: time units by
+every letter, -i, -A, -C, -T, -v 2, concurrency 1 by default, Non-2xx
+broken down, --help naming them."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import pytest
+
+import httpbench
+from helpers import OK, hb
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server(threads=2) as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("args,seconds", [
+    (["-t", "1s"], 1.0), (["-t", "0.8"], 0.8), (["-d", "1s"], 1.0), (["--duration", "900ms"], 0.9),
+    (["-z", "1"], 1.0),
+])
+def test_durations_take_units_by_every_letter(tmp_path, server, args, seconds):
+    t0 = time.monotonic()
+    r = hb(*args, "-q", "-c", "2", "--json", "r.json", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["requests"] is None and d["complete"] > 50
+    assert seconds * 0.9 < d["time_taken"] < seconds + 1.2
+    assert time.monotonic() - t0 < seconds + 10
+
+
+def test_a_bare_small_t_with_c_and_no_n_warns_about_threads(tmp_path, server):
+    """wrk's -t4 is four threads; here -t keeps ab's meaning and says so."""
+    r = hb("-t1", "-c2", "-q", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "-t 1 is ab's time limit, 1 s; for 1 threads, as in wrk, use --threads 1" in r.stderr
+    r = hb("-t", "1s", "-c2", "-q", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert "--threads" not in r.stderr
+
+
+def test_d_no_longer_swallows_its_value_as_the_url(tmp_path, server):
+    r = hb("-d", "10s", "-c", "1", "-n", "20", "-q", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Complete requests:      20" in r.stdout  # -n ended it first
+
+
+def test_wrk2_rate_and_wrk_latency_are_accepted(tmp_path, server):
+    r = hb("-R", "200", "-d", "1s", "-c", "4", "--latency", "-q", "--json", "-",
+           server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["rate"] == 200 and 170 <= d["issued"] <= 215
+    assert "Target rate:" in r.stderr  # the report went to stderr
+
+
+def test_i_sends_head_and_reports_document_length_0(tmp_path, server):
+    """Item 8: a HEAD run's document length is 0, not None."""
+    r = hb("-i", "-n", "30", "-q", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["method"] == "HEAD" and d["document_length"] == 0 and d["body_bytes"] == 0
+    res = httpbench.run(server.url("/rnd?c=100"), "HEAD", requests=10, progress=False)
+    assert res.document_length == 0
+
+
+def test_basic_auth_cookies_and_default_content_type_reach_the_server(tmp_path, scripted):
+    post = tmp_path / "body"
+    post.write_bytes(b"abc")
+    srv = scripted([("recv",), ("send", OK)])
+    r = hb("-n", "1", "-q", "-A", "alice:s3cret", "-C", "a=1", "-C", "b=2", "-p", str(post),
+           f"http://127.0.0.1:{srv.port}/x", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (raw,) = srv.requests
+    head = raw.split(b"\r\n\r\n")[0].decode().split("\r\n")
+    assert head[0] == "POST /x HTTP/1.1"
+    assert f"Authorization: Basic {base64.b64encode(b'alice:s3cret').decode()}" in head
+    assert "Cookie: a=1; b=2" in head
+    assert "Content-Type: text/plain" in head  # ab's default for -p
+    assert f"User-Agent: httpbench/{httpbench.__version__}" in head and "Accept: */*" in head
+
+
+def test_run_sends_user_agent_and_accept_unless_given(scripted):
+    srv = scripted([("recv",), ("send", OK)], [("recv",), ("send", OK)])
+    url = f"http://127.0.0.1:{srv.port}/"
+    httpbench.run(url, requests=1, progress=False)
+    httpbench.run(url, headers={"user-agent": "x/1", "ACCEPT": "text/html"}, requests=1,
+                  progress=False)
+    first, second = (raw.split(b"\r\n\r\n")[0].split(b"\r\n")[1:] for raw in srv.requests)
+    agent = b"User-Agent: httpbench/" + httpbench.__version__.encode()
+    assert sorted(first) == sorted([agent, b"Accept: */*", b"Host: 127.0.0.1:%d" % srv.port])
+    assert sorted(second) == sorted([b"user-agent: x/1", b"ACCEPT: text/html",
+                                     b"Host: 127.0.0.1:%d" % srv.port])
+
+
+def test_credentials_in_the_url_become_basic_auth(scripted):
+    srv = scripted([("recv",), ("send", OK)])
+    r = httpbench.run(f"http://bob:p%40ss@127.0.0.1:{srv.port}/", requests=1, progress=False)
+    assert r.complete == 1 and "p%40ss" not in r.url and "***" in r.url
+    (raw,) = srv.requests
+    assert f"Authorization: Basic {base64.b64encode(b'bob:p@ss').decode()}".encode() in raw
+
+
+def test_v2_prints_the_first_response_head(tmp_path, server):
+    r = hb("-v", "2", "-n", "5", "-q", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("LOG: header received:\nHTTP/1.1 200 OK\n")
+    assert "Content-Length: 10\n" in r.stdout
+
+
+def test_defaults_are_concurrency_1(tmp_path, server):
+    r = httpbench.run(server.url("/rnd?c=10"), requests=50, progress=False)
+    assert r.concurrency == 1 and r.connects == 1
+    cli = hb("-n", "50", "-q", "--json", "-", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert json.loads(cli.stdout)["concurrency"] == 1
+
+
+def test_non_2xx_broken_down_and_fail_on_non_2xx(tmp_path, server):
+    r = hb("-n", "20", "-q", server.url("/status/503"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Non-2xx responses:      20 (503: 20)" in r.stdout
+    r = hb("-n", "20", "-q", "--fail-on-non-2xx", server.url("/status/503"), cwd=tmp_path)
+    assert r.returncode == 1
+
+
+def test_compare_says_when_every_answer_was_non_2xx(server):
+    cmp = httpbench.compare(server.url("/status/404"), agents=["httpbench", "http.client"],
+                            scenarios=["get"], requests=50)
+    assert "non-2xx" in cmp.table()
+    assert any("every response was non-2xx (404: 50)" in n for n in cmp.warnings())
+    assert "every response was non-2xx" in cmp.report(reports=False)
+
+
+def test_help_names_compare_serve_and_the_habits(tmp_path):
+    out = hb("--help", cwd=tmp_path).stdout
+    for words in ("httpbench compare", "httpbench serve", "with no URL", "wrk:", "hey:",
+                  "ab:", "-d TIME, --duration TIME, -z TIME", "-R RATE, --rate RATE"):
+        assert words in out, words
+
+
+@pytest.mark.parametrize("concurrency", [1, 10, 50])
+def test_rate_is_the_whole_runs_rate_at_any_concurrency(server, concurrency):
+    """Item 6: every connection started its schedule at once, so 100
+    requests at 200/s over 50 connections took 0.25 s and read 398 req/s."""
+    r = httpbench.run(server.url("/rnd?c=10"), requests=100, rate=200, concurrency=concurrency,
+                      progress=False)
+    assert r.complete == 100
+    assert 0.45 < r.time_taken < 0.6, r.time_taken
+    assert 170 < r.rps < 225, r.rps

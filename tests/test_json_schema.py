@@ -1,0 +1,99 @@
+"""The saved result: the JSON's layout and schema versions (every one from
+OLDEST_SCHEMA to SCHEMA reads back, others refused by name) and --hgrm."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import httpbench
+from helpers import hb
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server(threads=2) as srv:
+        yield srv
+
+
+# What each schema added, so a file of schema k lacks what came after it.
+ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_handshakes",
+                "tls_resumed_handshakes", "tls_handshake"),
+            4: ("unix_socket", "pipeline", "proxy"), 5: ("stages", "concurrency_stages"),
+            6: (), 7: ("not_run",), 8: ()}
+
+
+def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
+    r = httpbench.run(server.url("/rnd?c=10"), duration=1.2, concurrency=2, progress=False)
+    d = json.loads(r.to_json())
+    # 3: the tls class and tls_* figures; 4 unix_socket; 5 stages; 6 the check
+    # class and by_name; 7 workers and not_run; 8 time_taken and non_2xx anew
+    assert d["schema"] == httpbench.result.SCHEMA
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", d["start_time"])
+    sec = d["timeline"][0]
+    assert set(sec) == {"t", "complete", "failed", "rps", "p50", "p99"} and sec["t"] == 0
+    assert 0 < sec["p50"] <= sec["p99"] < 1  # seconds
+    pairs = d["latency"]["histogram"]
+    assert sum(n for _, n in pairs) == r.complete
+    assert all(0 < v < 1 for v, _ in pairs) and pairs == sorted(pairs)
+    assert json.loads(httpbench.Result.from_json(r.to_json()).to_json()) == d
+
+
+def test_json_saved_by_the_previous_layout_still_loads(server):
+    r = httpbench.run(server.url("/rnd?c=10"), requests=100, progress=False)
+    old = r.to_dict()
+    for name in ("schema", "start_time", "cancelled", "tls_protocol", "tls_temp_key",
+                 "tls_server_name", "tls_full_handshakes", "tls_resumed_handshakes",
+                 "tls_handshake", "unix_socket", "pipeline", "proxy"):
+        del old[name]
+    del old["failures"]["tls"]
+    old["timeline"] = [[x["t"], x["complete"], x["failed"], x["p99"]] for x in old["timeline"]]
+    back = httpbench.Result.from_dict(old)
+    assert back.complete == 100 and back.cancelled == 0 and back.start_time is None
+    assert back.timeline[0].p50 is None
+    assert back.failures["tls"] == 0 and back.tls_handshake.count == 0
+    assert "Failed requests:        0" in back.report() and "SSL/TLS" not in back.report()
+
+
+@pytest.mark.parametrize("schema", range(httpbench.result.OLDEST_SCHEMA,
+                                         httpbench.result.SCHEMA + 1))
+def test_every_schema_from_2_to_the_current_one_reads_back(server, schema):
+    r = httpbench.run(server.url("/rnd?c=10"), requests=50, progress=False)
+    d = r.to_dict()
+    d["schema"] = schema
+    for later in range(schema + 1, httpbench.result.SCHEMA + 1):
+        for name in ADDED_BY.get(later, ()):
+            d.pop(name, None)
+    back = httpbench.Result.from_dict(d)
+    assert (back.complete, back.issued, back.body_bytes) == (50, 50, 500)
+    assert back.latency.count == 50 and back.report().startswith("Server Software:")
+    if schema < 3:
+        assert back.tls_handshake.count == 0 and back.tls_protocol == ""
+
+
+@pytest.mark.parametrize("schema", [1, 0, httpbench.result.SCHEMA + 1, "8", None, True])
+def test_a_schema_this_version_cannot_read_is_refused_by_name(server, schema):
+    d = httpbench.run(server.url("/rnd?c=10"), requests=1, progress=False).to_dict()
+    d["schema"] = schema
+    with pytest.raises(ValueError, match=f"schema {schema!r}: this httpbench reads schemas 2 to"):
+        httpbench.Result.from_dict(d)
+
+
+def test_hgrm_is_hdrhistograms_percentile_distribution(tmp_path, server):
+    r = hb("-n", "2000", "-c", "2", "-q", "--hgrm", "out.hgrm", server.url("/rnd?c=10"),
+           cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = (tmp_path / "out.hgrm").read_text().splitlines()
+    assert lines[0].split() == ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"]
+    rows = [line.split() for line in lines[2:] if line and not line.startswith("#")]
+    values = [float(x[0]) for x in rows]
+    percentiles = [float(x[1]) for x in rows]
+    counts = [int(x[2]) for x in rows]
+    assert values == sorted(values) and percentiles == sorted(percentiles)
+    assert percentiles[0] == 0.0 and percentiles[-1] == 1.0 and counts[-1] == 2000
+    assert percentiles[1:6] == [0.1, 0.2, 0.3, 0.4, 0.5] and percentiles[6] == 0.55
+    assert lines[-3].startswith("#[Mean    =") and lines[-2].startswith("#[Max     =")
+    assert "Total count    =         2000]" in lines[-2]
+    assert values[-1] < 100  # milliseconds, as wrk2 prints
