@@ -133,21 +133,18 @@ static int append_field(hb_buf *b, hb_span name, hb_span value)
     return 0;
 }
 
-int hb_req_build(hb_buf *out, hb_span method, hb_span target, const hb_field *fields,
-                 size_t nfields, hb_span body, size_t copy_max, hb_span host, int *flags, char *err,
-                 size_t errlen)
-{
-    int hosts = 0, has_length = 0, close = 0;
-    uint64_t length = 0;
+/* What the fields given say, once checked. */
+typedef struct {
+    int hosts, has_length, close, has_proxy_auth;
+    uint64_t length;
+} field_facts;
 
-    if (check_token(method, "method", err, errlen) != 0 || check_target(target, err, errlen) != 0)
-        return -1;
-    if (method.n + target.n + 10 > HB_MAX_LINE) {
-        snprintf(err, errlen, "request line longer than %d bytes", HB_MAX_LINE);
-        return -1;
-    }
-    for (size_t i = 0; i < nfields; i++) {
-        const hb_field *f = &fields[i];
+/* Checks each field given and gathers what they say into *ff. Returns 0,
+ * or -1 with a message in err. */
+static int check_fields(const hb_req_parts *req, field_facts *ff, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < req->nfields; i++) {
+        const hb_field *f = &req->fields[i];
         if (check_token(f->name, "header name", err, errlen) != 0 ||
             check_value(f->value, err, errlen) != 0)
             return -1;
@@ -162,56 +159,92 @@ int hb_req_build(hb_buf *out, hb_span method, hb_span target, const hb_field *fi
                      "Transfer-Encoding cannot be given: the body is sent with Content-Length");
             return -1;
         }
-        if (span_is(f->name, "host") && ++hosts > 1) {
+        if (span_is(f->name, "host") && ++ff->hosts > 1) {
             snprintf(err, errlen, "more than one Host header field"); /* RFC 9112 3.2 */
             return -1;
         }
         if (span_is(f->name, "content-length")) {
             uint64_t v;
-            if (parse_length(f->value, &v) != 0 || (has_length && v != length)) {
-                has_length = 2; /* no single number */
-            } else if (has_length != 2) {
-                has_length = 1;
-                length = v;
+            if (parse_length(f->value, &v) != 0 || (ff->has_length && v != ff->length)) {
+                ff->has_length = 2; /* no single number */
+            } else if (ff->has_length != 2) {
+                ff->has_length = 1;
+                ff->length = v;
             }
         }
+        if (span_is(f->name, "proxy-authorization"))
+            ff->has_proxy_auth = 1;
         if (span_is(f->name, "connection") && has_token(f->value, "close"))
-            close = 1;
+            ff->close = 1;
     }
+    return 0;
+}
+
+/* Writes the head: the request line, the fields, those added, the blank
+ * line. Returns 0, or -2 when memory ran out. */
+static int write_head(hb_buf *out, const hb_req_parts *req, hb_span target_prefix,
+                      const field_facts *ff, int add_auth, int add_length)
+{
+    static const hb_span sp = {" ", 1}, version = {" HTTP/1.1\r\n", 11};
+    hb_buf_clear(out);
+    if (hb_buf_append(out, req->method.p, req->method.n) != 0 ||
+        hb_buf_append(out, sp.p, sp.n) != 0 ||
+        hb_buf_append(out, target_prefix.p, target_prefix.n) != 0 ||
+        hb_buf_append(out, req->target.p, req->target.n) != 0 ||
+        hb_buf_append(out, version.p, version.n) != 0)
+        return -2;
+    for (size_t i = 0; i < req->nfields; i++)
+        if (append_field(out, req->fields[i].name, req->fields[i].value) != 0)
+            return -2;
+    if (ff->hosts == 0 && append_field(out, (hb_span){"Host", 4}, req->host) != 0)
+        return -2;
+    if (add_auth && append_field(out, (hb_span){"Proxy-Authorization", 19}, req->proxy_auth) != 0)
+        return -2;
+    if (add_length) {
+        char num[24];
+        int n = snprintf(num, sizeof num, "%llu", (unsigned long long)req->body.n);
+        if (append_field(out, (hb_span){"Content-Length", 14}, (hb_span){num, (size_t)n}) != 0)
+            return -2;
+    }
+    return hb_buf_append(out, "\r\n", 2) != 0 ? -2 : 0;
+}
+
+int hb_req_build(hb_buf *out, const hb_req_parts *req, size_t copy_max, int *flags, char *err,
+                 size_t errlen)
+{
+    field_facts ff = {0, 0, 0, 0, 0};
+    hb_span method = req->method, body = req->body;
+    /* RFC 9112 section 3.2.2: to a proxy, the absolute form. */
+    hb_span prefix = req->target.n > 0 && req->target.p[0] == '/' ? req->origin : (hb_span){"", 0};
+
+    if (check_token(method, "method", err, errlen) != 0 ||
+        check_target(req->target, err, errlen) != 0 ||
+        (prefix.n > 0 && check_target(prefix, err, errlen) != 0) ||
+        check_value(req->proxy_auth, err, errlen) != 0)
+        return -1;
+    if (method.n + prefix.n + req->target.n + 10 > HB_MAX_LINE) {
+        snprintf(err, errlen, "request line longer than %d bytes", HB_MAX_LINE);
+        return -1;
+    }
+    if (check_fields(req, &ff, err, errlen) != 0)
+        return -1;
     /* A Content-Length given must be the body's: a larger one would have
      * the server wait for bytes never sent, a smaller one read the rest of
      * the body as a second request (RFC 9112 section 6.3). */
-    if (has_length && (has_length == 2 || length != body.n)) {
+    if (ff.has_length && (ff.has_length == 2 || ff.length != body.n)) {
         snprintf(err, errlen, "the Content-Length given does not match the body's %llu bytes",
                  (unsigned long long)body.n);
         return -1;
     }
     int wants_body =
         is_method(method, "POST") || is_method(method, "PUT") || is_method(method, "PATCH");
-    int add_length = !has_length && (body.p != NULL || wants_body);
-    if (nfields + (hosts == 0) + add_length > HB_MAX_HEADERS) {
+    int add_length = !ff.has_length && (body.p != NULL || wants_body);
+    int add_auth = req->proxy_auth.n > 0 && !ff.has_proxy_auth;
+    if (req->nfields + (ff.hosts == 0) + add_auth + add_length > HB_MAX_HEADERS) {
         snprintf(err, errlen, "more than %d header fields", HB_MAX_HEADERS);
         return -1;
     }
-
-    hb_buf_clear(out);
-    static const hb_span sp = {" ", 1}, version = {" HTTP/1.1\r\n", 11};
-    if (hb_buf_append(out, method.p, method.n) != 0 || hb_buf_append(out, sp.p, sp.n) != 0 ||
-        hb_buf_append(out, target.p, target.n) != 0 ||
-        hb_buf_append(out, version.p, version.n) != 0)
-        return -2;
-    for (size_t i = 0; i < nfields; i++)
-        if (append_field(out, fields[i].name, fields[i].value) != 0)
-            return -2;
-    if (hosts == 0 && append_field(out, (hb_span){"Host", 4}, host) != 0)
-        return -2;
-    if (add_length) {
-        char num[24];
-        int n = snprintf(num, sizeof num, "%llu", (unsigned long long)body.n);
-        if (append_field(out, (hb_span){"Content-Length", 14}, (hb_span){num, (size_t)n}) != 0)
-            return -2;
-    }
-    if (hb_buf_append(out, "\r\n", 2) != 0)
+    if (write_head(out, req, prefix, &ff, add_auth, add_length) != 0)
         return -2;
     if (hb_buf_size(out) > HB_MAX_HEAD) {
         snprintf(err, errlen, "header section longer than %d bytes", HB_MAX_HEAD);
@@ -227,7 +260,7 @@ int hb_req_build(hb_buf *out, hb_span method, hb_span target, const hb_field *fi
     if (is_method(method, "GET") || is_method(method, "HEAD") || is_method(method, "PUT") ||
         is_method(method, "DELETE") || is_method(method, "OPTIONS") || is_method(method, "TRACE"))
         *flags |= HB_REQ_IDEMPOTENT;
-    if (close)
+    if (ff.close)
         *flags |= HB_REQ_CLOSE;
     return 0;
 }

@@ -9,7 +9,7 @@ from ._version import __version__
 
 try:
     # First, so that a core not built reads as what to do.
-    from ._core import Connection, Histogram, Response
+    from ._core import Histogram, Response
 except ModuleNotFoundError as e:
     if e.name != f"{__name__}._core":
         raise
@@ -21,6 +21,7 @@ except ModuleNotFoundError as e:
         "from the folder above it (the clone's root). Run from another directory, or build "
         "the core in place with `pip install -e .` in the clone."
     ) from None
+from .client import Connection
 from .exceptions import (
     ClusterError,
     ConnectError,

@@ -80,9 +80,9 @@ class Response:
     @overload
     def header(self, name: str, default: _T) -> str | _T: ...
 
-@final
 class Connection:
-    """One blocking keep-alive HTTP/1.1 connection."""
+    """One blocking keep-alive HTTP/1.1 connection (httpbench.Connection
+    subclasses it, deciding a proxy's plan and a URL's parts in Python)."""
 
     def __init__(
         self,
@@ -98,24 +98,8 @@ class Connection:
         certfile: _Path | None = None,
         keyfile: _Path | None = None,
         unix_socket: _Path | None = None,
-        proxy: str | None = None,
+        _via: tuple[str, int, bytes | None, str | None, str | None, str] | None = None,
     ) -> None: ...
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        timeout: float | None = 30.0,
-        max_body: int = 2**30,
-        verify: bool = True,
-        cafile: _Path | None = None,
-        server_hostname: str | None = None,
-        certfile: _Path | None = None,
-        keyfile: _Path | None = None,
-        unix_socket: _Path | None = None,
-        proxy: str | None = None,
-    ) -> Connection:
-        """A Connection to the URL's host and port, over TLS for https://."""
     @property
     def tls(self) -> bool: ...
     @property
@@ -263,4 +247,7 @@ def build_request(
     headers: _Headers | None,
     body: bytes | bytearray | memoryview | str | None,
     host: bytes,
+    *,
+    origin: bytes = b"",
+    proxy_auth: bytes = b"",
 ) -> tuple[bytes, int]: ...

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["Target", "split_url", "Proxy", "split_proxy", "ProxyPlan", "proxy_plan",
-           "with_proxy_auth"]
+__all__ = ["Target", "split_url", "Proxy", "split_proxy", "ProxyPlan", "proxy_plan"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -130,17 +128,3 @@ def proxy_plan(proxy: str, host: str, port: int, tls: bool, user_agent: str = ""
     authority = name if port == 80 else f"{name}:{port}"
     return ProxyPlan(via.host, via.port, None, f"http://{authority}", auth, str(via))
 
-
-def with_proxy_auth(headers: Any, auth: str) -> list[tuple[Any, Any]]:
-    """headers (a mapping or pairs, or None) as pairs, with
-    Proxy-Authorization: auth added unless given."""
-    if headers is None:
-        pairs: list[tuple[Any, Any]] = []
-    elif isinstance(headers, Mapping):
-        pairs = list(headers.items())
-    else:
-        pairs = list(headers) if isinstance(headers, Iterable) else []
-    names = {(n.decode("latin-1") if isinstance(n, bytes) else str(n)).lower() for n, _ in pairs}
-    if "proxy-authorization" not in names:
-        pairs.append(("Proxy-Authorization", auth))
-    return pairs

@@ -14,7 +14,7 @@ from typing import IO, Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
 from . import _check, _core
-from ._url import Target, ascii_host, proxy_plan, split_url, with_proxy_auth
+from ._url import Target, ascii_host, proxy_plan, split_url
 from .result import FAILURE_CLASSES, Latency, Result, Second
 from .scenario import Scenario, describe, loop_form
 
@@ -487,26 +487,26 @@ def run(
         # stays on its side (as under ab without -k), not on the client's
         # ephemeral ports, and it answers without a keep-alive field.
         headers = with_header(headers, "Connection", "close")
-    request_target, tunnel, to_host, to_port = path, None, host, port
+    tunnel, to_host, to_port = None, host, port
     plan = None
+    # Through a forward proxy to an http:// server: the absolute form and
+    # the proxy's credentials, added by the request builder.
+    via = {"origin": b"", "proxy_auth": b""}
     if proxy is not None:
         plan = proxy_plan(proxy, host, port, target.tls, USER_AGENT)
         to_host, to_port, tunnel = plan.host, plan.port, plan.tunnel
-        if plan.origin is not None:
-            request_target = plan.origin + path
-            if plan.auth is not None:
-                headers = with_proxy_auth(headers, plan.auth)
+        via = {"origin": (plan.origin or "").encode("ascii"),
+               "proxy_auth": (plan.auth or "").encode("ascii")}
     loop = None
     if scenario is not None:
-        loop = loop_form(scenario, url, headers, host_field(host, port, target.tls),
-                         plan.origin if plan is not None and plan.origin is not None else "")
+        loop = loop_form(scenario, url, headers, host_field(host, port, target.tls), via)
         request, head = loop[0][0][0], loop[0][2]
         methods = {r.method for r in scenario.requests}
         method = methods.pop() if len(methods) == 1 else "MIXED"
         path = f"{len(scenario.requests)} requests ({scenario.order})"
     else:
-        request, flags = _core.build_request(method, request_target, headers, body,
-                                             host_field(host, port, target.tls))
+        request, flags = _core.build_request(method, path, headers, body,
+                                             host_field(host, port, target.tls), **via)
         head = bool(flags & _core.REQ_HEAD)
 
     # A warmup runs on the run's own connections (a prepared start: the

@@ -208,9 +208,10 @@ def merged_headers(common: Any, own: Any) -> list[tuple[Any, Any]]:
 
 
 def build_variants(request: Request, base: str, common: Any, host: bytes,
-                   prefix: str = "") -> tuple[list[bytes], bool]:
+                   via: Mapping[str, bytes] | None = None) -> tuple[list[bytes], bool]:
     """Every variant of request as the bytes to send to base's server
-    (prefix before each target: a forward proxy's absolute form), and
+    (via: the request builder's origin and proxy_auth, for a forward
+    proxy), and
     whether it is a HEAD request: built and checked once, before the run,
     by the builder run() uses."""
     from . import _core
@@ -221,10 +222,10 @@ def build_variants(request: Request, base: str, common: Any, host: bytes,
 
     out, head = [], False
     for i in range(request.nvariants):
-        target = prefix + join_target(base, pick(request.targets, i))
+        target = join_target(base, pick(request.targets, i))
         data, flags = build_request(request.method, target,
                                     merged_headers(common, pick(request.header_sets, i)),
-                                    pick(request.bodies, i), host)
+                                    pick(request.bodies, i), host, **(via or {}))
         out.append(data)
         head = bool(flags & _core.REQ_HEAD)
     return out, head
@@ -247,16 +248,18 @@ def normal_weights(weights: list[float]) -> list[float]:
     return fractions
 
 
+LoopRequest = tuple[list[bytes], bool, bool, float, bytes | None, bytes | None, int]
+
+
 def loop_form(scenario: Scenario, base: str, common: Any, host: bytes,
-              prefix: str = "") -> list[tuple[list[bytes], bool, bool, float, bytes | None,
-                                              bytes | None, int]]:
+              via: Mapping[str, bytes] | None = None) -> list[LoopRequest]:
     """The scenario as the C loop takes it (httpbench._core._Bench's
     `scenario`): per request, its variants' bytes, random, head, weight,
     the statuses allowed as 600 flags, expect_body, expect_length (-1)."""
     out = []
     weights = normal_weights([r.weight for r in scenario.requests])
     for r, weight in zip(scenario.requests, weights, strict=True):
-        variants, head = build_variants(r, base, common, host, prefix)
+        variants, head = build_variants(r, base, common, host, via)
         ok = None
         if r.expect_status is not None:
             flags = bytearray(600)

@@ -80,13 +80,31 @@ def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver):
     assert f"{len(seeds)} inputs replayed" in run.stdout
 
 
+def is_glue(path: Path) -> bool:
+    """The glue: module.c and the py_*.[ch] files, one per type (py_core.h
+    says which). Only they include Python.h."""
+    return path.name == "module.c" or path.name.startswith("py_")
+
+
 def test_core_compiles_warning_free(tmp_path):
     # Every C file but the glue, alone, as the fuzzers and C tests use them.
     for src in sorted((ROOT / "csrc").glob("*.c")):
-        if src.name == "module.c":
+        if is_glue(src):
             continue
         subprocess.run([CC, *FLAGS, "-c", "-o", str(tmp_path / (src.stem + ".o")), str(src)],
                        check=True, capture_output=True, text=True, env=tool_env())
     assert "Python.h" not in "".join(
-        p.read_text() for p in (ROOT / "csrc").glob("*.[ch]") if p.name != "module.c"
+        p.read_text() for p in (ROOT / "csrc").glob("*.[ch]") if not is_glue(p)
     )
+    assert "#include <Python.h>" in (ROOT / "csrc" / "py_core.h").read_text()
+
+
+def test_the_glue_imports_no_python_module_of_ours():
+    """URL, proxy and target decisions are made in Python before the call:
+    the glue imports only httpbench.exceptions, once, at module init."""
+    imports = []
+    for src in sorted((ROOT / "csrc").glob("*.[ch]")):
+        for line in src.read_text().splitlines():
+            if "PyImport_" in line:
+                imports.append((src.name, line.strip()))
+    assert imports == [("module.c", 'PyObject *exc = PyImport_ImportModule("httpbench.exceptions");')]

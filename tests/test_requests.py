@@ -178,3 +178,31 @@ def test_bad_constructor_arguments(args, kwargs, exc):
 def test_timeout_none_means_no_deadline():
     assert httpbench.Connection("127.0.0.1", 80, timeout=None).timeout is None
     assert httpbench.Connection("127.0.0.1", 80).timeout == 30.0
+
+
+def test_through_a_proxy_a_path_goes_in_absolute_form_with_the_proxys_credentials(scripted):
+    """The scripted server stands as the proxy: Connection(proxy=) has the
+    request builder write the absolute form (RFC 9112 section 3.2.2) and
+    add Proxy-Authorization, unless the caller's headers give one."""
+    srv = scripted([("recv",), ("send", OK)], [("recv",), ("send", OK)])
+    proxy = f"http://user:pw@127.0.0.1:{srv.port}"
+    with httpbench.Connection("example.test", 8080, proxy=proxy) as conn:
+        conn.request("GET", "/a?b=1")
+    with httpbench.Connection("example.test", 80, proxy=proxy) as conn:
+        conn.request("OPTIONS", "*", headers={"proxy-authorization": "Basic mine"})
+    first, second = srv.requests
+    line, fields, _ = split(first)
+    assert line == b"GET http://example.test:8080/a?b=1 HTTP/1.1"
+    assert b"Proxy-Authorization: Basic dXNlcjpwdw==" in fields and b"Host: example.test:8080" in fields
+    line, fields, _ = split(second)
+    assert line == b"OPTIONS * HTTP/1.1"  # not a path: no origin before it
+    assert [f for f in fields if f.lower().startswith(b"proxy-authorization")] == [
+        b"proxy-authorization: Basic mine"]
+
+
+def test_the_run_builds_through_the_same_builder():
+    raw, _ = httpbench._core.build_request("GET", "/x", None, None, b"h:1", origin=b"http://h:1",
+                                           proxy_auth=b"Basic abc")
+    assert raw == b"GET http://h:1/x HTTP/1.1\r\nHost: h:1\r\nProxy-Authorization: Basic abc\r\n\r\n"
+    with pytest.raises(ValueError, match="header value contains CR"):
+        httpbench._core.build_request("GET", "/x", None, None, b"h", proxy_auth=b"a\rb")

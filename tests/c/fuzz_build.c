@@ -73,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[160] = "";
     int flags;
     hb_span host = {"example:80", 10};
-    int rc = hb_req_build(&out, method, target, fields, nfields, body, 1 << 20, host, &flags, err,
-                          sizeof err);
+    hb_req_parts req = {method, target, fields, nfields, body, host, {"", 0}, {"", 0}};
+    int rc = hb_req_build(&out, &req, 1 << 20, &flags, err, sizeof err);
     if (rc != 0) {
         if (rc == -1 && err[0] == 0)
             abort(); /* refused without saying why */

@@ -1,0 +1,655 @@
+/* py_bench.c: httpbench._core._Bench, the timing loop: its settings in,
+ * its result out as a dict, with the GIL released while it runs. */
+#include "py_core.h"
+
+#include <math.h>
+
+/* A run of the timing loop; httpbench.runner drives it. */
+typedef struct {
+    PyObject_HEAD
+    hb_bench *b;
+    PyObject *request;  /* bytes, kept alive while the threads use them */
+    PyObject *tls;      /* the _TLS the connections use, likewise */
+    PyObject *tunnel;   /* bytes: the CONNECT through a proxy, likewise */
+    PyObject *scenario; /* the scenario's list (its bytes), likewise */
+    int nscenario;
+    int starting; /* __init__ is under way with the GIL released */
+} BenchObject;
+
+static void Bench_dealloc(BenchObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    if (self->b != NULL) {
+        hb_bench *b = self->b;
+        self->b = NULL;
+        Py_BEGIN_ALLOW_THREADS hb_bench_free(b);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(self->request);
+    Py_XDECREF(self->tls);
+    Py_XDECREF(self->tunnel);
+    Py_XDECREF(self->scenario);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* A load shape from a sequence of (seconds, target rate) pairs, each
+ * checked (seconds finite and above 0, at most a year; a rate finite, 0 or
+ * above, at most 1e9). Returns it (PyMem_Free it), or NULL with an
+ * exception. */
+static hb_shape *shape_of(PyObject *stages_o, const char *name)
+{
+    PyObject *seq = PySequence_Fast(stages_o, "stages must be a sequence of (seconds, value)");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    double *v = PyMem_Calloc(n > 0 ? (size_t)n * 2 : 1, sizeof *v);
+    hb_shape *shape = PyMem_Malloc(sizeof *shape);
+    if (v == NULL || shape == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (n < 1 || n > HB_SHAPE_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: 1 to %d of them, not %zd", name, HB_SHAPE_MAX, n);
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *secs, *target;
+        if (!PyArg_ParseTuple(pair, "OO:stages", &secs, &target) ||
+            hbpy_arg_real(secs, "a stage's seconds", 0, HB_BENCH_MAX_SECONDS, &v[i]) != 0 ||
+            hbpy_arg_real(target, "a stage's target", 1, HB_BENCH_MAX_RATE, &v[n + i]) != 0)
+            goto error;
+    }
+    if (hb_shape_init(shape, v, v + n, (int)n) != 0 || !(shape->total > 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: the shape is 0 throughout", name);
+        goto error;
+    }
+    PyMem_Free(v);
+    Py_DECREF(seq);
+    return shape;
+error:
+    PyMem_Free(v);
+    PyMem_Free(shape);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* A scenario's requests for the loop, from httpbench.runner's list of
+ * (variants, random, head, weight, status_ok, expect_body, expect_length):
+ * variants a list of bytes, status_ok 600 bytes of flags or None,
+ * expect_body bytes or None, expect_length an int (-1: none). The arrays
+ * are PyMem'ed in one block (*mem, to free once the run has copied them);
+ * the bytes stay the list's. Returns the count, or -1 with an exception. */
+static int scenario_of(PyObject *list, hb_bench_req **out, void **mem)
+{
+    *out = NULL;
+    *mem = NULL;
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) < 1 ||
+        PyList_GET_SIZE(list) > HB_BENCH_MAX_SCENARIO) {
+        PyErr_Format(PyExc_ValueError, "scenario: a list of 1 to %d requests",
+                     HB_BENCH_MAX_SCENARIO);
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(list), nv = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 7 ||
+            !PyList_Check(PyTuple_GET_ITEM(item, 0)) ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(item, 0)) < 1 ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(item, 0)) > UINT32_MAX) {
+            PyErr_SetString(PyExc_TypeError, "scenario: a request is a 7-tuple with variants");
+            return -1;
+        }
+        nv += PyList_GET_SIZE(PyTuple_GET_ITEM(item, 0));
+    }
+    size_t reqs = (size_t)n * sizeof(hb_bench_req), ptrs = (size_t)nv * sizeof(char *);
+    char *block = PyMem_Malloc(reqs + ptrs + (size_t)nv * sizeof(size_t));
+    if (block == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    hb_bench_req *r = (hb_bench_req *)block;
+    const char **p = (const char **)(block + reqs);
+    size_t *lens = (size_t *)(block + reqs + ptrs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i), *variants = PyTuple_GET_ITEM(item, 0);
+        PyObject *status_ok = PyTuple_GET_ITEM(item, 4), *body = PyTuple_GET_ITEM(item, 5);
+        long long expect_length;
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].variants = p;
+        r[i].lens = lens;
+        r[i].nvariants = (uint32_t)PyList_GET_SIZE(variants);
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(variants); k++) {
+            PyObject *v = PyList_GET_ITEM(variants, k);
+            if (!PyBytes_Check(v) || PyBytes_GET_SIZE(v) < 1) {
+                PyErr_SetString(PyExc_TypeError, "scenario: a variant is a request's bytes");
+                goto error;
+            }
+            *p++ = PyBytes_AS_STRING(v);
+            *lens++ = (size_t)PyBytes_GET_SIZE(v);
+        }
+        r[i].random = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
+        r[i].head = PyObject_IsTrue(PyTuple_GET_ITEM(item, 2));
+        if (r[i].random < 0 || r[i].head < 0 ||
+            hbpy_arg_real(PyTuple_GET_ITEM(item, 3), "weight", 0, 1e6, &r[i].weight) != 0 ||
+            hbpy_arg_int(PyTuple_GET_ITEM(item, 6), "expect_length", -1, INT64_MAX,
+                         &expect_length) != 0)
+            goto error;
+        if (!(r[i].weight > 0)) {
+            PyErr_SetString(PyExc_ValueError, "weight must be above 0");
+            goto error;
+        }
+        r[i].expect_length = expect_length;
+        if (status_ok != Py_None) {
+            if (!PyBytes_Check(status_ok) || PyBytes_GET_SIZE(status_ok) != 600) {
+                PyErr_SetString(PyExc_TypeError, "scenario: status_ok is 600 bytes of flags");
+                goto error;
+            }
+            r[i].status_ok = (const unsigned char *)PyBytes_AS_STRING(status_ok);
+        }
+        if (body != Py_None) {
+            if (!PyBytes_Check(body) || PyBytes_GET_SIZE(body) < 1 ||
+                PyBytes_GET_SIZE(body) > UINT32_MAX) {
+                PyErr_SetString(PyExc_TypeError, "scenario: expect_body is bytes");
+                goto error;
+            }
+            r[i].expect_body = (const unsigned char *)PyBytes_AS_STRING(body);
+            r[i].expect_body_len = (uint32_t)PyBytes_GET_SIZE(body);
+        }
+    }
+    *out = r;
+    *mem = block;
+    return (int)n;
+error:
+    PyMem_Free(block);
+    return -1;
+}
+
+static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"host",
+                             "port",
+                             "request",
+                             "head",
+                             "requests",
+                             "duration",
+                             "concurrency",
+                             "threads",
+                             "keepalive",
+                             "rate",
+                             "timeout",
+                             "lengths_vary",
+                             "tls",
+                             "unix_socket",
+                             "pipeline",
+                             "idempotent",
+                             "tunnel",
+                             "stages",
+                             "vus",
+                             "scenario",
+                             "sequence",
+                             "seed",
+                             "prepared",
+                             "warmup_requests",
+                             "warmup_seconds",
+                             NULL};
+    const char *host;
+    PyObject *stages_o = Py_None, *vus_o = Py_None, *scen_o = Py_None;
+    unsigned long long seed = 0;
+    PyObject *warm_n_o = NULL, *warm_s_o = NULL;
+    void *scen_mem = NULL;
+    hb_shape *shape = NULL, *vus = NULL;
+    PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
+    PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL, *tunnel_o = Py_None;
+    long long pipeline = 1;
+    hb_addr unix_addr;
+    hb_tls *tls;
+    long long port, requests, conc, threads;
+    hb_bench_config cfg;
+    core_state *st = type_state(Py_TYPE(self));
+    memset(&cfg, 0, sizeof cfg);
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpKpOO:_Bench", kwlist, &host, &port_o, &request,
+            &cfg.head, &requests_o, &duration_o, &conc_o, &threads_o, &cfg.keepalive, &rate_o,
+            &timeout_o, &cfg.lengths_vary, &tls_o, hbpy_unix_path_arg, &unix_o, &pipeline_o,
+            &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o, &cfg.sequence, &seed,
+            &cfg.prepared, &warm_n_o, &warm_s_o))
+        return -1;
+    cfg.seed = seed;
+    if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
+        Py_XDECREF(unix_o);
+        PyErr_SetString(PyExc_TypeError, "tunnel must be bytes or None");
+        return -1;
+    }
+    if (unix_o != NULL) {
+        char uerr[256];
+        int ok = hb_net_unix(PyBytes_AS_STRING(unix_o), &unix_addr, uerr, sizeof uerr);
+        Py_DECREF(unix_o);
+        if (ok < 0) {
+            PyErr_Format(PyExc_ValueError, "unix_socket: %s", uerr);
+            return -1;
+        }
+    }
+    if (pipeline_o != NULL &&
+        hbpy_arg_int(pipeline_o, "pipeline", 1, HB_BENCH_MAX_PIPELINE, &pipeline) != 0)
+        return -1;
+    long long warm_n = 0;
+    if ((warm_n_o != NULL &&
+         hbpy_arg_int(warm_n_o, "warmup_requests", 0, HB_BENCH_MAX_REQUESTS, &warm_n) != 0) ||
+        (warm_s_o != NULL && hbpy_arg_real(warm_s_o, "warmup_seconds", 1, HB_BENCH_MAX_SECONDS,
+                                           &cfg.warmup_seconds) != 0))
+        return -1;
+    cfg.warmup_requests = (uint64_t)warm_n;
+    cfg.pipeline = (int)pipeline;
+    if (hbpy_tls_of(st, tls_o, &tls) != 0)
+        return -1;
+    if (tls != NULL) {
+        cfg.transport = &hb_net_tls;
+        cfg.transport_shared = tls;
+    }
+    if (hbpy_arg_int(port_o, "port", 1, 65535, &port) != 0 ||
+        hbpy_arg_int(requests_o, "requests", 0, HB_BENCH_MAX_REQUESTS, &requests) != 0 ||
+        hbpy_arg_real(duration_o, "duration", 1, HB_BENCH_MAX_SECONDS, &cfg.duration) != 0 ||
+        hbpy_arg_int(conc_o, "concurrency", 1, HB_BENCH_MAX_CONCURRENCY, &conc) != 0 ||
+        hbpy_arg_int(threads_o, "threads", 1, HB_BENCH_MAX_THREADS, &threads) != 0 ||
+        hbpy_arg_real(rate_o, "rate", 1, HB_BENCH_MAX_RATE, &cfg.rate) != 0 ||
+        hbpy_arg_real(timeout_o, "timeout", 0, HB_BENCH_MAX_SECONDS, &cfg.timeout) != 0)
+        return -1;
+    if (cfg.rate > 0 && cfg.pipeline > 1) {
+        PyErr_SetString(PyExc_ValueError, "pipeline with rate is not supported");
+        return -1;
+    }
+    if (stages_o != Py_None) {
+        if (cfg.rate > 0 || cfg.pipeline > 1) {
+            PyErr_SetString(PyExc_ValueError, "stages set the rate: no rate or pipeline beside");
+            return -1;
+        }
+        shape = shape_of(stages_o, "stages");
+        if (shape == NULL)
+            return -1;
+        cfg.shape = shape;
+    }
+    if (vus_o != Py_None) {
+        if (cfg.rate > 0 || shape != NULL) {
+            PyMem_Free(shape);
+            PyErr_SetString(PyExc_ValueError, "concurrency_stages run closed loop: no rate");
+            return -1;
+        }
+        vus = shape_of(vus_o, "concurrency_stages");
+        if (vus == NULL)
+            return -1;
+        cfg.vus = vus;
+    }
+    /* Under a rate a connection starts every concurrency/rate seconds. */
+    if (cfg.rate > 0 && (double)conc / cfg.rate > HB_BENCH_MAX_SECONDS) {
+        PyErr_Format(PyExc_ValueError, "rate %R is too low for %lld connections", rate_o, conc);
+        return -1;
+    }
+    if (scen_o != Py_None) {
+        hb_bench_req *reqs;
+        int ns = cfg.pipeline > 1 ? -2 : scenario_of(scen_o, &reqs, &scen_mem);
+        if (ns < 0) {
+            if (ns == -2)
+                PyErr_SetString(PyExc_ValueError, "pipeline with a scenario is not supported");
+            PyMem_Free(shape);
+            PyMem_Free(vus);
+            return -1;
+        }
+        cfg.scenario = reqs;
+        cfg.nscenario = ns;
+    }
+    cfg.requests = (uint64_t)requests;
+    cfg.concurrency = (int)conc;
+    cfg.threads = (int)threads;
+    /* Checked after every conversion, and held while the GIL is released,
+     * so that two threads never start two runs for one object. */
+    if (self->b != NULL || self->starting) {
+        PyMem_Free(shape);
+        PyMem_Free(vus);
+        PyMem_Free(scen_mem);
+        PyErr_SetString(PyExc_RuntimeError, "already started");
+        return -1;
+    }
+    self->starting = 1;
+    char portbuf[16], err[256];
+    snprintf(portbuf, sizeof portbuf, "%lld", port);
+    int n = 1;
+    if (unix_o != NULL) {
+        cfg.addrs[0] = unix_addr; /* the URL's host names the server, no more */
+    } else {
+        Py_BEGIN_ALLOW_THREADS n =
+            hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
+        Py_END_ALLOW_THREADS
+    }
+    if (n < 1) {
+        self->starting = 0;
+        PyMem_Free(shape);
+        PyMem_Free(vus);
+        PyMem_Free(scen_mem);
+        PyErr_SetString(st->ConnectError, err);
+        return -1;
+    }
+    cfg.naddrs = n;
+    Py_XSETREF(self->request, Py_NewRef(request));
+    Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
+    Py_XSETREF(self->tunnel, tunnel_o != Py_None ? Py_NewRef(tunnel_o) : NULL);
+    Py_XSETREF(self->scenario, scen_o != Py_None ? Py_NewRef(scen_o) : NULL);
+    self->nscenario = cfg.nscenario;
+    if (self->tunnel != NULL) {
+        cfg.tunnel = PyBytes_AS_STRING(self->tunnel);
+        cfg.tunnel_len = (size_t)PyBytes_GET_SIZE(self->tunnel);
+    }
+    cfg.request = PyBytes_AS_STRING(request);
+    cfg.request_len = (size_t)PyBytes_GET_SIZE(request);
+    hb_bench *b;
+    Py_BEGIN_ALLOW_THREADS b = hb_bench_start(&cfg);
+    Py_END_ALLOW_THREADS self->starting = 0;
+    PyMem_Free(shape); /* the run keeps copies */
+    PyMem_Free(vus);
+    PyMem_Free(scen_mem);
+    if (b == NULL) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    self->b = b;
+    return 0;
+}
+
+static PyObject *Bench_wait(BenchObject *self, PyObject *arg)
+{
+    double seconds;
+    if (hbpy_arg_real(arg, "seconds", 1, HB_BENCH_MAX_SECONDS, &seconds) != 0)
+        return NULL;
+    if (self->b == NULL)
+        Py_RETURN_TRUE;
+    int done;
+    Py_BEGIN_ALLOW_THREADS done = hb_bench_wait(self->b, (int64_t)(seconds * 1e9));
+    Py_END_ALLOW_THREADS return PyBool_FromLong(done);
+}
+
+static PyObject *Bench_stop(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->b != NULL)
+        hb_bench_stop(self->b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Bench_progress(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    uint64_t n = 0, c = 0, f = 0;
+    if (self->b != NULL)
+        hb_bench_progress(self->b, &n, &c, &f);
+    return Py_BuildValue("(KKK)", (unsigned long long)n, (unsigned long long)c,
+                         (unsigned long long)f);
+}
+
+static PyObject *Bench_prepared(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->b == NULL || hb_bench_prepared(self->b));
+}
+
+/* go(start): a prepared start's measured part begins at `start`, seconds
+ * since the epoch (time.time()'s clock: machines agree on it). */
+static PyObject *Bench_go(BenchObject *self, PyObject *arg)
+{
+    double at = PyFloat_AsDouble(arg);
+    if (at == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (!isfinite(at) || at < 0 || at > 1e11) {
+        PyErr_Format(PyExc_ValueError, "start must be seconds since the epoch, not %R", arg);
+        return NULL;
+    }
+    if (self->b != NULL) {
+        hb_bench *b = self->b;
+        Py_BEGIN_ALLOW_THREADS hb_bench_go(b, (int64_t)(at * 1e9));
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+/* The run's figures by name, each named once: what result() returns. */
+#define RESULT_AT(name, member)                                                                    \
+    {                                                                                              \
+        name, offsetof(hb_bench_result, member)                                                    \
+    }
+typedef struct {
+    const char *name;
+    size_t off;
+} result_field;
+
+static const result_field RESULT_COUNTS[] = {
+    RESULT_AT("issued", issued),
+    RESULT_AT("complete", complete),
+    RESULT_AT("failed", failed),
+    RESULT_AT("cancelled", cancelled),
+    RESULT_AT("connect", fail_connect),
+    RESULT_AT("receive", fail_receive),
+    RESULT_AT("length", fail_length),
+    RESULT_AT("exceptions", fail_exceptions),
+    RESULT_AT("timeout", fail_timeout),
+    RESULT_AT("tls", fail_tls),
+    RESULT_AT("check", fail_check),
+    RESULT_AT("tls_full_handshakes", tls_full),
+    RESULT_AT("tls_resumed_handshakes", tls_resumed),
+    RESULT_AT("non_2xx", non_2xx),
+    RESULT_AT("bytes_received", bytes_received),
+    RESULT_AT("body_bytes", body_bytes),
+    RESULT_AT("bytes_sent", bytes_sent),
+    RESULT_AT("keepalive_requests", keepalive_requests),
+    RESULT_AT("connects", connects),
+    RESULT_AT("reconnects", reconnects),
+};
+static const result_field RESULT_SECONDS[] = {
+    RESULT_AT("elapsed", elapsed),
+    RESULT_AT("cpu_user", cpu_user),
+    RESULT_AT("cpu_sys", cpu_sys),
+};
+static const result_field RESULT_HISTOGRAMS[] = {
+    RESULT_AT("total", total),           RESULT_AT("uncorrected", uncorrected),
+    RESULT_AT("connect_time", connect),  RESULT_AT("waiting", waiting),
+    RESULT_AT("processing", processing), RESULT_AT("tls_handshake", tls_handshake),
+};
+static const result_field RESULT_TEXTS[] = {
+    RESULT_AT("server_software", server),    RESULT_AT("error", error),
+    RESULT_AT("first_head", first_head),     RESULT_AT("tls_protocol", tls.protocol),
+    RESULT_AT("tls_temp_key", tls.temp_key), RESULT_AT("tls_server_name", tls.server_name),
+};
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* d[name] = value, taking the reference; -1 (with an exception) when value
+ * is NULL or the store fails. */
+static int put(PyObject *d, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int rc = PyDict_SetItemString(d, name, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* [(second, complete, failed, p50 ns, p99 ns)] per second of the run. */
+static PyObject *timeline_list(const hb_bench_result *r)
+{
+    PyObject *list = PyList_New(r->nseconds);
+    for (int s = 0; list != NULL && s < r->nseconds; s++) {
+        const hb_second *sec = &r->timeline[s];
+        uint64_t p50, p99;
+        hb_bench_second_percentiles(sec, &p50, &p99);
+        PyObject *t = Py_BuildValue("(iIIKK)", s, sec->complete, sec->failed,
+                                    (unsigned long long)p50, (unsigned long long)p99);
+        if (t == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, s, t);
+    }
+    return list;
+}
+
+/* [[(bucket, count), ...]] per second: each second's timeline buckets in
+ * use, so seconds of runs on several machines merge exactly (their
+ * percentiles could not be). */
+static PyObject *timeline_buckets(const hb_bench_result *r)
+{
+    PyObject *list = PyList_New(r->nseconds);
+    for (int s = 0; list != NULL && s < r->nseconds; s++) {
+        PyObject *pairs = PyList_New(0);
+        for (int k = 0; pairs != NULL && k < HB_TL_BUCKETS; k++) {
+            if (r->timeline[s].buckets[k] == 0)
+                continue;
+            PyObject *pair = Py_BuildValue("(iI)", k, r->timeline[s].buckets[k]);
+            if (pair == NULL || PyList_Append(pairs, pair) != 0)
+                Py_CLEAR(pairs);
+            Py_XDECREF(pair);
+        }
+        if (pairs == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, s, pairs);
+    }
+    return list;
+}
+
+/* timeline_percentiles(pairs) -> (p50 ns, p99 ns) of one second from its
+ * (bucket, count) pairs, as the loop computes a second's own. */
+PyObject *hbpy_timeline_percentiles(PyObject *mod, PyObject *arg)
+{
+    (void)mod;
+    hb_second sec;
+    memset(&sec, 0, sizeof sec);
+    PyObject *seq = PySequence_Fast(arg, "timeline_percentiles takes (bucket, count) pairs");
+    if (seq == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        long long k, n;
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *ko, *no;
+        if (!PyArg_ParseTuple(pair, "OO:timeline_percentiles", &ko, &no) ||
+            hbpy_arg_int(ko, "bucket", 0, HB_TL_BUCKETS - 1, &k) != 0 ||
+            hbpy_arg_int(no, "count", 0, UINT32_MAX, &n) != 0 ||
+            (uint64_t)sec.complete + (uint64_t)n > UINT32_MAX) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "timeline_percentiles: too many in a second");
+            Py_DECREF(seq);
+            return NULL;
+        }
+        sec.buckets[k] += (uint32_t)n;
+        sec.complete += (uint32_t)n;
+    }
+    Py_DECREF(seq);
+    uint64_t p50, p99;
+    hb_bench_second_percentiles(&sec, &p50, &p99);
+    return Py_BuildValue("(KK)", (unsigned long long)p50, (unsigned long long)p99);
+}
+
+/* {status: count} for the statuses seen. */
+static PyObject *status_dict(const hb_bench_result *r)
+{
+    PyObject *d = PyDict_New();
+    for (int i = 0; d != NULL && i < 600; i++) {
+        if (r->status[i] == 0)
+            continue;
+        PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(r->status[i]);
+        int rc = k && v ? PyDict_SetItem(d, k, v) : -1;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (rc != 0)
+            Py_CLEAR(d);
+    }
+    return d;
+}
+
+static PyObject *result_dict(core_state *st, const hb_bench_result *r)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    const char *base = (const char *)r;
+    for (size_t i = 0; i < COUNT_OF(RESULT_COUNTS); i++)
+        if (put(d, RESULT_COUNTS[i].name,
+                PyLong_FromUnsignedLongLong(*(const uint64_t *)(base + RESULT_COUNTS[i].off))))
+            goto error;
+    for (size_t i = 0; i < COUNT_OF(RESULT_SECONDS); i++)
+        if (put(d, RESULT_SECONDS[i].name,
+                PyFloat_FromDouble(*(const double *)(base + RESULT_SECONDS[i].off))))
+            goto error;
+    for (size_t i = 0; i < COUNT_OF(RESULT_HISTOGRAMS); i++)
+        if (put(d, RESULT_HISTOGRAMS[i].name,
+                hbpy_new_histogram(st, (const hb_hist *)(base + RESULT_HISTOGRAMS[i].off))))
+            goto error;
+    for (size_t i = 0; i < COUNT_OF(RESULT_TEXTS); i++) {
+        const char *text = base + RESULT_TEXTS[i].off;
+        if (put(d, RESULT_TEXTS[i].name,
+                PyUnicode_DecodeLatin1(text, (Py_ssize_t)strlen(text), NULL)))
+            goto error;
+    }
+    if (put(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
+        put(d, "status_counts", status_dict(r)) || put(d, "timeline", timeline_list(r)) ||
+        put(d, "timeline_buckets", timeline_buckets(r)))
+        goto error;
+    return d;
+error:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* result() -> dict: every figure of the run; call after wait() is True. */
+static PyObject *Bench_result(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    core_state *st = type_state(Py_TYPE(self));
+    if (self->b == NULL || !hb_bench_wait(self->b, 0)) {
+        PyErr_SetString(PyExc_RuntimeError, "the run has not ended");
+        return NULL;
+    }
+    hb_bench_result *r = PyMem_Malloc(sizeof *r);
+    if (r == NULL)
+        return PyErr_NoMemory();
+    hb_bench_collect(self->b, r);
+    PyObject *out = result_dict(st, r);
+    hb_bench_result_free(r);
+    /* A scenario's requests, each alone, in its order. */
+    PyObject *each = out != NULL ? PyList_New(self->nscenario) : NULL;
+    for (int i = 0; each != NULL && i < self->nscenario; i++) {
+        hb_bench_collect_request(self->b, i, r);
+        PyObject *d = result_dict(st, r);
+        hb_bench_result_free(r);
+        if (d == NULL)
+            Py_CLEAR(each);
+        else
+            PyList_SET_ITEM(each, i, d);
+    }
+    PyMem_Free(r);
+    if (out != NULL && put(out, "by_request", each) != 0)
+        Py_CLEAR(out);
+    return out;
+}
+
+static PyMethodDef Bench_methods[] = {
+    {"wait", (PyCFunction)Bench_wait, METH_O, "wait(seconds) -> True once the run has ended."},
+    {"stop", (PyCFunction)Bench_stop, METH_NOARGS, "End the run early."},
+    {"progress", (PyCFunction)Bench_progress, METH_NOARGS, "(issued, complete, failed) so far."},
+    {"prepared", (PyCFunction)Bench_prepared, METH_NOARGS,
+     "True once a prepared start has warmed up and waits for go()."},
+    {"go", (PyCFunction)Bench_go, METH_O,
+     "go(start): a prepared start's measured part begins at start (time.time()'s clock)."},
+    {"result", (PyCFunction)Bench_result, METH_NOARGS, "Every figure of the ended run."},
+    {0},
+};
+
+static PyType_Slot Bench_slots[] = {
+    {Py_tp_dealloc, Bench_dealloc},
+    {Py_tp_init, Bench_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, Bench_methods},
+    {Py_tp_doc, "A run of the C timing loop; use httpbench.run."},
+    {0, NULL},
+};
+
+PyType_Spec hbpy_bench_spec = {
+    .name = "httpbench._core._Bench",
+    .basicsize = sizeof(BenchObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Bench_slots,
+};

@@ -1,0 +1,147 @@
+/* py_core.h: what the glue files share, and the only header that includes
+ * Python.h.
+ *
+ * httpbench._core is glue over the plain C core, one file per type, as
+ * CPython's _sqlite is laid out: py_tls.c (_TLS), py_response.c
+ * (Response), py_conn.c (Connection), py_request.c (a request's parts into
+ * hb_req_parts), py_server.c (_ServerCore), py_hist.c (Histogram),
+ * py_bench.c (_Bench), py_args.c (argument ranges), module.c (the module:
+ * its state, constants and functions). The glue converts between Python
+ * objects and C values and raises exceptions; it decides no HTTP and calls
+ * no Python module of ours (module.c reads httpbench.exceptions once, at
+ * init). URLs and proxy plans are decided in Python before the call.
+ */
+#ifndef HB_PY_CORE_H
+#define HB_PY_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "bench.h"
+#include "conn.h"
+#include "hist.h"
+#include "request.h"
+#include "route.h"
+#include "server.h"
+#include "shape.h"
+#include "tls.h"
+
+#ifndef HB_VERSION
+#define HB_VERSION "0.0.0"
+#endif
+
+/* Request bodies up to this size are copied behind the head so the
+ * request leaves in one buffer; larger ones go as a second iovec. */
+#define COPY_BODY_MAX 16384
+#define DEFAULT_MAX_BODY (1ULL << 30)
+/* Durations and timeouts are at most a year, the longest the clock's
+ * nanoseconds hold with room to spare; timeout=None stands for a year. */
+#define NO_TIMEOUT HB_BENCH_MAX_SECONDS
+/* Byte limits (max_body, max_buffered) are at most this. */
+#define MAX_BYTES (1LL << 62)
+
+/* The module's state: the exceptions (httpbench.exceptions') and the
+ * types. */
+typedef struct {
+    PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
+    PyObject *TLSError;
+    PyTypeObject *Connection, *Response, *ServerCore, *Histogram, *Bench, *TLS;
+} core_state;
+
+extern struct PyModuleDef hbpy_module;
+
+static inline core_state *state_of(PyObject *module)
+{
+    return (core_state *)PyModule_GetState(module);
+}
+
+/* The module state of one of the module's types, or of a Python subclass
+ * of one (httpbench.Connection): the type that carries the module is
+ * looked for up the bases. */
+static inline core_state *type_state(PyTypeObject *tp)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return state_of(PyType_GetModuleByDef(tp, &hbpy_module));
+#else
+    while (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || ((PyHeapTypeObject *)tp)->ht_module == NULL)
+        tp = tp->tp_base;
+    return state_of(((PyHeapTypeObject *)tp)->ht_module);
+#endif
+}
+
+/* The types, each made by module.c from its spec. */
+extern PyType_Spec hbpy_tls_spec, hbpy_response_spec, hbpy_connection_spec, hbpy_server_spec,
+    hbpy_histogram_spec, hbpy_bench_spec;
+
+/* ---- py_args.c: every number a user can pass is checked before it
+ * reaches C: a ValueError naming the argument when it is out of range
+ * (negative, NaN, infinite or absurdly large), a TypeError when it is no
+ * number. */
+
+/* An int from lo to hi (hi at most LLONG_MAX). Returns 0, or -1 with an
+ * exception. */
+int hbpy_arg_int(PyObject *o, const char *name, long long lo, long long hi, long long *out);
+
+/* A real number of seconds (or a rate), finite, above zero (or zero too,
+ * with zero_ok) and at most max (a whole number). Returns 0, or -1 with an
+ * exception. */
+int hbpy_arg_real(PyObject *o, const char *name, int zero_ok, double max, double *out);
+
+/* "O&" converter for a Unix socket's path: None, or str/bytes/PathLike
+ * made bytes by PyUnicode_FSConverter (which refuses a NUL); *out is a new
+ * reference, or stays NULL for None. */
+int hbpy_unix_path_arg(PyObject *o, void *out);
+
+/* ---- py_tls.c */
+
+/* Makes an hb_tls from Python arguments (any may be NULL or None).
+ * Returns it, or NULL with an exception: TLSError for what OpenSSL
+ * refused. */
+hb_tls *hbpy_tls_make(core_state *st, int server, int verify, int resume, PyObject *cafile,
+                      PyObject *certfile, PyObject *keyfile, PyObject *server_hostname,
+                      PyObject *cert_host, PyObject *min_v, PyObject *max_v, PyObject *ciphers,
+                      PyObject *ciphersuites);
+
+/* The hb_tls of a _TLS object given as an argument, or NULL for None (the
+ * object is the caller's to keep alive). Returns 0, or -1 with an
+ * exception. */
+int hbpy_tls_of(core_state *st, PyObject *o, hb_tls **out);
+
+/* ---- py_response.c */
+
+/* A Response copied out of the connection's last response, or NULL with
+ * an exception. */
+PyObject *hbpy_make_response(core_state *st, const hb_conn *c);
+
+/* ---- py_request.c */
+
+/* body: a bytes-like object, or str sent as UTF-8, into *body (released
+ * by the caller). Returns 0, or -1 with an exception. */
+int hbpy_get_body(PyObject *o, Py_buffer *body);
+
+/* Converts the request's parts (origin and proxy_auth: bytes or NULL, see
+ * hb_req_parts) and has hb_req_build check and write them into b. Returns
+ * 0 with *flags set, or -1 with an exception: ValueError for what
+ * hb_req_build refuses, before anything is sent. */
+int hbpy_build_request(hb_buf *b, PyObject *method_o, PyObject *target_o, PyObject *headers,
+                       const Py_buffer *body, PyObject *host_header, PyObject *origin,
+                       PyObject *proxy_auth, Py_ssize_t copy_max, int *flags);
+
+/* build_request(method, target, headers, body, host, *, origin=b"",
+ * proxy_auth=b"") -> (bytes, flags): the module function. */
+PyObject *hbpy_build_request_fn(PyObject *module, PyObject *args, PyObject *kwds);
+
+/* ---- py_hist.c */
+
+/* A new Histogram holding a copy of h, or NULL with an exception. */
+PyObject *hbpy_new_histogram(core_state *st, const hb_hist *h);
+
+/* ---- py_bench.c */
+
+/* timeline_percentiles(pairs) -> (p50 ns, p99 ns) of one second from its
+ * (bucket, count) pairs, as the loop computes a second's own: the module
+ * function. */
+PyObject *hbpy_timeline_percentiles(PyObject *mod, PyObject *arg);
+
+#endif
