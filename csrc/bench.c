@@ -1404,6 +1404,26 @@ static void result_init(hb_bench_result *r)
     r->document_length = -1;
 }
 
+int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen)
+{
+    const char *broken = NULL;
+    if (cfg->rate > 0 && cfg->pipeline > 1)
+        broken = "pipeline with rate is not supported";
+    else if (cfg->shape != NULL && (cfg->rate > 0 || cfg->pipeline > 1))
+        broken = "stages set the rate: no rate or pipeline beside";
+    else if (cfg->vus != NULL && (cfg->rate > 0 || cfg->shape != NULL))
+        broken = "concurrency_stages run closed loop: no rate";
+    else if (cfg->scenario != NULL && cfg->pipeline > 1)
+        broken = "pipeline with a scenario is not supported";
+    /* Under a rate a connection starts every concurrency/rate seconds. */
+    else if (cfg->rate > 0 && (double)cfg->concurrency / cfg->rate > HB_BENCH_MAX_SECONDS)
+        broken = "the rate is too low for the connections";
+    if (broken == NULL)
+        return 0;
+    snprintf(err, errlen, "%s", broken);
+    return -1;
+}
+
 hb_bench *hb_bench_start(const hb_bench_config *cfg)
 {
     hb_bench *b = calloc(1, sizeof *b);

@@ -162,6 +162,15 @@ void hb_bench_result_free(hb_bench_result *r);
 
 typedef struct hb_bench hb_bench;
 
+/* Whether cfg meets hb_bench_start's preconditions on how its settings
+ * combine (a rate or a shape with no pipeline, a shape with no rate, a
+ * shape of connections closed loop, a scenario with no pipeline, a rate
+ * not so low that a connection would wait more than HB_BENCH_MAX_SECONDS
+ * between starts). Returns 0, or -1 with the rule broken in err. Callers
+ * with users check their own rules first, by the users' names
+ * (httpbench/spec.py); this guards the loop whoever calls. */
+int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen);
+
 /* Starts the threads. Returns NULL with errno on failure, having freed
  * whatever it had set up. cfg is copied; the request bytes must outlive
  * the run. */

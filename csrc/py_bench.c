@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
 /* A run of the timing loop; httpbench.runner drives it. */
 typedef struct {
     PyObject_HEAD
@@ -165,188 +167,290 @@ error:
     return -1;
 }
 
-static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
+/* _Bench(settings): settings is a mapping of hb_bench_config's fields by
+ * name (httpbench/local.py writes it from a RunSpec). The numbers and
+ * flags are read by the table below, each checked in its range whoever
+ * calls; the objects (host, port, request, tls, unix_socket, tunnel,
+ * stages, vus, scenario) by bench_objects. */
+typedef enum {
+    S_FLAG,     /* int, 0 or 1 from any object's truth */
+    S_COUNT,    /* int, 1 to hi */
+    S_U64,      /* uint64_t, 0 to hi */
+    S_SEED,     /* uint64_t, any */
+    S_REAL,     /* double, above 0, at most hi */
+    S_REAL_OR_0 /* double, 0 or above, at most hi */
+} setting_kind;
+
+typedef struct {
+    const char *name;
+    setting_kind kind;
+    size_t off;
+    double hi;
+    int required;
+} setting;
+
+#define AT(member) offsetof(hb_bench_config, member)
+static const setting SETTINGS[] = {
+    {"head", S_FLAG, AT(head), 0, 0},
+    {"requests", S_U64, AT(requests), HB_BENCH_MAX_REQUESTS, 1},
+    {"duration", S_REAL_OR_0, AT(duration), HB_BENCH_MAX_SECONDS, 1},
+    {"concurrency", S_COUNT, AT(concurrency), HB_BENCH_MAX_CONCURRENCY, 1},
+    {"threads", S_COUNT, AT(threads), HB_BENCH_MAX_THREADS, 1},
+    {"keepalive", S_FLAG, AT(keepalive), 0, 0},
+    {"rate", S_REAL_OR_0, AT(rate), HB_BENCH_MAX_RATE, 0},
+    {"timeout", S_REAL, AT(timeout), HB_BENCH_MAX_SECONDS, 1},
+    {"lengths_vary", S_FLAG, AT(lengths_vary), 0, 0},
+    {"pipeline", S_COUNT, AT(pipeline), HB_BENCH_MAX_PIPELINE, 0},
+    {"idempotent", S_FLAG, AT(idempotent), 0, 0},
+    {"sequence", S_FLAG, AT(sequence), 0, 0},
+    {"seed", S_SEED, AT(seed), 0, 0},
+    {"prepared", S_FLAG, AT(prepared), 0, 0},
+    {"warmup_requests", S_U64, AT(warmup_requests), HB_BENCH_MAX_REQUESTS, 0},
+    {"warmup_seconds", S_REAL_OR_0, AT(warmup_seconds), HB_BENCH_MAX_SECONDS, 0},
+};
+#undef AT
+static const char *const OBJECT_SETTINGS[] = {
+    "host", "port", "request", "tls", "unix_socket", "tunnel", "stages", "vus", "scenario",
+};
+
+/* One table entry's value into cfg. Returns 0, or -1 with an exception. */
+static int put_setting(const setting *s, PyObject *v, hb_bench_config *cfg)
 {
-    static char *kwlist[] = {"host",
-                             "port",
-                             "request",
-                             "head",
-                             "requests",
-                             "duration",
-                             "concurrency",
-                             "threads",
-                             "keepalive",
-                             "rate",
-                             "timeout",
-                             "lengths_vary",
-                             "tls",
-                             "unix_socket",
-                             "pipeline",
-                             "idempotent",
-                             "tunnel",
-                             "stages",
-                             "vus",
-                             "scenario",
-                             "sequence",
-                             "seed",
-                             "prepared",
-                             "warmup_requests",
-                             "warmup_seconds",
-                             NULL};
+    char *at = (char *)cfg + s->off;
+    long long n;
+    switch (s->kind) {
+    case S_FLAG: {
+        int t = PyObject_IsTrue(v);
+        if (t < 0)
+            return -1;
+        *(int *)at = t;
+        return 0;
+    }
+    case S_COUNT:
+        if (hbpy_arg_int(v, s->name, 1, (long long)s->hi, &n) != 0)
+            return -1;
+        *(int *)at = (int)n;
+        return 0;
+    case S_U64:
+        if (hbpy_arg_int(v, s->name, 0, (long long)s->hi, &n) != 0)
+            return -1;
+        *(uint64_t *)at = (uint64_t)n;
+        return 0;
+    case S_SEED: {
+        unsigned long long u =
+            PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
+        if (!PyLong_Check(v) || (u == (unsigned long long)-1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "seed must be an int from 0 to 2**64 - 1, not %R", v);
+            return -1;
+        }
+        *(uint64_t *)at = u;
+        return 0;
+    }
+    case S_REAL:
+    case S_REAL_OR_0: return hbpy_arg_real(v, s->name, s->kind == S_REAL_OR_0, s->hi, (double *)at);
+    }
+    return 0;
+}
+
+/* Every key of settings is a known name, and every required one is there.
+ * Returns 0, or -1 with a TypeError naming the first that is not. */
+static int check_names(PyObject *settings)
+{
+    PyObject *key;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(settings, &pos, &key, NULL)) {
+        int known = 0;
+        for (size_t i = 0; i < COUNT_OF(SETTINGS) && !known; i++)
+            known = PyUnicode_Check(key) &&
+                    PyUnicode_CompareWithASCIIString(key, SETTINGS[i].name) == 0;
+        for (size_t i = 0; i < COUNT_OF(OBJECT_SETTINGS) && !known; i++)
+            known = PyUnicode_Check(key) &&
+                    PyUnicode_CompareWithASCIIString(key, OBJECT_SETTINGS[i]) == 0;
+        if (!known) {
+            PyErr_Format(PyExc_TypeError, "_Bench: no setting %R", key);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < 3; i++)
+        if (PyDict_GetItemString(settings, OBJECT_SETTINGS[i]) == NULL) {
+            PyErr_Format(PyExc_TypeError, "_Bench: the setting %s is needed", OBJECT_SETTINGS[i]);
+            return -1;
+        }
+    return 0;
+}
+
+/* The numbers and flags of settings into cfg by the table. Returns 0, or
+ * -1 with an exception. */
+static int bench_numbers(PyObject *settings, hb_bench_config *cfg)
+{
+    for (size_t i = 0; i < COUNT_OF(SETTINGS); i++) {
+        const setting *s = &SETTINGS[i];
+        PyObject *v = PyDict_GetItemString(settings, s->name); /* borrowed */
+        if (v == NULL && s->required) {
+            PyErr_Format(PyExc_TypeError, "_Bench: the setting %s is needed", s->name);
+            return -1;
+        }
+        if (v != NULL && put_setting(s, v, cfg) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* What _Bench converts beyond the table, each owned until the run has
+ * started (shapes and the scenario's arrays are copied by it). */
+typedef struct {
     const char *host;
-    PyObject *stages_o = Py_None, *vus_o = Py_None, *scen_o = Py_None;
-    unsigned long long seed = 0;
-    PyObject *warm_n_o = NULL, *warm_s_o = NULL;
-    void *scen_mem = NULL;
-    hb_shape *shape = NULL, *vus = NULL;
-    PyObject *request, *port_o, *requests_o, *duration_o, *conc_o, *threads_o, *rate_o, *timeout_o;
-    PyObject *tls_o = Py_None, *unix_o = NULL, *pipeline_o = NULL, *tunnel_o = Py_None;
-    long long pipeline = 1;
-    hb_addr unix_addr;
+    long long port;
+    PyObject *request, *tls_o, *tunnel, *scen_o; /* borrowed from settings */
     hb_tls *tls;
-    long long port, requests, conc, threads;
-    hb_bench_config cfg;
-    core_state *st = type_state(Py_TYPE(self));
-    memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "sOSpOOOOpOOp|OO&OpOOOOpKpOO:_Bench", kwlist, &host, &port_o, &request,
-            &cfg.head, &requests_o, &duration_o, &conc_o, &threads_o, &cfg.keepalive, &rate_o,
-            &timeout_o, &cfg.lengths_vary, &tls_o, hbpy_unix_path_arg, &unix_o, &pipeline_o,
-            &cfg.idempotent, &tunnel_o, &stages_o, &vus_o, &scen_o, &cfg.sequence, &seed,
-            &cfg.prepared, &warm_n_o, &warm_s_o))
+    int over_unix;
+    hb_addr unix_addr;
+    hb_shape *shape, *vus;
+    void *scen_mem;
+} bench_parts;
+
+static void bench_parts_free(bench_parts *p)
+{
+    PyMem_Free(p->shape);
+    PyMem_Free(p->vus);
+    PyMem_Free(p->scen_mem);
+    p->shape = p->vus = NULL;
+    p->scen_mem = NULL;
+}
+
+/* settings[name], or NULL for a missing key or None (borrowed). */
+static PyObject *optional(PyObject *settings, const char *name)
+{
+    PyObject *v = PyDict_GetItemString(settings, name);
+    return v == Py_None ? NULL : v;
+}
+
+/* The object settings into p and cfg. Returns 0, or -1 with an exception
+ * (p then freed). */
+static int bench_objects(core_state *st, PyObject *settings, bench_parts *p, hb_bench_config *cfg)
+{
+    PyObject *unix_o = NULL, *v;
+    p->request = PyDict_GetItemString(settings, "request");
+    p->tls_o = PyDict_GetItemString(settings, "tls");
+    p->tunnel = optional(settings, "tunnel");
+    p->scen_o = optional(settings, "scenario");
+    if ((p->host = PyUnicode_AsUTF8(PyDict_GetItemString(settings, "host"))) == NULL ||
+        hbpy_arg_int(PyDict_GetItemString(settings, "port"), "port", 1, 65535, &p->port) != 0)
         return -1;
-    cfg.seed = seed;
-    if (tunnel_o != Py_None && !PyBytes_Check(tunnel_o)) {
-        Py_XDECREF(unix_o);
-        PyErr_SetString(PyExc_TypeError, "tunnel must be bytes or None");
+    if (!PyBytes_Check(p->request) || (p->tunnel != NULL && !PyBytes_Check(p->tunnel))) {
+        PyErr_SetString(PyExc_TypeError, "request and tunnel must be bytes");
         return -1;
     }
-    if (unix_o != NULL) {
+    if ((v = optional(settings, "unix_socket")) != NULL) {
         char uerr[256];
-        int ok = hb_net_unix(PyBytes_AS_STRING(unix_o), &unix_addr, uerr, sizeof uerr);
+        if (!hbpy_unix_path_arg(v, &unix_o))
+            return -1;
+        int ok = hb_net_unix(PyBytes_AS_STRING(unix_o), &p->unix_addr, uerr, sizeof uerr);
         Py_DECREF(unix_o);
         if (ok < 0) {
             PyErr_Format(PyExc_ValueError, "unix_socket: %s", uerr);
             return -1;
         }
+        p->over_unix = 1;
     }
-    if (pipeline_o != NULL &&
-        hbpy_arg_int(pipeline_o, "pipeline", 1, HB_BENCH_MAX_PIPELINE, &pipeline) != 0)
+    if (hbpy_tls_of(st, p->tls_o != NULL ? p->tls_o : Py_None, &p->tls) != 0)
         return -1;
-    long long warm_n = 0;
-    if ((warm_n_o != NULL &&
-         hbpy_arg_int(warm_n_o, "warmup_requests", 0, HB_BENCH_MAX_REQUESTS, &warm_n) != 0) ||
-        (warm_s_o != NULL && hbpy_arg_real(warm_s_o, "warmup_seconds", 1, HB_BENCH_MAX_SECONDS,
-                                           &cfg.warmup_seconds) != 0))
+    if ((v = optional(settings, "stages")) != NULL && (p->shape = shape_of(v, "stages")) == NULL)
         return -1;
-    cfg.warmup_requests = (uint64_t)warm_n;
-    cfg.pipeline = (int)pipeline;
-    if (hbpy_tls_of(st, tls_o, &tls) != 0)
-        return -1;
-    if (tls != NULL) {
-        cfg.transport = &hb_net_tls;
-        cfg.transport_shared = tls;
-    }
-    if (hbpy_arg_int(port_o, "port", 1, 65535, &port) != 0 ||
-        hbpy_arg_int(requests_o, "requests", 0, HB_BENCH_MAX_REQUESTS, &requests) != 0 ||
-        hbpy_arg_real(duration_o, "duration", 1, HB_BENCH_MAX_SECONDS, &cfg.duration) != 0 ||
-        hbpy_arg_int(conc_o, "concurrency", 1, HB_BENCH_MAX_CONCURRENCY, &conc) != 0 ||
-        hbpy_arg_int(threads_o, "threads", 1, HB_BENCH_MAX_THREADS, &threads) != 0 ||
-        hbpy_arg_real(rate_o, "rate", 1, HB_BENCH_MAX_RATE, &cfg.rate) != 0 ||
-        hbpy_arg_real(timeout_o, "timeout", 0, HB_BENCH_MAX_SECONDS, &cfg.timeout) != 0)
-        return -1;
-    if (cfg.rate > 0 && cfg.pipeline > 1) {
-        PyErr_SetString(PyExc_ValueError, "pipeline with rate is not supported");
-        return -1;
-    }
-    if (stages_o != Py_None) {
-        if (cfg.rate > 0 || cfg.pipeline > 1) {
-            PyErr_SetString(PyExc_ValueError, "stages set the rate: no rate or pipeline beside");
-            return -1;
-        }
-        shape = shape_of(stages_o, "stages");
-        if (shape == NULL)
-            return -1;
-        cfg.shape = shape;
-    }
-    if (vus_o != Py_None) {
-        if (cfg.rate > 0 || shape != NULL) {
-            PyMem_Free(shape);
-            PyErr_SetString(PyExc_ValueError, "concurrency_stages run closed loop: no rate");
-            return -1;
-        }
-        vus = shape_of(vus_o, "concurrency_stages");
-        if (vus == NULL)
-            return -1;
-        cfg.vus = vus;
-    }
-    /* Under a rate a connection starts every concurrency/rate seconds. */
-    if (cfg.rate > 0 && (double)conc / cfg.rate > HB_BENCH_MAX_SECONDS) {
-        PyErr_Format(PyExc_ValueError, "rate %R is too low for %lld connections", rate_o, conc);
-        return -1;
-    }
-    if (scen_o != Py_None) {
+    if ((v = optional(settings, "vus")) != NULL &&
+        (p->vus = shape_of(v, "concurrency_stages")) == NULL)
+        goto error;
+    if (p->scen_o != NULL) {
         hb_bench_req *reqs;
-        int ns = cfg.pipeline > 1 ? -2 : scenario_of(scen_o, &reqs, &scen_mem);
-        if (ns < 0) {
-            if (ns == -2)
-                PyErr_SetString(PyExc_ValueError, "pipeline with a scenario is not supported");
-            PyMem_Free(shape);
-            PyMem_Free(vus);
-            return -1;
-        }
-        cfg.scenario = reqs;
-        cfg.nscenario = ns;
+        int ns = scenario_of(p->scen_o, &reqs, &p->scen_mem);
+        if (ns < 0)
+            goto error;
+        cfg->scenario = reqs;
+        cfg->nscenario = ns;
     }
-    cfg.requests = (uint64_t)requests;
-    cfg.concurrency = (int)conc;
-    cfg.threads = (int)threads;
+    if (p->tls != NULL) {
+        cfg->transport = &hb_net_tls;
+        cfg->transport_shared = p->tls;
+    }
+    cfg->shape = p->shape;
+    cfg->vus = p->vus;
+    return 0;
+error:
+    bench_parts_free(p);
+    return -1;
+}
+
+/* Resolves the host (or takes the Unix socket's address) into cfg, with
+ * the GIL released. Returns 0, or -1 with ConnectError. */
+static int bench_addresses(core_state *st, const bench_parts *p, hb_bench_config *cfg)
+{
+    char portbuf[16], err[256];
+    snprintf(portbuf, sizeof portbuf, "%lld", p->port);
+    int n = 1;
+    if (p->over_unix) {
+        cfg->addrs[0] = p->unix_addr; /* the URL's host names the server, no more */
+    } else {
+        Py_BEGIN_ALLOW_THREADS n =
+            hb_net_resolve(p->host, portbuf, cfg->addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
+        Py_END_ALLOW_THREADS
+    }
+    if (n < 1) {
+        PyErr_SetString(st->ConnectError, err);
+        return -1;
+    }
+    cfg->naddrs = n;
+    return 0;
+}
+
+static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"settings", NULL};
+    PyObject *settings;
+    hb_bench_config cfg;
+    bench_parts p;
+    char err[160];
+    core_state *st = type_state(Py_TYPE(self));
+    memset(&cfg, 0, sizeof cfg);
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!:_Bench", kwlist, &PyDict_Type, &settings) ||
+        check_names(settings) != 0 || bench_numbers(settings, &cfg) != 0 ||
+        bench_objects(st, settings, &p, &cfg) != 0)
+        return -1;
+    /* The loop's preconditions (bench.h), whoever calls. */
+    if (hb_bench_check(&cfg, err, sizeof err) != 0) {
+        bench_parts_free(&p);
+        PyErr_SetString(PyExc_ValueError, err);
+        return -1;
+    }
     /* Checked after every conversion, and held while the GIL is released,
      * so that two threads never start two runs for one object. */
     if (self->b != NULL || self->starting) {
-        PyMem_Free(shape);
-        PyMem_Free(vus);
-        PyMem_Free(scen_mem);
+        bench_parts_free(&p);
         PyErr_SetString(PyExc_RuntimeError, "already started");
         return -1;
     }
     self->starting = 1;
-    char portbuf[16], err[256];
-    snprintf(portbuf, sizeof portbuf, "%lld", port);
-    int n = 1;
-    if (unix_o != NULL) {
-        cfg.addrs[0] = unix_addr; /* the URL's host names the server, no more */
-    } else {
-        Py_BEGIN_ALLOW_THREADS n =
-            hb_net_resolve(host, portbuf, cfg.addrs, HB_BENCH_MAX_ADDRS, err, sizeof err);
-        Py_END_ALLOW_THREADS
-    }
-    if (n < 1) {
+    if (bench_addresses(st, &p, &cfg) != 0) {
         self->starting = 0;
-        PyMem_Free(shape);
-        PyMem_Free(vus);
-        PyMem_Free(scen_mem);
-        PyErr_SetString(st->ConnectError, err);
+        bench_parts_free(&p);
         return -1;
     }
-    cfg.naddrs = n;
-    Py_XSETREF(self->request, Py_NewRef(request));
-    Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
-    Py_XSETREF(self->tunnel, tunnel_o != Py_None ? Py_NewRef(tunnel_o) : NULL);
-    Py_XSETREF(self->scenario, scen_o != Py_None ? Py_NewRef(scen_o) : NULL);
+    Py_XSETREF(self->request, Py_NewRef(p.request));
+    Py_XSETREF(self->tls, p.tls != NULL ? Py_NewRef(p.tls_o) : NULL);
+    Py_XSETREF(self->tunnel, p.tunnel != NULL ? Py_NewRef(p.tunnel) : NULL);
+    Py_XSETREF(self->scenario, p.scen_o != NULL ? Py_NewRef(p.scen_o) : NULL);
     self->nscenario = cfg.nscenario;
     if (self->tunnel != NULL) {
         cfg.tunnel = PyBytes_AS_STRING(self->tunnel);
         cfg.tunnel_len = (size_t)PyBytes_GET_SIZE(self->tunnel);
     }
-    cfg.request = PyBytes_AS_STRING(request);
-    cfg.request_len = (size_t)PyBytes_GET_SIZE(request);
+    cfg.request = PyBytes_AS_STRING(self->request);
+    cfg.request_len = (size_t)PyBytes_GET_SIZE(self->request);
     hb_bench *b;
     Py_BEGIN_ALLOW_THREADS b = hb_bench_start(&cfg);
     Py_END_ALLOW_THREADS self->starting = 0;
-    PyMem_Free(shape); /* the run keeps copies */
-    PyMem_Free(vus);
-    PyMem_Free(scen_mem);
+    bench_parts_free(&p); /* the run keeps copies */
     if (b == NULL) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
@@ -457,7 +561,6 @@ static const result_field RESULT_TEXTS[] = {
     RESULT_AT("first_head", first_head),     RESULT_AT("tls_protocol", tls.protocol),
     RESULT_AT("tls_temp_key", tls.temp_key), RESULT_AT("tls_server_name", tls.server_name),
 };
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* d[name] = value, taking the reference; -1 (with an exception) when value
  * is NULL or the store fails. */

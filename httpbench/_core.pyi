@@ -204,35 +204,13 @@ class Histogram:
 class _Bench:
     """A run of the C timing loop; use httpbench.run."""
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        request: bytes,
-        head: bool,
-        requests: int,
-        duration: float,
-        concurrency: int,
-        threads: int,
-        keepalive: bool,
-        rate: float,
-        timeout: float,
-        lengths_vary: bool,
-        tls: _TLS | None = None,
-        unix_socket: _Path | None = None,
-        pipeline: int = 1,
-        idempotent: bool = False,
-        tunnel: bytes | None = None,
-        stages: Sequence[tuple[float, float]] | None = None,
-        vus: Sequence[tuple[float, float]] | None = None,
-        scenario: list[tuple[list[bytes], bool, bool, float, bytes | None, bytes | None, int]]
-        | None = None,
-        sequence: bool = False,
-        seed: int = 0,
-        prepared: bool = False,
-        warmup_requests: int = 0,
-        warmup_seconds: float = 0.0,
-    ) -> None: ...
+    def __init__(self, settings: dict[str, Any], /) -> None:
+        """settings: hb_bench_config's fields by name (csrc/py_bench.c's
+        table): host, port, request (bytes) needed; requests, duration,
+        concurrency, threads, timeout needed; head, keepalive, rate,
+        lengths_vary, pipeline, idempotent, sequence, seed, prepared,
+        warmup_requests, warmup_seconds, tls, unix_socket, tunnel, stages,
+        vus, scenario optional."""
     def wait(self, seconds: float, /) -> bool: ...
     def stop(self) -> None: ...
     def progress(self) -> tuple[int, int, int]: ...

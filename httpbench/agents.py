@@ -367,6 +367,21 @@ class _PoolSession:
         pool = urllib3.HTTPSConnectionPool if tls else urllib3.HTTPConnectionPool
         return type("CountingPool", (pool,), {"ConnectionCls": CountingConnection})
 
+    def manager_class(self, base: Any) -> Any:
+        """A subclass of urllib3's PoolManager or ProxyManager (base) whose
+        pools are pool_class's: the counting is in classes of ours, never
+        an attribute set on the library's own objects."""
+        session = self
+
+        class CountingManager(base):  # type: ignore[misc]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                # Its own table: the default is urllib3's module-wide one.
+                self.pool_classes_by_scheme = {"http": session.pool_class(False),
+                                               "https": session.pool_class(True)}
+
+        return CountingManager
+
 
 def _urllib3_trust(trust: Trust) -> dict[str, Any]:
     """urllib3's arguments for trust. Unverified, its warning on every
@@ -393,12 +408,10 @@ class _Urllib3Session(_PoolSession):
         if sc.proxy_url is not None:
             import urllib3
             auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
-            manager = urllib3.ProxyManager(sc.proxy_url, proxy_headers=auth, maxsize=1,
-                                           retries=False, timeout=sc.timeout, **tls)
             # Its pools count their connects as the direct ones do.
-            manager.pool_classes_by_scheme = {"http": self.pool_class(False),
-                                              "https": self.pool_class(True)}
-            self.pool: Any = manager
+            self.pool: Any = self.manager_class(urllib3.ProxyManager)(
+                sc.proxy_url, proxy_headers=auth, maxsize=1, retries=False, timeout=sc.timeout,
+                **tls)
             self.target = sc.url  # a proxy manager takes whole URLs
             return
         self.pool = self.pool_class(sc.tls)(sc.host, sc.port, maxsize=1, retries=False,
@@ -445,19 +458,38 @@ class _RequestsSession(_PoolSession):
         if sc.tls:
             _urllib3_trust(sc.trust)  # the warning off when unverified
             self.verify = (sc.trust.cafile or True) if sc.trust.verify else False
-        scheme = "https" if sc.tls else "http"
-        adapter: Any = self.session.get_adapter(f"{scheme}://")
-        manager = adapter.poolmanager
+        # requests' own extension point: an adapter of ours, whose pool
+        # managers are the counting ones.
+        self.session.mount("http://", _counting_adapter(self))
+        self.session.mount("https://", _counting_adapter(self))
         if sc.proxy is not None:
             creds = sc.proxy.credentials
             quoted = "" if creds is None else (
                 f"{urllib.parse.quote(creds[0], safe='')}:{urllib.parse.quote(creds[1], safe='')}@")
             proxy_url = f"http://{quoted}{sc.proxy}"
             self.session.proxies = {"http": proxy_url, "https": proxy_url}
-            manager = adapter.proxy_manager_for(proxy_url)
-        # A table of its own: the default is urllib3's module-wide one.
-        manager.pool_classes_by_scheme = {**manager.pool_classes_by_scheme,
-                                          scheme: self.pool_class(sc.tls)}
+
+
+def _counting_adapter(session: _PoolSession) -> Any:
+    """A requests HTTPAdapter whose pool manager, and proxy managers, are
+    session.manager_class's (init_poolmanager and proxy_manager_for are
+    the hooks requests documents for it)."""
+    import requests.adapters
+    import urllib3
+
+    class CountingAdapter(requests.adapters.HTTPAdapter):
+        def init_poolmanager(self, connections: int, maxsize: int, block: bool = False,
+                             **pool_kwargs: Any) -> None:
+            self.poolmanager = session.manager_class(urllib3.PoolManager)(
+                num_pools=connections, maxsize=maxsize, block=block, **pool_kwargs)
+
+        def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+            if proxy not in self.proxy_manager:
+                self.proxy_manager[proxy] = session.manager_class(urllib3.ProxyManager)(
+                    proxy, proxy_headers=self.proxy_headers(proxy), **proxy_kwargs)
+            return self.proxy_manager[proxy]
+
+    return CountingAdapter()
 
 
 class RequestsAgent(SyncAgent):

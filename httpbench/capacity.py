@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from . import _check
-from .result import Result, _pyplot
+from .result import Result
 from .runner import run
 from .scenario import Scenario, origin_of
 
@@ -118,7 +118,8 @@ class CapacityResult:
         order of rate (not in the order the bisection ran them), held ones
         as dots and broken ones as crosses, with the SLO's bounds and the
         capacity found (matplotlib)."""
-        plt = _pyplot()
+        from .render.plots import pyplot
+        plt = pyplot()
         if ax is None:
             _, ax = plt.subplots()
         steps = sorted(self.steps, key=lambda s: s.target)

@@ -83,7 +83,7 @@ def _core_connect_error(text: str) -> Exception:
 
 def _about_worker() -> tuple[str, str]:
     """(httpbench's version, the host name) on a worker."""
-    from . import __version__ as version
+    from ._version import __version__ as version
     return version, socket.gethostname()
 
 
@@ -118,8 +118,10 @@ class _WorkerCoordinator:
 def _on_worker(run_id: str, index: int, url: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """A worker's part: httpbench.run with its share, started with the
     others'; returns its Result's dict and its timeline's buckets."""
-    from .runner import run
-    r = run(url, progress=False, _coordinator=_WorkerCoordinator(run_id, index), **kwargs)
+    from .local import run_local
+    from .spec import RunSpec
+    spec = RunSpec.from_arguments(url, **kwargs)
+    r = run_local(spec, progress=False, coordinator=_WorkerCoordinator(run_id, index))
     return {"result": r.to_dict(), "buckets": r.timeline_buckets}
 
 

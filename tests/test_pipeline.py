@@ -146,8 +146,10 @@ def test_pipeline_with_rate_is_refused(server):
     with pytest.raises(ValueError, match="pipeline with rate is not supported"):
         httpbench.run(server.url("/"), requests=10, pipeline=4, rate=100, progress=False)
     with pytest.raises(ValueError, match="pipeline with rate"):
-        httpbench._core._Bench("127.0.0.1", server.port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
-                               False, 1, 0.0, 1, 1, True, 10.0, 5.0, False, None, None, 4)
+        httpbench._core._Bench(dict(host="127.0.0.1", port=server.port,
+                                    request=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", requests=1,
+                                    duration=0.0, concurrency=1, threads=1, rate=10.0,
+                                    timeout=5.0, pipeline=4))
 
 
 def test_command_line_pipeline(server):

@@ -57,8 +57,9 @@ def test_the_loop_type_checks_its_own_numbers(args):
     """Item 4: the C types check what reaches them, whoever calls."""
     requests, duration, concurrency, threads, keepalive, rate, timeout = args
     with pytest.raises(ValueError):
-        _core._Bench("127.0.0.1", 1, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", False, requests,
-                     duration, concurrency, threads, keepalive, rate, timeout, False)
+        _core._Bench(dict(host="127.0.0.1", port=1, request=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                          requests=requests, duration=duration, concurrency=concurrency,
+                          threads=threads, keepalive=keepalive, rate=rate, timeout=timeout))
 
 
 @pytest.mark.parametrize("kwargs,name", [

@@ -367,8 +367,10 @@ def test_loop_files_past_the_limit_raise_emfile_and_leave_stdin_open(tmp_path):
         n = len(os.listdir("/proc/self/fd"))
         resource.setrlimit(resource.RLIMIT_NOFILE, (n + 2, n + 2))
         try:
-            _core._Bench("127.0.0.1", 1, b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n", False,
-                         10, 0.0, 8, 8, True, 0.0, 1.0, False)
+            _core._Bench(dict(host="127.0.0.1", port=1,
+                              request=b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n",
+                              requests=10, duration=0.0, concurrency=8, threads=8,
+                              keepalive=True, timeout=1.0))
         except OSError as e:
             print("errno", e.errno)
         os.fstat(0)

@@ -66,8 +66,10 @@ def test_racing_inits_start_one_server_or_run(kind):
                 args = ("127.0.0.1", 0, False, 1, None, True, 1 << 20, 1.0, 1.0, 1.0, "t", 1 << 20)
             else:
                 obj = _core._Bench.__new__(_core._Bench)
-                args = ("localhost", target.port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", False,
-                        1, 0.0, 1, 1, True, 0.0, 5.0, True)
+                args = (dict(host="localhost", port=target.port,
+                             request=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", requests=1,
+                             duration=0.0, concurrency=1, threads=1, keepalive=True,
+                             timeout=5.0, lengths_vary=True),)
             barrier = threading.Barrier(2)
             outcomes: list[str] = []
 

@@ -1,0 +1,21 @@
+"""The names of a result's figures that the model, the renderers and the
+loop's glue share: the failure classes, the percentiles ab prints, and the
+JSON layout's version."""
+
+__all__ = ["FAILURE_CLASSES", "PERCENTILES", "SCHEMA", "OLDEST_SCHEMA"]
+
+FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls", "check",
+                   "worker")
+# The JSON layout's version: 2 added schema, start_time, named timeline
+# fields and each latency's histogram as (value, count) pairs; 3 the tls
+# failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy;
+# 5 stages and concurrency_stages (load shapes); 6 the check failure class
+# and a scenario's by_name (each request's figures, in this same layout); 7
+# a run over a cluster's workers (workers, not_run, the worker class); 8
+# time_taken under a rate or a shape is the schedule's length at least, and
+# non_2xx counts complete responses only (one failing a check is failed).
+SCHEMA = 8
+# The oldest layout from_dict reads (1 had no `schema` and other names).
+OLDEST_SCHEMA = 2
+# ab's percentiles, with the tail it rounds away.
+PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99, 100)

@@ -1,0 +1,283 @@
+"""A run on this machine: a RunSpec turned into what the C loop reads (the
+request's bytes, one mapping of hb_bench_config's fields by name), the
+loop driven to its end with progress shown, and its figures made a
+Result."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from typing import IO, Any, Protocol
+
+from . import _core
+from ._request import (IDEMPOTENT, USER_AGENT, basic_auth, host_field, public_url, tls_context,
+                       url_credentials, with_header)
+from ._url import ProxyPlan, proxy_plan
+from .progress import Progress, Reporter
+from .result import FAILURE_CLASSES, Latency, Result, Second
+from .scenario import describe, loop_form
+from .spec import RunSpec
+
+__all__ = ["run_local", "Coordinator", "schedule_length"]
+
+
+class Coordinator(Protocol):
+    """What a run spread over machines (httpbench.distributed) gives
+    run() on each worker: the common start, progress out, a stop in."""
+
+    def prepared(self) -> float | None:
+        """Every connection is warm: returns the start instant (seconds
+        since the epoch) once every worker is, or None to give up."""
+
+    def progress(self, issued: int, complete: int, failed: int) -> bool:
+        """A few times a second; returns True to stop the run."""
+
+
+def schedule_length(requests: int | None, duration: float | None, rate: float | None,
+                    stages: Sequence[tuple[float, float]] | None) -> float:
+    """The length in seconds of an open loop's schedule (0 for a closed
+    loop): requests at rate R take requests / R, a shape its stages' sum,
+    either cut short by a duration."""
+    if stages:
+        length = sum(seconds for seconds, _ in stages)
+    elif rate:
+        length = requests / rate if requests else math.inf
+    else:
+        return 0.0
+    return min(length, duration) if duration else (0.0 if math.isinf(length) else length)
+
+
+def _drive(bench: _core._Bench, reporter: Reporter | None,
+           coordinator: Coordinator | None = None) -> tuple[dict[str, Any], bool]:
+    """Waits for the run, updating progress; Ctrl-C stops it early (the C
+    loop gives requests in flight a second, then cancels them)."""
+    interrupted = False
+    try:
+        while not bench.wait(0.25):
+            issued, complete, failed = bench.progress()
+            if reporter:
+                reporter.update(complete, failed)
+            if coordinator is not None and coordinator.progress(issued, complete, failed):
+                bench.stop()
+    except KeyboardInterrupt:
+        interrupted = True
+        bench.stop()
+        while not bench.wait(0.25):
+            pass
+    if reporter:
+        reporter.close(*bench.progress()[1:])
+    if coordinator is not None:
+        coordinator.progress(*bench.progress())
+    return bench.result(), interrupted
+
+
+def _warm(bench: _core._Bench) -> bool:
+    """Waits for a prepared start's warmup; False when Ctrl-C came first
+    (the run is then stopped)."""
+    try:
+        while not bench.prepared():
+            time.sleep(0.01)
+        return True
+    except KeyboardInterrupt:
+        bench.stop()
+        while not bench.wait(0.25):
+            pass
+        return False
+
+
+def _nothing_measured() -> dict[str, Any]:
+    """The figures of a run that never began (Ctrl-C during the warmup)."""
+    raw: dict[str, Any] = dict.fromkeys(
+        ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received", "body_bytes",
+         "bytes_sent", "keepalive_requests", "connects", "reconnects", "tls_full_handshakes",
+         "tls_resumed_handshakes", *FAILURE_CLASSES), 0)
+    raw.update(status_counts={}, document_length=-1, server_software="", elapsed=0.0,
+               cpu_user=0.0, cpu_sys=0.0, error="", timeline=[], tls_protocol="",
+               tls_temp_key="", tls_server_name="")
+    for name in ("total", "uncorrected", "connect_time", "waiting", "processing",
+                 "tls_handshake"):
+        raw[name] = _core.Histogram()
+    return raw
+
+
+def _fd_limit() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def _headers(spec: RunSpec) -> Any:
+    """The fields every request of the run carries beyond the user's."""
+    headers = spec.headers
+    credentials = url_credentials(spec.url)
+    if credentials is not None:
+        headers = with_header(headers, "Authorization", basic_auth(*credentials))
+    # ab sends both; a server that routes or logs by them sees a client.
+    # (Connection.request sends only what it must: Host, Content-Length.)
+    headers = with_header(with_header(headers, "User-Agent", USER_AGENT), "Accept", "*/*")
+    if not spec.keepalive:
+        # RFC 9112 section 9.6: the server then closes first, so TIME_WAIT
+        # stays on its side (as under ab without -k), not on the client's
+        # ephemeral ports, and it answers without a keep-alive field.
+        headers = with_header(headers, "Connection", "close")
+    return headers
+
+
+def _requests(spec: RunSpec, plan: ProxyPlan | None) -> dict[str, Any]:
+    """The request's settings for the loop: its bytes (or a scenario's),
+    whether it is HEAD, and whether it may be sent again."""
+    t = spec.target
+    host = host_field(t.host, t.port, t.tls)
+    # Through a forward proxy to an http:// server: the absolute form and
+    # the proxy's credentials, added by the request builder.
+    via = {"origin": ((plan and plan.origin) or "").encode("ascii"),
+           "proxy_auth": ((plan and plan.auth) or "").encode("ascii")}
+    if spec.scenario is not None:
+        loop = loop_form(spec.scenario, spec.url, _headers(spec), host, via)
+        return {"request": loop[0][0][0], "head": loop[0][2], "scenario": loop,
+                "sequence": spec.scenario.order == "sequence", "seed": spec.scenario.seed,
+                "idempotent": False}
+    request, flags = _core.build_request(spec.method, t.path, _headers(spec), spec.body, host,
+                                         **via)
+    return {"request": request, "head": bool(flags & _core.REQ_HEAD),
+            "idempotent": spec.method.upper() in IDEMPOTENT}
+
+
+def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyPlan | None]:
+    """What _core._Bench reads (csrc/py_bench.c's table: one name per field
+    of hb_bench_config), and the proxy's plan."""
+    t = spec.target
+    threads = spec.loop_threads
+    # A socket per connection, an epoll and a timerfd per thread, and room
+    # for what the process has open already.
+    limit, files = _fd_limit(), spec.concurrency + 2 * threads + 16
+    if files > limit:
+        raise ValueError(f"concurrency {spec.concurrency} over {threads} threads needs {files} "
+                         f"files, above the open-file limit ({limit}); raise it with ulimit -n")
+    tls = tls_context(t, spec.verify, spec.cafile, spec.certfile, spec.keyfile,
+                      spec.server_hostname, spec.tls_min, spec.tls_max, spec.ciphers,
+                      spec.ciphersuites, spec.tls_resume)
+    plan = None
+    if spec.proxy is not None:
+        plan = proxy_plan(spec.proxy, t.host, t.port, t.tls, USER_AGENT)
+    warmup = spec.warmup
+    settings = {
+        "host": plan.host if plan else t.host, "port": plan.port if plan else t.port,
+        "tunnel": plan.tunnel if plan else None, "tls": tls, "unix_socket": spec.unix_socket,
+        "requests": spec.requests or 0, "duration": spec.duration or 0.0,
+        "concurrency": spec.concurrency, "threads": threads, "keepalive": spec.keepalive,
+        "rate": (spec.rate or 0.0) if spec.stages is None else 0.0, "timeout": spec.timeout,
+        "lengths_vary": spec.lengths_vary, "pipeline": spec.pipeline,
+        "stages": spec.stages, "vus": spec.concurrency_stages, "prepared": prepared,
+        "warmup_requests": warmup if isinstance(warmup, int) else 0,
+        "warmup_seconds": warmup if isinstance(warmup, float) else 0.0,
+        **_requests(spec, plan)}
+    return settings, plan
+
+
+def _begin(bench: _core._Bench, prepared: bool, coordinator: Coordinator | None) -> float | None:
+    """The measured part's start (seconds since the epoch), or None when it
+    never began (Ctrl-C during the warmup, or the coordinator gave up)."""
+    if not prepared:
+        return time.time()
+    at = None
+    if _warm(bench):
+        at = time.time() if coordinator is None else coordinator.prepared()
+    if at is None:
+        bench.stop()
+    else:
+        bench.go(at)
+    return at
+
+
+def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None = None,
+              coordinator: Coordinator | None = None) -> Result:
+    """Runs spec through the C loop on this machine (httpbench.run's work
+    when no cluster is given, and each cluster worker's)."""
+    # A warmup runs on the run's own connections (a prepared start: the
+    # loop warms up, then waits for go()); a run spread over machines
+    # always starts so, every connection open before the common instant.
+    prepared = bool(spec.warmup) or coordinator is not None
+    settings, plan = loop_settings(spec, prepared)
+    bench = _core._Bench(settings)
+    at = _begin(bench, prepared, coordinator)
+    started: str | None = None
+    if at is None:
+        interrupted = True
+        while not bench.wait(0.25):
+            pass
+        raw = _nothing_measured()
+    else:
+        out = stream if stream is not None else sys.stderr
+        reporter = Reporter(progress, spec.requests, spec.duration, out) if progress else None
+        started = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat(
+            timespec="milliseconds")
+        raw, interrupted = _drive(bench, reporter, coordinator)
+    if not interrupted:
+        # Under a rate or a shape the run lasts its schedule: requests over
+        # the time to the last answer would make 1 request a second for 1 s
+        # read as 1 / latency.
+        length = schedule_length(spec.requests, spec.duration,
+                                 spec.rate if spec.stages is None else None, spec.stages)
+        for part in [raw, *raw.get("by_request", ())]:
+            part["elapsed"] = max(part["elapsed"], length)
+    return _results(spec, raw, started=started, interrupted=interrupted, plan=plan)
+
+
+def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupted: bool,
+             plan: ProxyPlan | None) -> Result:
+    """The run's Result, and a scenario's per-name Results in it."""
+    t, scenario = spec.target, spec.scenario
+    common = dict(
+        start_time=started, host=t.host, port=t.port, requests=spec.requests,
+        concurrency=spec.concurrency, threads=spec.loop_threads, rate=spec.rate,
+        interrupted=interrupted, unix_socket=spec.unix_socket or "", pipeline=spec.pipeline,
+        proxy=plan.label if plan else "", stages=list(spec.stages or []),
+        concurrency_stages=list(spec.concurrency_stages or []))
+    method, path = spec.method, t.path
+    if scenario is not None:
+        methods = {r.method for r in scenario.requests}
+        method = methods.pop() if len(methods) == 1 else "MIXED"
+        path = f"{len(scenario.requests)} requests ({scenario.order})"
+    url = public_url(spec.url)
+    result = _result(raw, url=url, method=method, path=path, **common)
+    # Each second's buckets, for a merge with other machines' seconds.
+    result.timeline_buckets = raw.get("timeline_buckets", [])
+    if scenario is not None:
+        # Each request's own figures (no timeline or CPU time: the run's).
+        each = raw.get("by_request") or [_nothing_measured() for _ in scenario.requests]
+        for r, part in zip(scenario.requests, each, strict=True):
+            part.update(cpu_user=0.0, cpu_sys=0.0, timeline=[])
+            result.by_name[r.name] = _result(part, url=url, method=r.method, path=describe(r),
+                                             **common)
+    return result
+
+
+def _result(raw: dict[str, Any], **about: Any) -> Result:
+    """A Result from the loop's figures (Bench.result()'s dict) and what
+    the run was (url, method, path, concurrency, ...)."""
+    failures = {name: raw.get(name, 0) for name in FAILURE_CLASSES}
+    doc = raw["document_length"]
+    return Result(
+        issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
+        cancelled=raw["cancelled"], failures=failures, non_2xx=raw["non_2xx"],
+        status_counts=raw["status_counts"], time_taken=raw["elapsed"],
+        bytes_received=raw["bytes_received"], body_bytes=raw["body_bytes"],
+        bytes_sent=raw["bytes_sent"],
+        document_length=doc if isinstance(doc, int) and doc >= 0 else None,
+        server_software=raw["server_software"], keepalive_requests=raw["keepalive_requests"],
+        connects=raw["connects"], reconnects=raw["reconnects"],
+        cpu_user=raw["cpu_user"], cpu_sys=raw["cpu_sys"], first_error=raw["error"],
+        latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),
+        connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),
+        waiting=Latency(raw["waiting"]),
+        timeline=[Second(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
+        first_head=raw.get("first_head", ""),
+        tls_protocol=raw["tls_protocol"], tls_temp_key=raw["tls_temp_key"],
+        tls_server_name=raw["tls_server_name"],
+        tls_full_handshakes=raw["tls_full_handshakes"],
+        tls_resumed_handshakes=raw["tls_resumed_handshakes"],
+        tls_handshake=Latency(raw["tls_handshake"]), **about)

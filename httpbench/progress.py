@@ -1,0 +1,97 @@
+"""The progress a run shows while it lasts, read from Python a few times a
+second outside the timed path: a tqdm bar, a live line, or ab's lines."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Any, Literal
+
+__all__ = ["Progress", "Reporter"]
+
+Progress = bool | Literal["auto"]
+
+
+def _in_notebook() -> bool:
+    shell = sys.modules.get("IPython")
+    ip = getattr(shell, "get_ipython", lambda: None)() if shell else None
+    return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
+
+
+class Reporter:
+    """Progress outside the timed path, read from Python a few times a
+    second while the C loop runs: a tqdm bar in a notebook or on a terminal
+    when tqdm is installed, else a live line on a terminal, and ab's
+    "Completed N requests" lines elsewhere. The bar's total is what was
+    planned: the requests, or for a run by duration alone its seconds."""
+
+    def __init__(self, mode: Progress, total: int | None, seconds: float | None,
+                 stream: IO[str]) -> None:
+        tty = stream.isatty()
+        self.bar: Any = None
+        # A run by duration alone is measured in seconds on the bar.
+        self.seconds = seconds if total is None else None
+        if mode == "auto" and (tty or _in_notebook()):
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                pass
+            else:
+                if self.seconds is not None:
+                    self.bar = tqdm(total=round(self.seconds, 1), unit="s", file=stream,
+                                    dynamic_ncols=True, bar_format="{l_bar}{bar}| {n:.1f}/"
+                                    "{total:.1f} s [{elapsed}<{remaining}{postfix}]")
+                else:
+                    self.bar = tqdm(total=total, unit="req", file=stream, dynamic_ncols=True)
+        self.done = 0
+        self.live = self.bar is None and (mode is True or (mode == "auto" and tty))
+        self.lines = mode == "auto" and not tty and total is not None and total >= 10
+        self.total, self.stream = total, stream
+        self.step = max(1, (total or 0) // 10)
+        self.next_line = self.step
+        self.t0 = time.monotonic()
+        self.last = (self.t0, 0)
+
+    def update(self, complete: int, failed: int) -> None:
+        done = complete + failed
+        if self.bar is not None:
+            now = time.monotonic()
+            if self.seconds is not None:
+                # The bar counts seconds: the rate and the count go beside it.
+                since = now - self.t0
+                self.bar.set_postfix_str(
+                    f"{done:,} done, {complete / since if since > 0 else 0:,.0f} req/s, "
+                    f"{failed:,} failed", refresh=False)
+            else:
+                # tqdm's own line has the count and the rate: failures alone.
+                self.bar.set_postfix_str(f"{failed:,} failed", refresh=False)
+            if self.seconds is not None:
+                self.bar.n = round(min(now - self.t0, self.seconds), 1)
+                self.bar.refresh()
+            else:
+                self.bar.update(done - self.done)
+            self.done = done
+        elif self.live:
+            now = time.monotonic()
+            t, n = self.last
+            rps = (complete - n) / (now - t) if now > t else 0.0
+            self.last = (now, complete)
+            total = f"/{self.total}" if self.total else ""
+            self.stream.write(f"\r{done}{total} done, {rps:,.0f} req/s, {failed} failed   ")
+            self.stream.flush()
+        elif self.lines:
+            while done >= self.next_line and self.next_line <= (self.total or 0):
+                self.stream.write(f"Completed {self.next_line} requests\n")
+                self.next_line += self.step
+
+    def close(self, complete: int, failed: int) -> None:
+        if self.bar is not None:
+            self.update(complete, failed)
+            self.bar.close()
+            return
+        if self.live:
+            self.stream.write("\r" + " " * 60 + "\r")
+        elif self.lines:
+            self.update(complete, failed)
+            self.stream.write(f"Finished {complete + failed} requests\n")
+        self.stream.flush()

@@ -1,0 +1,138 @@
+"""matplotlib pictures of a Result: latency by percentile (HdrHistogram's
+plot), the histogram, the timeline. matplotlib is imported when drawn."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .text import percent_label
+
+if TYPE_CHECKING:
+    from ..result import Result
+
+__all__ = ["plot", "pyplot"]
+
+
+def pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("plot() needs matplotlib: pip install 'httpbench[plot]'") from None
+    return plt
+
+
+def plot(r: Result, kind: str = "percentiles", ax: Any = None) -> Any:
+    """Result.plot: "percentiles", "histogram" or "timeline", on ax (a new
+    figure's when None); returns the Axes."""
+    plt = pyplot()
+    if kind not in ("percentiles", "histogram", "timeline"):
+        raise ValueError(f"kind must be 'percentiles', 'histogram' or 'timeline', not {kind!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    title = f"{r.method} {r.path} ({r.agent}, -c {r.concurrency})"
+    if kind == "percentiles":
+        _plot_percentiles(r, ax)
+    elif kind == "histogram":
+        _plot_histogram(r, ax)
+    else:
+        _plot_timeline(r, ax)
+    ax.set_title(title)
+    ax.figure.tight_layout()  # labels and title inside the figure
+    return ax
+
+
+def _plot_percentiles(r: Result, ax: Any) -> None:
+    # HdrHistogram's picture: x is 1/(1-p) on a log scale, so the tail
+    # (99%, 99.9%, 99.99%) gets as much room as the body.
+    ps = [p for p in (0, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999)
+          if r.latency.count * (1 - p / 100) >= 0.5 or p <= 99]
+    for lat, label in ((r.latency, "latency"),) + (
+            ((r.latency_uncorrected, "uncorrected"),) if r.rate else ()):
+        xs = [1 / (1 - p / 100) for p in ps]
+        ax.plot(xs, [lat.percentile(p) * 1e3 for p in ps], marker="o", label=label)
+    ax.set_xscale("log")
+    ticks = [p for p in (0, 90, 99, 99.9, 99.99, 99.999) if p in ps]
+    ax.set_xticks([1 / (1 - p / 100) for p in ticks])
+    ax.set_xticklabels([f"{percent_label(p)}%" for p in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    if r.rate:
+        ax.legend()
+
+
+def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
+    buckets = r.latency.buckets()
+    if not buckets:
+        raise ValueError("no latencies were recorded")
+    # The histogram's own buckets are finer than a picture needs: gather
+    # them into `bins` equal steps on a log scale.
+    lo, hi = buckets[0][0] * 1e3, buckets[-1][1] * 1e3
+    step = (math.log(hi) - math.log(lo)) / bins if hi > lo else 1.0
+    counts = [0] * bins
+    for b_lo, _, n in buckets:
+        counts[min(bins - 1, int((math.log(b_lo * 1e3) - math.log(lo)) / step))] += n
+    edges = [math.exp(math.log(lo) + i * step) for i in range(bins + 1)]
+    widths = [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    ax.bar(edges[:-1], counts, width=widths, align="edge")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("requests")
+
+
+def _shape_points(r: Result) -> tuple[list[float], list[float]]:
+    """The target rate over the run, as (instants, rates) of its corners: a
+    shape's stages ramp linearly from the level before (0 at the start); a
+    constant rate is flat. Empty for a closed loop."""
+    if r.stages:
+        xs, ys, t = [0.0], [0.0], 0.0
+        for seconds, rate in r.stages:
+            t += seconds
+            xs.append(t)
+            ys.append(rate)
+        return xs, ys
+    if r.rate:
+        return [0.0, r.time_taken], [r.rate, r.rate]
+    return [], []
+
+
+def _plot_timeline(r: Result, ax: Any) -> None:
+    if not r.timeline:
+        raise ValueError("this result has no timeline: only httpbench's own loop records one")
+    # Each second is drawn at its middle as what completed in it. A last,
+    # partial second is left out of the rate line (its requests stay in the
+    # totals): drawn as a second it would read as a collapse.
+    seconds = list(r.timeline)
+    last = seconds[-1]
+    part = r.time_taken - last.t
+    note = ""
+    if 0 < part < 0.999 and len(seconds) > 1:
+        seconds.pop()
+        note = f" (the last {part:.2g} s, {last.complete:,} requests, left out: partial)"
+    mids = [x.t + 0.5 for x in seconds]
+    ax.plot(mids, [x.complete for x in seconds], marker="o", label="requests completed")
+    failed = [x.failed for x in seconds]
+    if any(failed):
+        ax.plot(mids, failed, marker="x", color="C3", label="failed")
+    xs, ys = _shape_points(r)
+    if xs:
+        ax.plot(xs, ys, color="C2", linestyle="--", label="target rate")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("seconds into the run" + note)
+    ax.set_ylabel("requests per second")
+    p99 = ax.twinx()
+    p99.plot(mids, [(x.p99 or 0.0) * 1e3 for x in seconds], color="black", marker=".",
+             label="p99 (within 12.5%)")
+    p99.set_ylim(bottom=0)
+    p99.set_ylabel("p99 latency (ms)")
+    lines = ax.get_legend_handles_labels()
+    more = p99.get_legend_handles_labels()
+    # Below the axes, where it hides no point.
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper center",
+              bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False, fontsize=8)
+
+
+# Borders and shading from the text colour, so the table reads in light and
+# dark notebook themes alike; numbers right-aligned in tabular figures.

@@ -1,0 +1,225 @@
+"""ab's text report of a Result, field for field, and the per-request table
+of a scenario (as Locust prints one)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..figures import PERCENTILES
+
+if TYPE_CHECKING:
+    from ..result import Latency, Result
+
+__all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text"]
+
+
+def report(r: Result) -> str:
+    """ab's report, with sub-millisecond figures where ab prints 0,
+    percentiles to 99.99 and the client's CPU per request."""
+    return "\n".join(_report_lines(r)) + "\n"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def _cell(lat: Latency, p: float) -> str:
+    """A percentile in ms, or "-" when nothing was measured."""
+    return _ms(lat.percentile(p)) if lat.count else "-"
+
+
+def _row(label: str, lat: Latency) -> str:
+    if not lat.count:
+        return f"{label:<12}{'-':>9}{'-':>9}{'-':>8}{'-':>9}{'-':>9}"
+    return (f"{label:<12}{_ms(lat.min):>9}{_ms(lat.mean):>9}{_ms(lat.stdev):>8}"
+            f"{_ms(lat.p50):>9}{_ms(lat.max):>9}")
+
+
+def _report_lines(r: Result) -> Iterable[str]:
+    yield f"Server Software:        {r.server_software}"
+    yield f"Server Hostname:        {r.host}"
+    yield f"Server Port:            {r.port}"
+    if r.unix_socket:
+        yield f"Unix Socket:            {r.unix_socket}"
+    if r.proxy:
+        yield f"Proxy:                  {r.proxy}"
+    if r.tls_protocol:
+        yield f"SSL/TLS Protocol:       {r.tls_protocol}"
+        if r.tls_temp_key:
+            yield f"Server Temp Key:        {r.tls_temp_key}"
+        if r.tls_server_name:
+            yield f"TLS Server Name:        {r.tls_server_name}"
+    yield ""
+    yield f"Document Path:          {r.path}"
+    doc = r.document_length
+    yield f"Document Length:        {doc if doc is not None else 0} bytes"
+    yield ""
+    yield f"Concurrency Level:      {r.concurrency}"
+    if r.pipeline > 1:
+        yield f"Pipeline Depth:         {r.pipeline}"
+    yield f"Time taken for tests:   {r.time_taken:.3f} seconds"
+    yield f"Complete requests:      {r.complete}"
+    yield f"Failed requests:        {r.failed}"
+    if r.failed:
+        f = r.failures
+        tls = f", TLS: {f['tls']}" if f["tls"] or r.tls_protocol else ""
+        check = f", Check: {f['check']}" if f["check"] or r.by_name else ""
+        worker = f", Worker: {f['worker']}" if f["worker"] or r.workers else ""
+        yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
+               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls}{check}{worker})")
+    if r.cancelled:
+        yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
+    if r.non_2xx:
+        yield f"Non-2xx responses:      {non_2xx_text(r)}"
+    yield f"Keep-Alive requests:    {r.keepalive_requests}"
+    shakes = r.tls_full_handshakes + r.tls_resumed_handshakes
+    if shakes:
+        yield (f"TLS handshakes:         {shakes} ({r.tls_full_handshakes} full, "
+               f"{r.tls_resumed_handshakes} resumed), mean {_ms(r.tls_handshake.mean)} [ms]")
+    yield f"Total transferred:      {r.bytes_received} bytes"
+    yield f"HTML transferred:       {r.body_bytes} bytes"
+    yield f"Requests per second:    {r.rps:.2f} [#/sec] (mean)"
+    per = r.time_taken / r.complete if r.complete else 0.0
+    if r.rate or r.stages:
+        # ab's concurrency x time / requests assumes a closed loop: under a
+        # rate the connections wait for their schedule, not for answers.
+        yield "Time per request:       n/a (open loop: see the latency table)"
+    else:
+        yield f"Time per request:       {per * r.concurrency * 1e3:.3f} [ms] (mean)"
+    yield f"Time per request:       {per * 1e3:.3f} [ms] (mean, across all concurrent requests)"
+    kbps = r.bytes_received / 1024 / r.time_taken if r.time_taken > 0 else 0.0
+    yield f"Transfer rate:          {kbps:.2f} [Kbytes/sec] received"
+    if r.complete:
+        cpu_us = r.cpu_time / r.complete * 1e6
+        user_us = r.cpu_user / r.complete * 1e6
+        yield (f"Client CPU per request: {cpu_us:.2f} [us] (user {user_us:.2f}"
+               f" + system {r.cpu_sys / r.complete * 1e6:.2f})")
+    if r.interrupted:
+        yield "Interrupted:            the run was stopped before its end"
+    if r.rate:
+        yield (f"Target rate:            {r.rate:.2f} [#/sec]{' (mean)' if r.stages else ''}, "
+               "latency from each request's intended start")
+    if r.stages:
+        yield "Load shape:             " + shape_text(r.stages)
+    if r.concurrency_stages:
+        yield "Connections shape:      " + shape_text(r.concurrency_stages, "")
+    yield ""
+    yield "Connection Times (ms)"
+    yield f"{'':<12}{'min':>9}{'mean':>9}{'[+/-sd]':>8}{'median':>9}{'max':>9}"
+    if r.tls_handshake.count:
+        # Connect is per request, as ab's (a kept-alive request's is 0, and
+        # it includes the handshake); Handshake per handshake done.
+        yield _row("Connect:", r.connect_time) + f"  (per request, n={r.connect_time.count:,})"
+        yield (_row("Handshake:", r.tls_handshake)
+               + f"  (per handshake, n={r.tls_handshake.count:,})")
+    else:
+        yield _row("Connect:", r.connect_time)
+    yield _row("Processing:", r.processing)
+    yield _row("Waiting:", r.waiting)
+    yield _row("Total:", r.latency_uncorrected)
+    yield ""
+    if r.rate:
+        yield "Percentage of the requests served within a certain time (ms)"
+        yield f"{'':>8}{'corrected':>12}{'uncorrected':>13}"
+        for p in PERCENTILES:
+            tail = " (longest request)" if p == 100 else ""
+            yield (f"{percent_label(p):>7}%{_cell(r.latency, p):>12}"
+                   f"{_cell(r.latency_uncorrected, p):>13}{tail}")
+    else:
+        yield "Percentage of the requests served within a certain time (ms)"
+        for p in PERCENTILES:
+            tail = " (longest request)" if p == 100 else ""
+            yield f"{percent_label(p):>7}%{_cell(r.latency, p):>10}{tail}"
+    if r.by_name:
+        yield ""
+        yield from _by_name_lines(r)
+    if r.workers:
+        yield ""
+        yield from _worker_lines(r)
+
+
+def _worker_lines(r: Result) -> Iterable[str]:
+    """A row per worker of a run over a cluster (times in ms)."""
+    wa = max(7, *(len(w.address) for w in r.workers))
+    wh = max(4, *(len(w.host) for w in r.workers))
+    yield "Workers (times in ms)"
+    yield (f"{'Address':<{wa}}  {'Host':<{wh}}{'Conns':>7}{'Complete':>10}{'Failed':>8}"
+           f"{'Req/s':>11}{'p99':>9}  State")
+    for w in r.workers:
+        x = w.result
+        p99 = _ms(x.latency.p99) if x.latency.count else "-"
+        state = "ok" if not w.lost else f"lost: {w.error}" + (
+            f" ({w.not_run} not run)" if w.not_run else "")
+        yield (f"{w.address:<{wa}}  {w.host:<{wh}}{w.concurrency:>7}{x.complete:>10}"
+               f"{x.failed:>8}{x.rps:>11.2f}{p99:>9}  {state}")
+
+
+# The per-request table's columns: heading, width, and the cell from the
+# request's name and Result (Locust's table, times in ms).
+_BY_NAME_COLUMNS: tuple[tuple[str, int, Callable[[str, Result], str]], ...] = (
+    ("Count", 9, lambda n, x: str(x.complete + x.failed)),
+    ("Failed", 8, lambda n, x: str(x.failed)),
+    ("Req/s", 10, lambda n, x: f"{x.rps:.2f}"),
+    ("Mean", 9, lambda n, x: _ms(x.latency.mean) if x.latency.count else "-"),
+    ("p50", 9, lambda n, x: _ms(x.latency.p50) if x.latency.count else "-"),
+    ("p99", 9, lambda n, x: _ms(x.latency.p99) if x.latency.count else "-"),
+    ("Max", 9, lambda n, x: _ms(x.latency.max) if x.latency.count else "-"),
+)
+
+
+def by_name_rows(r: Result) -> list[dict[str, Any]]:
+    """The per-request table as rows (name, method, target, count, failed,
+    rps, and mean, p50, p99, max in seconds), each request's then the
+    whole run's ("Aggregated", as Locust names it)."""
+    rows = []
+    for name, x in [*r.by_name.items(), ("Aggregated", r)]:
+        lat = x.latency
+        rows.append({"name": name, "method": x.method if x is not r else "",
+                     "target": x.path if x is not r else "", "count": x.complete + x.failed,
+                     "failed": x.failed, "rps": x.rps,
+                     **{k: getattr(lat, k) if lat.count else None
+                        for k in ("mean", "p50", "p99", "max")}})
+    return rows
+
+
+def _by_name_lines(r: Result) -> Iterable[str]:
+    """Locust's table: a row per request of the scenario, then the total."""
+    cells = [(n, x.method if x is not r else "", x.path if x is not r else "", x)
+             for n, x in [*r.by_name.items(), ("Aggregated", r)]]
+    wn = max(4, *(len(c[0]) for c in cells))
+    wm = max(6, *(len(c[1]) for c in cells))
+    wt = max(6, *(len(c[2]) for c in cells))
+    yield "Requests by name (times in ms)"
+    yield (f"{'Name':<{wn}}  {'Method':<{wm}}  {'Target':<{wt}}" +
+           "".join(f"{h:>{w}}" for h, w, _ in _BY_NAME_COLUMNS))
+    for n, m, t, x in cells:
+        if x is r:
+            yield "-" * (wn + wm + wt + 4 + sum(w for _, w, _ in _BY_NAME_COLUMNS))
+        yield f"{n:<{wn}}  {m:<{wm}}  {t:<{wt}}" + "".join(
+            f"{cell(n, x):>{w}}" for _, w, cell in _BY_NAME_COLUMNS)
+
+
+def shape_text(stages: list[tuple[float, float]], unit: str = "/s") -> str:
+    """ "10 s to 100/s, 30 s at 100/s, 10 s to 0/s" """
+    parts, previous = [], 0.0
+    for secs, r in stages:
+        parts.append(f"{secs:g} s {'at' if r == previous else 'to'} {r:g}{unit}")
+        previous = r
+    return ", ".join(parts)
+
+
+def non_2xx_text(r: Result) -> str:
+    """The non-2xx responses by status: "100 (500: 60, 503: 40)". A response
+    that failed a check is failed, not non-2xx; its status is still among
+    the statuses, and the line says so when that makes them differ."""
+    counts = {code: n for code, n in sorted(r.status_counts.items()) if not 200 <= code < 300}
+    codes = ", ".join(f"{code}: {n}" for code, n in counts.items())
+    if codes and sum(counts.values()) != r.non_2xx:
+        codes = f"statuses of every response, failed checks too: {codes}"
+    return f"{r.non_2xx} ({codes})" if codes else str(r.non_2xx)
+
+
+def percent_label(p: float) -> str:
+    return f"{p:g}" if not math.isclose(p, round(p)) else str(int(p))

@@ -1,0 +1,171 @@
+"""RunSpec: run()'s arguments checked once, into one frozen object.
+
+run() and a cluster's workers build the same spec (the command line maps
+its flags onto run()'s arguments); every rule lives here: each number's
+range (the limits are the C core's, read through _check), the
+combinations that make no sense (a rate with pipelining, stages beside a
+duration, ...), and the defaults (10 seconds with neither requests nor a
+duration). A wrong value is a ValueError naming the user's argument.
+What the C loop then reads is httpbench.local's mapping of the spec, one
+name per field of csrc/bench.h's hb_bench_config (csrc/py_bench.c's table
+reads it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from . import _check
+from ._request import Headers, Path, cpus_here
+from ._url import Target, split_proxy, split_url
+from .scenario import Scenario
+
+__all__ = ["RunSpec", "DEFAULT_DURATION"]
+
+# With neither requests nor a duration a run lasts this long (wrk's default).
+DEFAULT_DURATION = 10.0
+Shape = tuple[tuple[float, float], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """A run, checked. requests/duration/rate/concurrency are what the loop
+    runs: under `stages` the duration is the stages' sum and the rate their
+    mean; under `concurrency_stages` the duration is their sum and the
+    concurrency their peak. `arguments()` gives back run()'s arguments."""
+
+    url: str
+    target: Target
+    method: str = "GET"
+    body: bytes | str | None = None
+    headers: Headers | None = None
+    requests: int | None = None
+    duration: float | None = None
+    concurrency: int = 1
+    threads: int | None = None  # None: the CPUs of the machine that runs it
+    keepalive: bool = True
+    rate: float | None = None
+    timeout: float = _check.YEAR  # seconds; run()'s None is a year
+    warmup: int | float | None = None
+    lengths_vary: bool = False
+    verify: bool = True
+    cafile: Path | None = None
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    server_hostname: str | None = None
+    tls_min: str | None = "1.2"
+    tls_max: str | None = None
+    ciphers: str | None = None
+    ciphersuites: str | None = None
+    tls_resume: bool = True
+    unix_socket: str | None = None
+    pipeline: int = 1
+    proxy: str | None = None
+    stages: Shape | None = None
+    concurrency_stages: Shape | None = None
+    scenario: Scenario | None = None
+
+    @classmethod
+    def from_arguments(cls, url: str, **given: Any) -> RunSpec:
+        """The spec of run(url, **given), every rule checked (given holds
+        run()'s arguments but cluster, workers, progress and stream)."""
+        a = {f.name: f.default for f in dataclasses.fields(cls)
+             if f.default is not dataclasses.MISSING}
+        unknown = set(given) - set(a)
+        if unknown:
+            raise TypeError(f"run() got unexpected arguments {sorted(unknown)}")
+        a.update(given)
+        a["url"], a["target"] = url, split_url(url)
+        a["timeout"] = _check.YEAR if a["timeout"] is None else a["timeout"]
+        _shapes(a)
+        if a["requests"] is None and a["duration"] is None:
+            a["duration"] = DEFAULT_DURATION
+        _numbers(a)
+        _combinations(a)
+        return cls(**a)
+
+    def arguments(self) -> dict[str, Any]:
+        """run()'s arguments for this spec (url apart): what a cluster's
+        worker is given, with its share put in."""
+        a = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("url", "target")}
+        if self.stages is not None:
+            a["duration"] = a["rate"] = None
+            a["stages"] = list(self.stages)
+        if self.concurrency_stages is not None:
+            a["duration"], a["concurrency"] = None, 1
+            a["concurrency_stages"] = list(self.concurrency_stages)
+        return a
+
+    @property
+    def loop_threads(self) -> int:
+        """The loop's threads here: those given, or this machine's CPUs,
+        capped by the connections."""
+        return min(self.threads or cpus_here(), self.concurrency)
+
+
+def _shapes(a: dict[str, Any]) -> None:
+    """Load shapes checked; they set the run's length, rate or connections."""
+    if a["stages"] is not None:
+        given = [n for n in ("duration", "requests", "rate") if a[n] is not None]
+        if given:
+            raise ValueError(f"stages set the run's length and rate: no {' or '.join(given)} "
+                             "beside them")
+        if a["pipeline"] != 1:
+            raise ValueError("pipeline with stages is not supported: an open loop's requests "
+                             "start on their own schedule, not in batches")
+        shape = tuple(_check.stages(a["stages"]))
+        a["stages"], a["duration"] = shape, sum(secs for secs, _ in shape)
+        a["rate"] = _check.shape_total(list(shape)) / a["duration"]
+    if a["concurrency_stages"] is not None:
+        given = [n for n in ("duration", "requests", "rate") if a[n] is not None]
+        given += ["stages"] if a["stages"] is not None else []
+        given += ["concurrency"] if a["concurrency"] != 1 else []
+        given += ["pipeline"] if a["pipeline"] != 1 else []
+        if given:
+            raise ValueError("concurrency_stages set the run's length and connections, closed "
+                             f"loop: no {' or '.join(given)} beside them")
+        vus = tuple(_check.stages(a["concurrency_stages"], "concurrency_stages", "connections",
+                                  _check.MAX_CONCURRENCY))
+        a["concurrency_stages"], a["duration"] = vus, sum(secs for secs, _ in vus)
+        a["concurrency"] = max(1, math.floor(max(v for _, v in vus) + 1e-9))
+
+
+def _numbers(a: dict[str, Any]) -> None:
+    """Each number in its range, by the name the user gave it."""
+    if a["requests"] is not None:
+        a["requests"] = _check.count("requests", a["requests"])
+    if a["duration"] is not None:
+        a["duration"] = _check.seconds("duration", a["duration"])
+    a["concurrency"] = _check.count("concurrency", a["concurrency"], 1, _check.MAX_CONCURRENCY)
+    if a["threads"] is not None:
+        a["threads"] = _check.count("threads", a["threads"], 1, _check.MAX_THREADS)
+    if a["rate"] is not None and a["stages"] is None:
+        a["rate"] = _check.rate(a["rate"], a["concurrency"])
+    a["timeout"] = _check.seconds("timeout", a["timeout"])
+    a["unix_socket"] = _check.unix_socket("unix_socket", a["unix_socket"])
+    a["pipeline"] = _check.count("pipeline", a["pipeline"], 1, _check.MAX_PIPELINE)
+    a["warmup"] = _check.warmup(a["warmup"])
+
+
+def _combinations(a: dict[str, Any]) -> None:
+    """What cannot go together."""
+    if a["proxy"] is not None:
+        split_proxy(a["proxy"])  # its form checked here, before anything is sent
+    if a["proxy"] is not None and a["unix_socket"] is not None:
+        raise ValueError("proxy and unix_socket are two ways to the server: give one")
+    if a["pipeline"] > 1 and a["rate"] is not None:
+        raise ValueError("pipeline with rate is not supported: an open loop's requests start "
+                         "on their own schedule, not in batches")
+    scenario = a["scenario"]
+    if scenario is not None:
+        if not isinstance(scenario, Scenario):
+            raise ValueError(f"scenario must be an httpbench.Scenario, not {scenario!r}")
+        if a["method"] != "GET" or a["body"] is not None:
+            raise ValueError("a scenario's Requests give the methods and bodies: no method or "
+                             "body beside it")
+        if a["pipeline"] > 1:
+            raise ValueError("pipeline with a scenario is not supported")
+
