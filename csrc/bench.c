@@ -1404,6 +1404,109 @@ static void result_init(hb_bench_result *r)
     r->document_length = -1;
 }
 
+/* The run's own copies of cfg's shapes. Returns 0, or -1 with errno. */
+static int copy_shapes(hb_bench *b, const hb_bench_config *cfg)
+{
+    if (cfg->shape != NULL) {
+        b->shape = malloc(sizeof *b->shape);
+        if (b->shape == NULL)
+            return -1;
+        *b->shape = *cfg->shape;
+        b->cfg.shape = b->shape;
+    }
+    if (cfg->vus != NULL) {
+        b->vus = malloc(sizeof *b->vus);
+        if (b->vus == NULL)
+            return -1;
+        *b->vus = *cfg->vus;
+        b->cfg.vus = b->vus;
+    }
+    return 0;
+}
+
+/* Thread i's share of the connections (from the first-th over all
+ * threads), its figures, its epoll set and, for the event loop, its tick.
+ * Returns 0, or -1 with errno (hb_bench_free undoes what was done). */
+static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int nt)
+{
+    const hb_bench_config *cfg = &b->cfg;
+    t->first_conn = first;
+    t->nconns = conc / nt + (i < conc % nt);
+    t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
+    if (t->conns == NULL)
+        return -1;
+    t->res = calloc((size_t)b->nreqs, sizeof *t->res);
+    if (t->res == NULL)
+        return -1;
+    for (int k = 0; k < b->nreqs; k++)
+        result_init(&t->res[k]);
+    hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
+    for (int j = 0; j < t->nconns; j++) {
+        hb_sock_init(&t->conns[j].sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
+        t->conns[j].sock.shared = cfg->transport_shared;
+        t->conns[j].rq = &b->reqs[0];
+        t->conns[j].res = &t->res[0];
+    }
+    t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
+    t->scratch = malloc(SCRATCH);
+    if (t->ready == NULL || t->scratch == NULL)
+        return -1;
+    t->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (t->ep < 0)
+        return -1;
+    /* A pipeline writes and reads at once: the event loop's. */
+    t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL &&
+                  cfg->pipeline <= 1;
+    if (!t->blocking) {
+        struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        t->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (t->tick_fd < 0 || timerfd_settime(t->tick_fd, 0, &every, NULL) != 0 ||
+            epoll_ctl(t->ep, EPOLL_CTL_ADD, t->tick_fd, &ev) != 0)
+            return -1;
+    }
+    /* Under a rate each connection starts every conc/rate seconds. */
+    if (cfg->rate > 0)
+        t->interval = (int64_t)((double)conc / cfg->rate * 1e9);
+    return 0;
+}
+
+/* Starts the threads with every signal blocked (the caller's thread
+ * takes them), then opens the start gate: the run's clock starts now, for
+ * every thread at once. A thread that cannot be made stops the run. */
+static void launch(hb_bench *b, int nt)
+{
+    const hb_bench_config *cfg = &b->cfg;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    b->running = nt;
+    for (int i = 0; i < nt; i++) {
+        if (pthread_create(&b->threads[i].thread, NULL, thread_main, &b->threads[i]) != 0) {
+            pthread_mutex_lock(&b->mu);
+            b->running -= nt - i;
+            pthread_mutex_unlock(&b->mu);
+            hb_bench_stop(b);
+            break;
+        }
+        b->threads[i].started = 1;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* The run starts now, for every thread at once; they read the clock's
+     * marks after the gate, under the mutex that set them. */
+    pthread_mutex_lock(&b->mu);
+    b->start = b->last_outcome = hb_now_ns();
+    if (b->end)
+        b->end = b->start + (int64_t)(cfg->duration * 1e9);
+    if (b->warming) {
+        b->end = 0; /* set by hb_bench_go */
+        b->warm_end = b->start + (int64_t)(cfg->warmup_seconds * 1e9);
+    }
+    b->gate_open = 1;
+    pthread_cond_broadcast(&b->gate_cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
 int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen)
 {
     const char *broken = NULL;
@@ -1436,20 +1539,8 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     pthread_cond_init(&b->gate_cv, NULL);
     if (b->cfg.pipeline < 1)
         b->cfg.pipeline = 1;
-    if (cfg->shape != NULL) {
-        b->shape = malloc(sizeof *b->shape);
-        if (b->shape == NULL)
-            goto error;
-        *b->shape = *cfg->shape;
-        b->cfg.shape = b->shape;
-    }
-    if (cfg->vus != NULL) {
-        b->vus = malloc(sizeof *b->vus);
-        if (b->vus == NULL)
-            goto error;
-        *b->vus = *cfg->vus;
-        b->cfg.vus = b->vus;
-    }
+    if (copy_shapes(b, cfg) != 0)
+        goto error;
     b->paced = cfg->rate > 0 || cfg->shape != NULL;
     if (cfg->prepared) {
         /* The warmup is closed loop on every connection; the measured
@@ -1492,75 +1583,10 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     if (b->tick_ns < 1000000)
         b->tick_ns = 1000000;
     b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
-    for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++) {
-        bthread *t = &b->threads[i];
-        t->first_conn = first;
-        t->nconns = conc / nt + (i < conc % nt);
-        t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
-        if (t->conns == NULL)
+    for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++)
+        if (setup_thread(b, &b->threads[i], i, first, conc, nt) != 0)
             goto error;
-        t->res = calloc((size_t)b->nreqs, sizeof *t->res);
-        if (t->res == NULL)
-            goto error;
-        for (int k = 0; k < b->nreqs; k++)
-            result_init(&t->res[k]);
-        hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
-        for (int j = 0; j < t->nconns; j++) {
-            hb_sock_init(&t->conns[j].sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
-            t->conns[j].sock.shared = cfg->transport_shared;
-            t->conns[j].rq = &b->reqs[0];
-            t->conns[j].res = &t->res[0];
-        }
-        t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
-        t->scratch = malloc(SCRATCH);
-        if (t->ready == NULL || t->scratch == NULL)
-            goto error;
-        t->ep = epoll_create1(EPOLL_CLOEXEC);
-        if (t->ep < 0)
-            goto error;
-        /* A pipeline writes and reads at once: the event loop's. */
-        t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) &&
-                      cfg->vus == NULL && cfg->pipeline <= 1;
-        if (!t->blocking) {
-            struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};
-            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-            t->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-            if (t->tick_fd < 0 || timerfd_settime(t->tick_fd, 0, &every, NULL) != 0 ||
-                epoll_ctl(t->ep, EPOLL_CTL_ADD, t->tick_fd, &ev) != 0)
-                goto error;
-        }
-        /* Under a rate each connection starts every conc/rate seconds. */
-        if (cfg->rate > 0)
-            t->interval = (int64_t)((double)conc / cfg->rate * 1e9);
-    }
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    b->running = nt;
-    for (int i = 0; i < nt; i++) {
-        if (pthread_create(&b->threads[i].thread, NULL, thread_main, &b->threads[i]) != 0) {
-            pthread_mutex_lock(&b->mu);
-            b->running -= nt - i;
-            pthread_mutex_unlock(&b->mu);
-            hb_bench_stop(b);
-            break;
-        }
-        b->threads[i].started = 1;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    /* The run starts now, for every thread at once; they read the clock's
-     * marks after the gate, under the mutex that set them. */
-    pthread_mutex_lock(&b->mu);
-    b->start = b->last_outcome = hb_now_ns();
-    if (b->end)
-        b->end = b->start + (int64_t)(cfg->duration * 1e9);
-    if (b->warming) {
-        b->end = 0; /* set by hb_bench_go */
-        b->warm_end = b->start + (int64_t)(cfg->warmup_seconds * 1e9);
-    }
-    b->gate_open = 1;
-    pthread_cond_broadcast(&b->gate_cv);
-    pthread_mutex_unlock(&b->mu);
+    launch(b, nt);
     return b;
 error:
     /* Every way here set errno: ENOMEM from an allocation, EMFILE or the

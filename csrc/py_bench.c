@@ -76,7 +76,63 @@ error:
     return NULL;
 }
 
-/* A scenario's requests for the loop, from httpbench.runner's list of
+/* One scenario request, item (a checked 7-tuple), into r; its variants'
+ * pointers and lengths at *p and *lens, which move past them. Returns 0,
+ * or -1 with an exception. */
+static int scenario_request(PyObject *item, hb_bench_req *r, const char ***pp, size_t **lensp)
+{
+    PyObject *variants = PyTuple_GET_ITEM(item, 0);
+    PyObject *status_ok = PyTuple_GET_ITEM(item, 4), *body = PyTuple_GET_ITEM(item, 5);
+    const char **p = *pp;
+    size_t *lens = *lensp;
+    long long expect_length;
+    memset(r, 0, sizeof *r);
+    r->variants = p;
+    r->lens = lens;
+    r->nvariants = (uint32_t)PyList_GET_SIZE(variants);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(variants); k++) {
+        PyObject *v = PyList_GET_ITEM(variants, k);
+        if (!PyBytes_Check(v) || PyBytes_GET_SIZE(v) < 1) {
+            PyErr_SetString(PyExc_TypeError, "scenario: a variant is a request's bytes");
+            return -1;
+        }
+        *p++ = PyBytes_AS_STRING(v);
+        *lens++ = (size_t)PyBytes_GET_SIZE(v);
+    }
+    *pp = p;
+    *lensp = lens;
+    r->random = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
+    r->head = PyObject_IsTrue(PyTuple_GET_ITEM(item, 2));
+    if (r->random < 0 || r->head < 0 ||
+        hbpy_arg_real(PyTuple_GET_ITEM(item, 3), "weight", 0, 1e6, &r->weight) != 0 ||
+        hbpy_arg_int(PyTuple_GET_ITEM(item, 6), "expect_length", -1, INT64_MAX, &expect_length) !=
+            0)
+        return -1;
+    if (!(r->weight > 0)) {
+        PyErr_SetString(PyExc_ValueError, "weight must be above 0");
+        return -1;
+    }
+    r->expect_length = expect_length;
+    if (status_ok != Py_None) {
+        if (!PyBytes_Check(status_ok) || PyBytes_GET_SIZE(status_ok) != 600) {
+            PyErr_SetString(PyExc_TypeError, "scenario: status_ok is 600 bytes of flags");
+            return -1;
+        }
+        r->status_ok = (const unsigned char *)PyBytes_AS_STRING(status_ok);
+    }
+    if (body != Py_None) {
+        if (!PyBytes_Check(body) || PyBytes_GET_SIZE(body) < 1 ||
+            PyBytes_GET_SIZE(body) > UINT32_MAX) {
+            PyErr_SetString(PyExc_TypeError, "scenario: expect_body is bytes");
+            return -1;
+        }
+        r->expect_body = (const unsigned char *)PyBytes_AS_STRING(body);
+        r->expect_body_len = (uint32_t)PyBytes_GET_SIZE(body);
+    }
+    return 0;
+}
+
+/* A scenario's requests for the loop, from httpbench.local's list of
  * (variants, random, head, weight, status_ok, expect_body, expect_length):
  * variants a list of bytes, status_ok 600 bytes of flags or None,
  * expect_body bytes or None, expect_length an int (-1: none). The arrays
@@ -113,52 +169,9 @@ static int scenario_of(PyObject *list, hb_bench_req **out, void **mem)
     hb_bench_req *r = (hb_bench_req *)block;
     const char **p = (const char **)(block + reqs);
     size_t *lens = (size_t *)(block + reqs + ptrs);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(list, i), *variants = PyTuple_GET_ITEM(item, 0);
-        PyObject *status_ok = PyTuple_GET_ITEM(item, 4), *body = PyTuple_GET_ITEM(item, 5);
-        long long expect_length;
-        memset(&r[i], 0, sizeof r[i]);
-        r[i].variants = p;
-        r[i].lens = lens;
-        r[i].nvariants = (uint32_t)PyList_GET_SIZE(variants);
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(variants); k++) {
-            PyObject *v = PyList_GET_ITEM(variants, k);
-            if (!PyBytes_Check(v) || PyBytes_GET_SIZE(v) < 1) {
-                PyErr_SetString(PyExc_TypeError, "scenario: a variant is a request's bytes");
-                goto error;
-            }
-            *p++ = PyBytes_AS_STRING(v);
-            *lens++ = (size_t)PyBytes_GET_SIZE(v);
-        }
-        r[i].random = PyObject_IsTrue(PyTuple_GET_ITEM(item, 1));
-        r[i].head = PyObject_IsTrue(PyTuple_GET_ITEM(item, 2));
-        if (r[i].random < 0 || r[i].head < 0 ||
-            hbpy_arg_real(PyTuple_GET_ITEM(item, 3), "weight", 0, 1e6, &r[i].weight) != 0 ||
-            hbpy_arg_int(PyTuple_GET_ITEM(item, 6), "expect_length", -1, INT64_MAX,
-                         &expect_length) != 0)
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (scenario_request(PyList_GET_ITEM(list, i), &r[i], &p, &lens) != 0)
             goto error;
-        if (!(r[i].weight > 0)) {
-            PyErr_SetString(PyExc_ValueError, "weight must be above 0");
-            goto error;
-        }
-        r[i].expect_length = expect_length;
-        if (status_ok != Py_None) {
-            if (!PyBytes_Check(status_ok) || PyBytes_GET_SIZE(status_ok) != 600) {
-                PyErr_SetString(PyExc_TypeError, "scenario: status_ok is 600 bytes of flags");
-                goto error;
-            }
-            r[i].status_ok = (const unsigned char *)PyBytes_AS_STRING(status_ok);
-        }
-        if (body != Py_None) {
-            if (!PyBytes_Check(body) || PyBytes_GET_SIZE(body) < 1 ||
-                PyBytes_GET_SIZE(body) > UINT32_MAX) {
-                PyErr_SetString(PyExc_TypeError, "scenario: expect_body is bytes");
-                goto error;
-            }
-            r[i].expect_body = (const unsigned char *)PyBytes_AS_STRING(body);
-            r[i].expect_body_len = (uint32_t)PyBytes_GET_SIZE(body);
-        }
-    }
     *out = r;
     *mem = block;
     return (int)n;

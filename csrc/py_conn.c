@@ -85,6 +85,83 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
     return rc;
 }
 
+/* The Host field for host h and port (RFC 9110 section 7.2): an IPv6
+ * literal in brackets, the scheme's default port left out (section 4.2).
+ * A new reference, or NULL with an exception. */
+static PyObject *host_field_of(const char *h, long long port, int tls)
+{
+    int v6 = strchr(h, ':') != NULL;
+    return port == (tls ? 443 : 80) ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
+                                    : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, (int)port);
+}
+
+/* The numbers Connection takes, each in its range. Returns 0, or -1 with
+ * an exception. */
+static int conn_numbers(PyObject *port_obj, PyObject *timeout_obj, PyObject *max_body_obj,
+                        long long *port, double *timeout, long long *max_body)
+{
+    if (hbpy_arg_int(port_obj, "port", 1, 65535, port) != 0)
+        return -1;
+    if (timeout_obj == Py_None)
+        *timeout = NO_TIMEOUT;
+    else if (timeout_obj != NULL &&
+             hbpy_arg_real(timeout_obj, "timeout", 0, NO_TIMEOUT, timeout) != 0)
+        return -1;
+    if (max_body_obj != NULL && hbpy_arg_int(max_body_obj, "max_body", 0, MAX_BYTES, max_body) != 0)
+        return -1;
+    return 0;
+}
+
+/* Where the socket connects: the host and port, or the proxy the plan
+ * names (into portbuf). Returns the host, or NULL with an exception. */
+static const char *connect_to(const char *h, long long port, PyObject *plan, char *portbuf,
+                              size_t portlen)
+{
+    snprintf(portbuf, portlen, "%lld", port);
+    if (plan == NULL)
+        return h;
+    long to_port = PyLong_AsLong(PyTuple_GET_ITEM(plan, 1));
+    const char *to = PyUnicode_AsUTF8(PyTuple_GET_ITEM(plan, 0));
+    if (to == NULL || to_port < 1 || to_port > 65535) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "bad proxy port");
+        return NULL;
+    }
+    snprintf(portbuf, portlen, "%ld", to_port);
+    return to;
+}
+
+/* The plan's parts the requests need (origin and Proxy-Authorization, as
+ * bytes) and its label. Returns 0, or -1 with an exception. */
+static int take_plan(ConnectionObject *self, PyObject *plan)
+{
+    PyObject *origin = PyTuple_GET_ITEM(plan, 3), *auth = PyTuple_GET_ITEM(plan, 4);
+    if ((origin != Py_None && (self->proxy_origin = PyUnicode_AsASCIIString(origin)) == NULL) ||
+        (auth != Py_None && (self->proxy_auth = PyUnicode_AsASCIIString(auth)) == NULL))
+        return -1;
+    self->proxy_label = Py_NewRef(PyTuple_GET_ITEM(plan, 5));
+    return 0;
+}
+
+/* Whether an optional argument was given (not left out, not None). */
+static int given(PyObject *o)
+{
+    return o != NULL && o != Py_None;
+}
+
+/* The host as UTF-8, or NULL with a ValueError when it is empty or holds
+ * CR, LF, a space, a slash or a NUL. */
+static const char *host_of(PyObject *host)
+{
+    Py_ssize_t hlen;
+    const char *h = PyUnicode_AsUTF8AndSize(host, &hlen);
+    if (h != NULL && (hlen == 0 || strlen(h) != (size_t)hlen || strpbrk(h, "\r\n /") != NULL)) {
+        PyErr_Format(PyExc_ValueError, "invalid host %R", host);
+        return NULL;
+    }
+    return h;
+}
+
 /* Connection_init's work once its arguments are parsed. */
 static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
                             PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
@@ -94,63 +171,30 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
     long long port, max_body = DEFAULT_MAX_BODY;
     double timeout = 30.0;
     core_state *st = conn_state(self);
-    if (!tls &&
-        ((cafile && cafile != Py_None) || (certfile && certfile != Py_None) ||
-         (keyfile && keyfile != Py_None) || (server_hostname && server_hostname != Py_None))) {
+    if (!tls && (given(cafile) || given(certfile) || given(keyfile) || given(server_hostname))) {
         PyErr_SetString(PyExc_ValueError,
                         "cafile, certfile, keyfile and server_hostname are for TLS: pass tls=True "
                         "(or use Connection.from_url with an https:// URL)");
         return -1;
     }
-    if (hbpy_arg_int(port_obj, "port", 1, 65535, &port) != 0)
-        return -1;
-    if (timeout_obj == Py_None)
-        timeout = NO_TIMEOUT;
-    else if (timeout_obj != NULL &&
-             hbpy_arg_real(timeout_obj, "timeout", 0, NO_TIMEOUT, &timeout) != 0)
-        return -1;
-    if (max_body_obj != NULL &&
-        hbpy_arg_int(max_body_obj, "max_body", 0, MAX_BYTES, &max_body) != 0)
+    if (conn_numbers(port_obj, timeout_obj, max_body_obj, &port, &timeout, &max_body) != 0)
         return -1;
     if (self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "Connection is already initialised");
         return -1;
     }
-    Py_ssize_t hlen;
-    const char *h = PyUnicode_AsUTF8AndSize(host, &hlen);
+    const char *h = host_of(host);
     if (h == NULL)
         return -1;
-    if (hlen == 0 || strlen(h) != (size_t)hlen || strpbrk(h, "\r\n /") != NULL) {
-        PyErr_Format(PyExc_ValueError, "invalid host %R", host);
-        return -1;
-    }
-    /* Connected to: the server, or the proxy the plan names. */
-    const char *to = h;
     char portbuf[8];
-    snprintf(portbuf, sizeof portbuf, "%d", (int)port);
-    if (plan != NULL) {
-        long to_port = PyLong_AsLong(PyTuple_GET_ITEM(plan, 1));
-        to = PyUnicode_AsUTF8(PyTuple_GET_ITEM(plan, 0));
-        if (to == NULL || to_port < 1 || to_port > 65535) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "bad proxy port");
-            return -1;
-        }
-        snprintf(portbuf, sizeof portbuf, "%ld", to_port);
-    }
-    /* An IPv6 literal goes in brackets in Host (RFC 9110 section 7.2); the
-     * scheme's default port is left out (section 4.2). */
-    int v6 = strchr(h, ':') != NULL;
-    PyObject *host_header = port == (tls ? 443 : 80)
-                                ? PyBytes_FromFormat(v6 ? "[%s]" : "%s", h)
-                                : PyBytes_FromFormat(v6 ? "[%s]:%d" : "%s:%d", h, (int)port);
+    const char *to = connect_to(h, port, plan, portbuf, sizeof portbuf);
+    PyObject *host_header = to != NULL ? host_field_of(h, port, tls) : NULL;
     if (host_header == NULL)
         return -1;
     hb_tls *t = NULL;
     if (tls) {
         /* The name sent and checked: the host, unless told otherwise. */
-        PyObject *name =
-            server_hostname != NULL && server_hostname != Py_None ? server_hostname : host;
+        PyObject *name = given(server_hostname) ? server_hostname : host;
         t = hbpy_tls_make(st, 0, verify, 0, cafile, certfile, keyfile, name, NULL, NULL, NULL, NULL,
                           NULL);
         if (t == NULL) {
@@ -158,51 +202,43 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
             return -1;
         }
     }
+    /* From here the one cleanup path is `error`: the connection, its TLS
+     * context (after the socket that used it) and the Host field. */
     PyObject *tunnel = plan != NULL ? PyTuple_GET_ITEM(plan, 2) : Py_None;
     if (hb_conn_init(&self->conn, t ? &hb_net_tls : &hb_net_tcp, to, portbuf, timeout,
                      (uint64_t)max_body) != HB_OK ||
         (PyBytes_Check(tunnel) && hb_conn_set_tunnel(&self->conn, PyBytes_AS_STRING(tunnel),
                                                      (size_t)PyBytes_GET_SIZE(tunnel)) != HB_OK)) {
-        hb_conn_free(&self->conn);
-        Py_DECREF(host_header);
-        hb_tls_free(t);
         PyErr_NoMemory();
-        return -1;
+        goto error;
     }
     self->conn.sock.shared = t;
+    if (plan != NULL && take_plan(self, plan) != 0)
+        goto error;
+    hb_status us =
+        unix_socket != NULL ? hb_conn_set_unix(&self->conn, PyBytes_AS_STRING(unix_socket)) : HB_OK;
+    if (us != HB_OK) {
+        if (us == HB_ERR_NOMEM)
+            PyErr_NoMemory();
+        else
+            PyErr_Format(PyExc_ValueError, "unix_socket: %s", self->conn.error);
+        goto error;
+    }
     self->tls = t;
-    if (plan != NULL) {
-        PyObject *origin = PyTuple_GET_ITEM(plan, 3), *auth = PyTuple_GET_ITEM(plan, 4);
-        if ((origin != Py_None && (self->proxy_origin = PyUnicode_AsASCIIString(origin)) == NULL) ||
-            (auth != Py_None && (self->proxy_auth = PyUnicode_AsASCIIString(auth)) == NULL)) {
-            hb_conn_free(&self->conn);
-            self->tls = NULL;
-            hb_tls_free(t);
-            Py_DECREF(host_header);
-            return -1;
-        }
-        self->proxy_label = Py_NewRef(PyTuple_GET_ITEM(plan, 5));
-    }
-    if (unix_socket != NULL) {
-        hb_status us = hb_conn_set_unix(&self->conn, PyBytes_AS_STRING(unix_socket));
-        if (us != HB_OK) {
-            if (us == HB_ERR_NOMEM)
-                PyErr_NoMemory();
-            else
-                PyErr_Format(PyExc_ValueError, "unix_socket: %s", self->conn.error);
-            hb_conn_free(&self->conn);
-            self->tls = NULL;
-            hb_tls_free(t);
-            Py_DECREF(host_header);
-            return -1;
-        }
-    }
     self->host_header = host_header;
     self->host = Py_NewRef(host);
     self->port = (int)port;
     self->timeout = timeout;
     self->ready = 1;
     return 0;
+error:
+    hb_conn_free(&self->conn); /* safe on a half-built one: hb_conn_init set it up */
+    hb_tls_free(t);
+    Py_DECREF(host_header);
+    Py_CLEAR(self->proxy_origin);
+    Py_CLEAR(self->proxy_auth);
+    Py_CLEAR(self->proxy_label);
+    return -1;
 }
 
 /* Runs Python's signal handlers from inside a wait (see net.h). */

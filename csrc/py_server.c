@@ -89,6 +89,30 @@ error:
     return -1;
 }
 
+/* The server's numbers into cfg, each in its range. Returns 0, or -1 with
+ * an exception. */
+static int server_numbers(hb_srv_config *cfg, PyObject *port, PyObject *threads, PyObject *max_body,
+                          PyObject *max_buffered, PyObject *const timeouts[3], PyObject *upstream_o)
+{
+    long long v[4];
+    cfg->upstream_timeout = 10.0;
+    if ((upstream_o != NULL && hbpy_arg_real(upstream_o, "upstream_timeout", 0, NO_TIMEOUT,
+                                             &cfg->upstream_timeout) != 0) ||
+        hbpy_arg_int(port, "port", 0, 65535, &v[0]) != 0 ||
+        hbpy_arg_int(threads, "threads", 1, HB_SRV_MAX_THREADS, &v[1]) != 0 ||
+        hbpy_arg_int(max_body, "max_body", 0, MAX_BYTES, &v[2]) != 0 ||
+        hbpy_arg_int(max_buffered, "max_buffered", 1, MAX_BYTES, &v[3]) != 0 ||
+        hbpy_arg_real(timeouts[0], "header_timeout", 0, NO_TIMEOUT, &cfg->header_timeout) != 0 ||
+        hbpy_arg_real(timeouts[1], "send_timeout", 0, NO_TIMEOUT, &cfg->send_timeout) != 0 ||
+        hbpy_arg_real(timeouts[2], "idle_timeout", 0, NO_TIMEOUT, &cfg->idle_timeout) != 0)
+        return -1;
+    cfg->port = (int)v[0];
+    cfg->threads = (int)v[1];
+    cfg->max_body = (uint64_t)v[2];
+    cfg->max_buffered = (uint64_t)v[3];
+    return 0;
+}
+
 static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host",
@@ -114,7 +138,6 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
     PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3], *tls_o = Py_None;
     PyObject *allow_o = Py_None, *upstream_o = NULL;
     hb_relay_allow *allow = NULL;
-    long long v;
     hb_tls *tls;
     core_state *st = type_state(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
@@ -124,32 +147,13 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
                                      &timeouts[2], &cfg.version, &max_buffered, &tls_o,
                                      &cfg.unix_path, &cfg.proxy, &allow_o, &upstream_o))
         return -1;
-    cfg.upstream_timeout = 10.0;
-    if (upstream_o != NULL &&
-        hbpy_arg_real(upstream_o, "upstream_timeout", 0, NO_TIMEOUT, &cfg.upstream_timeout) != 0)
-        return -1;
-    if (hbpy_tls_of(st, tls_o, &tls) != 0)
+    if (server_numbers(&cfg, port, threads, max_body, max_buffered, timeouts, upstream_o) != 0 ||
+        hbpy_tls_of(st, tls_o, &tls) != 0)
         return -1;
     if (tls != NULL) {
         cfg.transport = &hb_net_tls;
         cfg.transport_shared = tls;
     }
-    if (hbpy_arg_int(port, "port", 0, 65535, &v) != 0)
-        return -1;
-    cfg.port = (int)v;
-    if (hbpy_arg_int(threads, "threads", 1, HB_SRV_MAX_THREADS, &v) != 0)
-        return -1;
-    cfg.threads = (int)v;
-    if (hbpy_arg_int(max_body, "max_body", 0, MAX_BYTES, &v) != 0)
-        return -1;
-    cfg.max_body = (uint64_t)v;
-    if (hbpy_arg_int(max_buffered, "max_buffered", 1, MAX_BYTES, &v) != 0)
-        return -1;
-    cfg.max_buffered = (uint64_t)v;
-    if (hbpy_arg_real(timeouts[0], "header_timeout", 0, NO_TIMEOUT, &cfg.header_timeout) != 0 ||
-        hbpy_arg_real(timeouts[1], "send_timeout", 0, NO_TIMEOUT, &cfg.send_timeout) != 0 ||
-        hbpy_arg_real(timeouts[2], "idle_timeout", 0, NO_TIMEOUT, &cfg.idle_timeout) != 0)
-        return -1;
     /* Checked after every conversion, and held while the GIL is released,
      * so that two threads never start two servers for one object. */
     if (self->srv != NULL || self->starting) {

@@ -654,6 +654,79 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* What every session of srv shares, from its config: the limits, the
+ * Server field and, for a forward proxy, the destinations it allows and a
+ * Via name of its own. Returns 0, or -1 when memory ran out. */
+static int share_settings(hb_srv *srv)
+{
+    const hb_srv_config *cfg = &srv->cfg;
+    hb_sess_shared *sh = &srv->sh;
+    sh->rnd = srv->rnd;
+    sh->transport = cfg->transport;
+    sh->transport_shared = cfg->transport_shared;
+    sh->zero_copy = cfg->zero_copy;
+    sh->max_body = cfg->max_body;
+    sh->max_buffered = cfg->max_buffered;
+    sh->header_timeout = (int64_t)(cfg->header_timeout * 1e9);
+    sh->send_timeout = (int64_t)(cfg->send_timeout * 1e9);
+    sh->idle_timeout = (int64_t)(cfg->idle_timeout * 1e9);
+    sh->server_field_len = (size_t)snprintf(sh->server_field, sizeof sh->server_field,
+                                            "Server: httpbench/%s\r\n", cfg->version);
+    if (cfg->proxy) {
+        if (cfg->nallow > 0) {
+            srv->allow = malloc(cfg->nallow * sizeof *srv->allow);
+            if (srv->allow == NULL)
+                return -1;
+            memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof *srv->allow);
+        }
+        sh->proxy = 1;
+        sh->allow = srv->allow;
+        sh->nallow = cfg->nallow;
+        sh->upstream_timeout = (int64_t)(cfg->upstream_timeout * 1e9);
+        /* A name of this server's own, so a request sent round to it again
+         * is seen (508) rather than relayed until descriptors run out. */
+        uint64_t id = (uint64_t)hb_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)srv;
+        sh->via_len = (size_t)snprintf(sh->via, sizeof sh->via, "Via: 1.1 httpbench-%08x\r\n",
+                                       (unsigned)(id ^ (id >> 32)));
+    }
+    return 0;
+}
+
+/* Starts srv's threads: the event loops, or the acceptor of the
+ * thread-per-connection mode. Returns 0, or -1 with a message in err. */
+static int start_threads(hb_srv *srv, char *err, size_t errlen)
+{
+    const hb_srv_config *cfg = &srv->cfg;
+    if (cfg->mode == HB_SRV_EPOLL) {
+        int n = cfg->threads;
+        srv->loops = calloc((size_t)n, sizeof *srv->loops);
+        if (srv->loops == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        /* Counted only once they exist, each with its descriptors at -1, so
+         * that hb_srv_stop can undo any part of this. */
+        for (int i = 0; i < n; i++)
+            srv->loops[i].ep = srv->loops[i].timer_fd = -1;
+        srv->nloops = n;
+        for (int i = 0; i < srv->nloops; i++) {
+            hb_loop *l = &srv->loops[i];
+            if (loop_open(l, srv) != 0 || pthread_create(&l->thread, NULL, loop_main, l) != 0) {
+                snprintf(err, errlen, "cannot start an event loop: %s", strerror(errno));
+                return -1;
+            }
+            l->started = 1;
+        }
+    } else {
+        if (pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0) {
+            snprintf(err, errlen, "cannot start the acceptor: %s", strerror(errno));
+            return -1;
+        }
+        srv->acceptor_started = 1;
+    }
+    return 0;
+}
+
 hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
 {
     sigset_t all, old;
@@ -686,34 +759,8 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "cannot serve %s: %s", srv->static_dir, strerror(errno));
         goto error;
     }
-    sh->rnd = srv->rnd;
-    sh->transport = cfg->transport;
-    sh->transport_shared = cfg->transport_shared;
-    sh->zero_copy = cfg->zero_copy;
-    sh->max_body = cfg->max_body;
-    sh->max_buffered = cfg->max_buffered;
-    sh->header_timeout = (int64_t)(cfg->header_timeout * 1e9);
-    sh->send_timeout = (int64_t)(cfg->send_timeout * 1e9);
-    sh->idle_timeout = (int64_t)(cfg->idle_timeout * 1e9);
-    sh->server_field_len = (size_t)snprintf(sh->server_field, sizeof sh->server_field,
-                                            "Server: httpbench/%s\r\n", cfg->version);
-    if (cfg->proxy) {
-        if (cfg->nallow > 0) {
-            srv->allow = malloc(cfg->nallow * sizeof *srv->allow);
-            if (srv->allow == NULL)
-                goto nomem;
-            memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof *srv->allow);
-        }
-        sh->proxy = 1;
-        sh->allow = srv->allow;
-        sh->nallow = cfg->nallow;
-        sh->upstream_timeout = (int64_t)(cfg->upstream_timeout * 1e9);
-        /* A name of this server's own, so a request sent round to it again
-         * is seen (508) rather than relayed until descriptors run out. */
-        uint64_t id = (uint64_t)hb_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)srv;
-        sh->via_len = (size_t)snprintf(sh->via, sizeof sh->via, "Via: 1.1 httpbench-%08x\r\n",
-                                       (unsigned)(id ^ (id >> 32)));
-    }
+    if (share_settings(srv) != 0)
+        goto nomem;
 
     if (listen_on(srv, err, errlen) != 0)
         goto error;
@@ -727,31 +774,8 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     masked = 1;
-    if (cfg->mode == HB_SRV_EPOLL) {
-        int n = cfg->threads;
-        srv->loops = calloc((size_t)n, sizeof *srv->loops);
-        if (srv->loops == NULL)
-            goto nomem;
-        /* Counted only once they exist, each with its descriptors at -1, so
-         * that hb_srv_stop can undo any part of this. */
-        for (int i = 0; i < n; i++)
-            srv->loops[i].ep = srv->loops[i].timer_fd = -1;
-        srv->nloops = n;
-        for (int i = 0; i < srv->nloops; i++) {
-            hb_loop *l = &srv->loops[i];
-            if (loop_open(l, srv) != 0 || pthread_create(&l->thread, NULL, loop_main, l) != 0) {
-                snprintf(err, errlen, "cannot start an event loop: %s", strerror(errno));
-                goto error;
-            }
-            l->started = 1;
-        }
-    } else {
-        if (pthread_create(&srv->acceptor, NULL, acceptor_main, srv) != 0) {
-            snprintf(err, errlen, "cannot start the acceptor: %s", strerror(errno));
-            goto error;
-        }
-        srv->acceptor_started = 1;
-    }
+    if (start_threads(srv, err, errlen) != 0)
+        goto error;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return srv;
 

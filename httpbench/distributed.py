@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -82,9 +83,11 @@ def _core_connect_error(text: str) -> Exception:
 
 
 def _about_worker() -> tuple[str, str]:
-    """(httpbench's version, the host name) on a worker."""
-    from ._version import __version__ as version
-    return version, socket.gethostname()
+    """(httpbench's version, the host name) on a worker: the version its
+    package says (imported already, this module being part of it; read
+    from sys.modules rather than imported, which would tie this module to
+    the package's __init__ in a cycle)."""
+    return str(sys.modules[__package__].__version__), socket.gethostname()
 
 
 class _WorkerCoordinator:
