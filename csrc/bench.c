@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define SCRATCH 65536
-#define EVENTS 256
+#define BENCH_EVENTS 256
 /* How often deadlines, the stop flag and the end of a duration or a grace
  * are looked at: every 50 ms. The epoll loop hears it from a periodic
  * timerfd rather than from a timeout on each epoll_wait: a timeout arms
@@ -711,7 +711,7 @@ static void start_request(bthread *t, bconn *c, int64_t now)
 
 /* ------------------------------------------------------------ responses */
 
-static void cut_short(bthread *t, bconn *c, int64_t now);
+static void bench_cut_short(bthread *t, bconn *c, int64_t now);
 
 /* The end of a drain: the socket closes and the connection is ready. The
  * run's last outcome stays the response's (next_response noted it): the
@@ -755,7 +755,7 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
     if (c->answered < c->batch) {
         __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
         if (!c->reuse || c->refused) {
-            cut_short(t, c, now); /* the server closes after this one */
+            bench_cut_short(t, c, now); /* the server closes after this one */
             return;
         }
         begin_reading(c);
@@ -1008,7 +1008,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
 /* The server said it closes after a response with more of the pipeline
  * unanswered: those go again on a new socket (once, for a method that may
  * be sent again), else they failed. */
-static void cut_short(bthread *t, bconn *c, int64_t now)
+static void bench_cut_short(bthread *t, bconn *c, int64_t now)
 {
     c->got_bytes = 0;
     if (!retry_stale(t, c, now))
@@ -1117,9 +1117,9 @@ static int wait_ns(int ep, struct epoll_event *events, int64_t ns)
     if (ns < 0)
         ns = 0;
     struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
-    int n = epoll_pwait2(ep, events, EVENTS, &ts, NULL);
+    int n = epoll_pwait2(ep, events, BENCH_EVENTS, &ts, NULL);
     if (n < 0 && errno == ENOSYS)
-        n = epoll_wait(ep, events, EVENTS, (int)((ns + 999999) / 1000000));
+        n = epoll_wait(ep, events, BENCH_EVENTS, (int)((ns + 999999) / 1000000));
     return n;
 }
 
@@ -1170,7 +1170,7 @@ static void lone_loop(bthread *t)
  * event (data.ptr NULL) of its own, so closed loop waits with no timeout. */
 static void epoll_loop(bthread *t)
 {
-    struct epoll_event events[EVENTS];
+    struct epoll_event events[BENCH_EVENTS];
     int64_t now = hb_now_ns();
     /* Under a rate the loop wakes for each intended start: with the kernel's
      * default slack (50 us) a timer may fire that much late. */
@@ -1190,9 +1190,9 @@ static void epoll_loop(bthread *t)
             return;
         int n;
         if (t->nready > 0)
-            n = epoll_wait(t->ep, events, EVENTS, 0);
+            n = epoll_wait(t->ep, events, BENCH_EVENTS, 0);
         else if (due == INT64_MAX)
-            n = epoll_wait(t->ep, events, EVENTS, -1);
+            n = epoll_wait(t->ep, events, BENCH_EVENTS, -1);
         else
             n = wait_ns(t->ep, events, due - hb_now_ns());
         now = hb_now_ns();
@@ -1685,28 +1685,11 @@ int hb_bench_wait(hb_bench *b, int64_t timeout_ns)
 /* Adds r's counts, statuses, histograms and first error into out. */
 static void result_add(hb_bench_result *out, const hb_bench_result *r)
 {
-    out->issued += r->issued;
-    out->complete += r->complete;
-    out->failed += r->failed;
-    out->cancelled += r->cancelled;
-    out->fail_connect += r->fail_connect;
-    out->fail_receive += r->fail_receive;
-    out->fail_length += r->fail_length;
-    out->fail_exceptions += r->fail_exceptions;
-    out->fail_timeout += r->fail_timeout;
-    out->fail_tls += r->fail_tls;
-    out->fail_check += r->fail_check;
-    out->tls_full += r->tls_full;
-    out->tls_resumed += r->tls_resumed;
-    out->non_2xx += r->non_2xx;
+#define ADD_COUNT(field, name) out->field += r->field;
+    HB_BENCH_COUNTS(ADD_COUNT)
+#undef ADD_COUNT
     for (int s = 0; s < 600; s++)
         out->status[s] += r->status[s];
-    out->bytes_received += r->bytes_received;
-    out->body_bytes += r->body_bytes;
-    out->bytes_sent += r->bytes_sent;
-    out->keepalive_requests += r->keepalive_requests;
-    out->connects += r->connects;
-    out->reconnects += r->reconnects;
     hb_hist_merge(&out->total, &r->total);
     hb_hist_merge(&out->uncorrected, &r->uncorrected);
     hb_hist_merge(&out->connect, &r->connect);

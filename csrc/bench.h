@@ -128,17 +128,39 @@ typedef struct {
  * bucket holding each rank; 0 when nothing completed in it). */
 void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *p99);
 
+/* The run's counters, each as X(field, name): its field in hb_bench_result
+ * and the name httpbench.Result gives it. The struct's fields, the merge of
+ * the threads' results (bench.c) and the dict Bench.result() returns
+ * (csrc/py_bench.c) all follow this one list: adding a counter is a line
+ * here and its increments (CONTRIBUTING.md). A name that Result has no
+ * field for lands in Result.counts. */
+#define HB_BENCH_COUNTS(X)                                                                         \
+    X(issued, "issued")                                                                            \
+    X(complete, "complete")                                                                        \
+    X(failed, "failed")                                                                            \
+    X(cancelled, "cancelled") /* in flight when the grace after a stop or the duration ended */    \
+    X(fail_connect, "connect")                                                                     \
+    X(fail_receive, "receive")                                                                     \
+    X(fail_length, "length")                                                                       \
+    X(fail_exceptions, "exceptions")                                                               \
+    X(fail_timeout, "timeout")                                                                     \
+    X(fail_tls, "tls")     /* a handshake, or a record, the transport refused */                   \
+    X(fail_check, "check") /* a scenario's expect_status or expect_body unmet */                   \
+    X(tls_full, "tls_full_handshakes")                                                             \
+    X(tls_resumed, "tls_resumed_handshakes")                                                       \
+    X(non_2xx, "non_2xx")                                                                          \
+    X(bytes_received, "bytes_received")                                                            \
+    X(body_bytes, "body_bytes")                                                                    \
+    X(bytes_sent, "bytes_sent")                                                                    \
+    X(keepalive_requests, "keepalive_requests")                                                    \
+    X(connects, "connects")                                                                        \
+    X(reconnects, "reconnects")
+
+#define HB_BENCH_COUNT_FIELD(field, name) uint64_t field;
+
 typedef struct {
-    uint64_t issued, complete, failed;
-    uint64_t cancelled; /* in flight when the grace after a stop or the duration ended */
-    uint64_t fail_connect, fail_receive, fail_length, fail_exceptions, fail_timeout;
-    uint64_t fail_tls;              /* a handshake, or a record, the transport refused */
-    uint64_t fail_check;            /* a scenario's expect_status or expect_body unmet */
-    uint64_t tls_full, tls_resumed; /* handshakes that made a session, that resumed one */
-    uint64_t non_2xx;
-    uint64_t status[600]; /* responses by status code */
-    uint64_t bytes_received, body_bytes, bytes_sent;
-    uint64_t keepalive_requests, connects, reconnects;
+    HB_BENCH_COUNTS(HB_BENCH_COUNT_FIELD)
+    uint64_t status[600];           /* responses by status code */
     int64_t document_length;        /* body length of the first 2xx response; -1 if none */
     char server[128];               /* its Server field */
     char first_head[HB_FIRST_HEAD]; /* its head, cut at HB_FIRST_HEAD - 1 bytes */

@@ -9,7 +9,7 @@
 
 /* Read sizes: a head read leaves room for a typical response; a body read
  * asks for what is left, up to this much at a time. */
-#define HEAD_READ 4096
+#define CONN_HEAD_READ 4096
 #define BODY_READ (1u << 20)
 /* After a response larger than this the buffer is given back. */
 #define KEEP_BUF (1u << 20)
@@ -200,7 +200,7 @@ static ssize_t conn_fill(hb_conn *c, size_t want, int64_t deadline)
 
 /* A read that returned 0 or -1 while a message was incomplete; fmt goes
  * after "connection closed" (or "reset"). */
-static hb_status cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
+static hb_status conn_cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
 {
     int err = errno;
     if (n < 0 && err != ECONNRESET)
@@ -224,11 +224,11 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
         while ((rc = hb_parse_response(&c->resp, hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx),
                                        pflags)) == HB_PARSE_MORE) {
             size_t had = hb_buf_size(&c->rx);
-            ssize_t n = conn_fill(c, HEAD_READ, deadline);
+            ssize_t n = conn_fill(c, CONN_HEAD_READ, deadline);
             if (n <= 0) {
                 if (*got == 0 && had == 0)
-                    return cut_short(c, n, " before any response byte");
-                return cut_short(c, n, " after %zu bytes of the response head", had);
+                    return conn_cut_short(c, n, " before any response byte");
+                return conn_cut_short(c, n, " after %zu bytes of the response head", had);
             }
             *got += (size_t)n;
         }
@@ -250,7 +250,7 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
 
 /* Takes body bytes at rx offset `at` (from the read pointer): counts them
  * and, unless discarding, slides them down to the end of the kept body. */
-static int take_body(hb_conn *c, size_t at, size_t n, size_t *kept, int flags)
+static int conn_take_body(hb_conn *c, size_t at, size_t n, size_t *kept, int flags)
 {
     if (c->body_len + n > c->max_body)
         return -1;
@@ -290,7 +290,7 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             rc = hb_body_feed(&body, hb_buf_rdptr(&c->rx) + raw, size - raw, &used, &off, &n);
             if (rc == HB_PARSE_ERROR)
                 return conn_fail(c, HB_ERR_PROTOCOL, "%s", body.error);
-            if (n > 0 && take_body(c, raw + off, n, &kept, flags) != 0)
+            if (n > 0 && conn_take_body(c, raw + off, n, &kept, flags) != 0)
                 goto too_large;
             raw += used;
         } while (rc == HB_PARSE_MORE && raw < size);
@@ -300,7 +300,7 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
         c->rx.len = c->rx.off + c->body_off + kept;
         if (rc == HB_PARSE_DONE)
             break;
-        size_t want = HEAD_READ;
+        size_t want = CONN_HEAD_READ;
         if (r->body == HB_BODY_LENGTH)
             want = body.left < BODY_READ ? (size_t)body.left : BODY_READ;
         else if (r->body == HB_BODY_CLOSE)
@@ -310,14 +310,14 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             break;
         if (n <= 0) {
             if (r->body == HB_BODY_LENGTH)
-                return cut_short(c, n, ": got %llu of %llu body bytes",
-                                 (unsigned long long)c->body_len,
-                                 (unsigned long long)r->content_length);
+                return conn_cut_short(c, n, ": got %llu of %llu body bytes",
+                                      (unsigned long long)c->body_len,
+                                      (unsigned long long)r->content_length);
             if (r->body == HB_BODY_CHUNKED)
-                return cut_short(c, n, " inside the chunked body, after %llu body bytes",
-                                 (unsigned long long)c->body_len);
-            return cut_short(c, n, " before the end of the body, after %llu body bytes",
-                             (unsigned long long)c->body_len);
+                return conn_cut_short(c, n, " inside the chunked body, after %llu body bytes",
+                                      (unsigned long long)c->body_len);
+            return conn_cut_short(c, n, " before the end of the body, after %llu body bytes",
+                                  (unsigned long long)c->body_len);
         }
     }
     c->pending = c->body_off + kept;

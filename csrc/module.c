@@ -65,7 +65,8 @@ static int core_exec(PyObject *m)
         PyModule_AddObject(m, "MAX_RATE", PyFloat_FromDouble(HB_BENCH_MAX_RATE)) != 0 ||
         PyModule_AddObject(m, "GRACE_SECONDS", PyFloat_FromDouble(HB_BENCH_GRACE_NS / 1e9)) != 0 ||
         PyModule_AddStringConstant(m, "OPENSSL_VERSION", hb_tls_library()) != 0 ||
-        PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0)
+        PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0 ||
+        hbpy_add_result_names(m) != 0)
         return -1;
     return 0;
 }

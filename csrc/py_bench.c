@@ -537,47 +537,73 @@ typedef struct {
     size_t off;
 } result_field;
 
-static const result_field RESULT_COUNTS[] = {
-    RESULT_AT("issued", issued),
-    RESULT_AT("complete", complete),
-    RESULT_AT("failed", failed),
-    RESULT_AT("cancelled", cancelled),
-    RESULT_AT("connect", fail_connect),
-    RESULT_AT("receive", fail_receive),
-    RESULT_AT("length", fail_length),
-    RESULT_AT("exceptions", fail_exceptions),
-    RESULT_AT("timeout", fail_timeout),
-    RESULT_AT("tls", fail_tls),
-    RESULT_AT("check", fail_check),
-    RESULT_AT("tls_full_handshakes", tls_full),
-    RESULT_AT("tls_resumed_handshakes", tls_resumed),
-    RESULT_AT("non_2xx", non_2xx),
-    RESULT_AT("bytes_received", bytes_received),
-    RESULT_AT("body_bytes", body_bytes),
-    RESULT_AT("bytes_sent", bytes_sent),
-    RESULT_AT("keepalive_requests", keepalive_requests),
-    RESULT_AT("connects", connects),
-    RESULT_AT("reconnects", reconnects),
-};
+/* The loop's figures by the names httpbench.Result gives them, written
+ * once: the dict Bench.result() returns, the Result built from it
+ * (httpbench/local.py), a run that measured nothing and the merge of
+ * several all follow these tables, which _core exports (RESULT_COUNTS,
+ * ...). A count named here that Result has no field for lands in
+ * Result.counts under its name; CONTRIBUTING.md says how to add one. */
+#define COUNT_ROW(field, name) RESULT_AT(name, field),
+static const result_field RESULT_COUNTS[] = {HB_BENCH_COUNTS(COUNT_ROW)};
+#undef COUNT_ROW
 static const result_field RESULT_SECONDS[] = {
-    RESULT_AT("elapsed", elapsed),
+    RESULT_AT("time_taken", elapsed),
     RESULT_AT("cpu_user", cpu_user),
     RESULT_AT("cpu_sys", cpu_sys),
 };
 static const result_field RESULT_HISTOGRAMS[] = {
-    RESULT_AT("total", total),           RESULT_AT("uncorrected", uncorrected),
+    RESULT_AT("latency", total),         RESULT_AT("latency_uncorrected", uncorrected),
     RESULT_AT("connect_time", connect),  RESULT_AT("waiting", waiting),
     RESULT_AT("processing", processing), RESULT_AT("tls_handshake", tls_handshake),
 };
 static const result_field RESULT_TEXTS[] = {
-    RESULT_AT("server_software", server),    RESULT_AT("error", error),
+    RESULT_AT("server_software", server),    RESULT_AT("first_error", error),
     RESULT_AT("first_head", first_head),     RESULT_AT("tls_protocol", tls.protocol),
     RESULT_AT("tls_temp_key", tls.temp_key), RESULT_AT("tls_server_name", tls.server_name),
 };
 
+/* names' names as a tuple. A new reference, or NULL with an exception. */
+static PyObject *names_of(const result_field *names, size_t n)
+{
+    PyObject *tuple = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; tuple != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i].name);
+        if (s == NULL)
+            Py_CLEAR(tuple);
+        else
+            PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, s);
+    }
+    return tuple;
+}
+
+/* m.name = value, taking the reference (NULL: the exception stands).
+ * Returns 0, or -1 with an exception. */
+static int add_to(PyObject *m, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    if (PyModule_AddObject(m, name, value) != 0) {
+        Py_DECREF(value);
+        return -1;
+    }
+    return 0;
+}
+
+int hbpy_add_result_names(PyObject *m)
+{
+    return add_to(m, "RESULT_COUNTS", names_of(RESULT_COUNTS, COUNT_OF(RESULT_COUNTS))) ||
+                   add_to(m, "RESULT_SECONDS",
+                          names_of(RESULT_SECONDS, COUNT_OF(RESULT_SECONDS))) ||
+                   add_to(m, "RESULT_HISTOGRAMS",
+                          names_of(RESULT_HISTOGRAMS, COUNT_OF(RESULT_HISTOGRAMS))) ||
+                   add_to(m, "RESULT_TEXTS", names_of(RESULT_TEXTS, COUNT_OF(RESULT_TEXTS)))
+               ? -1
+               : 0;
+}
+
 /* d[name] = value, taking the reference; -1 (with an exception) when value
  * is NULL or the store fails. */
-static int put(PyObject *d, const char *name, PyObject *value)
+static int put_item(PyObject *d, const char *name, PyObject *value)
 {
     if (value == NULL)
         return -1;
@@ -683,26 +709,26 @@ static PyObject *result_dict(core_state *st, const hb_bench_result *r)
         return NULL;
     const char *base = (const char *)r;
     for (size_t i = 0; i < COUNT_OF(RESULT_COUNTS); i++)
-        if (put(d, RESULT_COUNTS[i].name,
-                PyLong_FromUnsignedLongLong(*(const uint64_t *)(base + RESULT_COUNTS[i].off))))
+        if (put_item(d, RESULT_COUNTS[i].name,
+                     PyLong_FromUnsignedLongLong(*(const uint64_t *)(base + RESULT_COUNTS[i].off))))
             goto error;
     for (size_t i = 0; i < COUNT_OF(RESULT_SECONDS); i++)
-        if (put(d, RESULT_SECONDS[i].name,
-                PyFloat_FromDouble(*(const double *)(base + RESULT_SECONDS[i].off))))
+        if (put_item(d, RESULT_SECONDS[i].name,
+                     PyFloat_FromDouble(*(const double *)(base + RESULT_SECONDS[i].off))))
             goto error;
     for (size_t i = 0; i < COUNT_OF(RESULT_HISTOGRAMS); i++)
-        if (put(d, RESULT_HISTOGRAMS[i].name,
-                hbpy_new_histogram(st, (const hb_hist *)(base + RESULT_HISTOGRAMS[i].off))))
+        if (put_item(d, RESULT_HISTOGRAMS[i].name,
+                     hbpy_new_histogram(st, (const hb_hist *)(base + RESULT_HISTOGRAMS[i].off))))
             goto error;
     for (size_t i = 0; i < COUNT_OF(RESULT_TEXTS); i++) {
         const char *text = base + RESULT_TEXTS[i].off;
-        if (put(d, RESULT_TEXTS[i].name,
-                PyUnicode_DecodeLatin1(text, (Py_ssize_t)strlen(text), NULL)))
+        if (put_item(d, RESULT_TEXTS[i].name,
+                     PyUnicode_DecodeLatin1(text, (Py_ssize_t)strlen(text), NULL)))
             goto error;
     }
-    if (put(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
-        put(d, "status_counts", status_dict(r)) || put(d, "timeline", timeline_list(r)) ||
-        put(d, "timeline_buckets", timeline_buckets(r)))
+    if (put_item(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
+        put_item(d, "status_counts", status_dict(r)) || put_item(d, "timeline", timeline_list(r)) ||
+        put_item(d, "timeline_buckets", timeline_buckets(r)))
         goto error;
     return d;
 error:
@@ -737,7 +763,7 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
             PyList_SET_ITEM(each, i, d);
     }
     PyMem_Free(r);
-    if (out != NULL && put(out, "by_request", each) != 0)
+    if (out != NULL && put_item(out, "by_request", each) != 0)
         Py_CLEAR(out);
     return out;
 }

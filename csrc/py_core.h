@@ -144,4 +144,9 @@ PyObject *hbpy_new_histogram(core_state *st, const hb_hist *h);
  * function. */
 PyObject *hbpy_timeline_percentiles(PyObject *mod, PyObject *arg);
 
+/* Adds the result's name tables to module m (RESULT_COUNTS,
+ * RESULT_SECONDS, RESULT_HISTOGRAMS, RESULT_TEXTS: tuples of str).
+ * Returns 0, or -1 with an exception. */
+int hbpy_add_result_names(PyObject *m);
+
 #endif

@@ -39,7 +39,7 @@ enum { R_CONNECT = 1, R_SEND, R_HEAD, R_RESP, R_TUNNEL };
 /* Bytes of a response read to find its head: with zero copy few, so the
  * rest of the body stays in the socket for splice. And what a chunked body
  * is read by. */
-#define HEAD_READ 4096
+#define RELAY_HEAD_READ 4096
 #define HEAD_READ_COPY 16384
 #define CHUNKED_READ 65536
 #define UNTIL_END UINT64_MAX
@@ -84,7 +84,7 @@ typedef struct hb_relay {
     hb_response resp;
 } hb_relay;
 
-#define COUNT(s, field) __atomic_add_fetch(&(s)->sh->field, 1, __ATOMIC_RELAXED)
+#define RELAY_COUNT(s, field) __atomic_add_fetch(&(s)->sh->field, 1, __ATOMIC_RELAXED)
 
 /* ------------------------------------------------------------- flows */
 
@@ -463,12 +463,12 @@ static int hop_by_hop(const char *base, const hb_header *hs, unsigned n, const h
     return connection_names(base, hs, n, base + h->name_off, h->name_len);
 }
 
-static int put(hb_buf *b, const char *p, size_t n)
+static int relay_put(hb_buf *b, const char *p, size_t n)
 {
     return hb_buf_append(b, p, n);
 }
 
-#define PUTS(b, lit) put((b), lit, sizeof(lit) - 1)
+#define PUTS(b, lit) relay_put((b), lit, sizeof(lit) - 1)
 
 /* Appends a field value with each obs-fold (a line break and the white
  * space after it) replaced by one SP: RFC 9112 section 5.2 has a proxy
@@ -479,14 +479,14 @@ static int put_value(hb_buf *b, const char *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (p[i] != '\r' && p[i] != '\n')
             continue;
-        if (put(b, p + start, i - start) != 0 || PUTS(b, " ") != 0)
+        if (relay_put(b, p + start, i - start) != 0 || PUTS(b, " ") != 0)
             return -1;
         while (i + 1 < n &&
                (p[i + 1] == '\r' || p[i + 1] == '\n' || p[i + 1] == ' ' || p[i + 1] == '\t'))
             i++;
         start = i + 1;
     }
-    return put(b, p + start, n - start);
+    return relay_put(b, p + start, n - start);
 }
 
 /* What put_fields leaves out besides the hop-by-hop fields. */
@@ -507,7 +507,7 @@ static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned
             ((skip & SKIP_TE) && name_is(base, h, "transfer-encoding")) ||
             ((skip & SKIP_LENGTH) && name_is(base, h, "content-length")))
             continue;
-        if (put(b, base + h->name_off, h->name_len) != 0 || PUTS(b, ": ") != 0 ||
+        if (relay_put(b, base + h->name_off, h->name_len) != 0 || PUTS(b, ": ") != 0 ||
             put_value(b, base + h->value_off, h->value_len) != 0 || PUTS(b, "\r\n") != 0)
             return -1;
         written++;
@@ -654,7 +654,7 @@ static int open_upstream(hb_sess *s, int64_t now, const char *host, int port, co
 /* Moves the body bytes s->rx holds into rl->out, through the body's
  * framing (chunked bytes go as they came). Returns 0, or -1 on a bad
  * chunk (*why). */
-static int take_body(hb_sess *s, const char **why)
+static int relay_take_body(hb_sess *s, const char **why)
 {
     hb_relay *rl = s->relay;
     while (hb_buf_size(&s->rx) > 0 && rl->reqbody.kind != HB_BODY_NONE) {
@@ -665,7 +665,7 @@ static int take_body(hb_sess *s, const char **why)
             *why = rl->reqbody.error;
             return -1;
         }
-        if (put(&rl->out, hb_buf_rdptr(&s->rx), used) != 0) {
+        if (relay_put(&rl->out, hb_buf_rdptr(&s->rx), used) != 0) {
             *why = "out of memory\n";
             return -1;
         }
@@ -764,13 +764,13 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
     /* The request as the origin is to see it (RFC 9112 section 3.2.2: Host
      * from the target, whatever the client's said). */
     int fields = -1;
-    int fail = put(&rl->out, base, r->method_len) != 0 || PUTS(&rl->out, " ") != 0 ||
-               (plen > 0 ? put(&rl->out, path[0] == '?' ? "/" : "", path[0] == '?')
+    int fail = relay_put(&rl->out, base, r->method_len) != 0 || PUTS(&rl->out, " ") != 0 ||
+               (plen > 0 ? relay_put(&rl->out, path[0] == '?' ? "/" : "", path[0] == '?')
                          : PUTS(&rl->out, "/")) != 0 ||
-               put(&rl->out, path, plen) != 0 || PUTS(&rl->out, " HTTP/1.1\r\nHost: ") != 0 ||
-               put(&rl->out, auth, alen) != 0 || PUTS(&rl->out, "\r\n") != 0 ||
+               relay_put(&rl->out, path, plen) != 0 || PUTS(&rl->out, " HTTP/1.1\r\nHost: ") != 0 ||
+               relay_put(&rl->out, auth, alen) != 0 || PUTS(&rl->out, "\r\n") != 0 ||
                (fields = put_fields(&rl->out, base, r->headers, r->num_headers, SKIP_HOST)) < 0 ||
-               put(&rl->out, s->sh->via, s->sh->via_len) != 0 || PUTS(&rl->out, "\r\n") != 0;
+               relay_put(&rl->out, s->sh->via, s->sh->via_len) != 0 || PUTS(&rl->out, "\r\n") != 0;
     hb_body_init(&rl->reqbody, r->body, r->content_length);
     hb_buf_consume(&s->rx, head_len);
     if (fail) {
@@ -789,9 +789,10 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
     /* Sent again if a reused connection turns out gone: only what has no
      * body (RFC 9110 section 9.2.2 allows it for idempotent methods; a
      * request with a body would need the body kept too). */
-    if (r->body == HB_BODY_NONE && put(&rl->again, hb_buf_rdptr(&rl->out), hb_buf_size(&rl->out)))
+    if (r->body == HB_BODY_NONE &&
+        relay_put(&rl->again, hb_buf_rdptr(&rl->out), hb_buf_size(&rl->out)))
         return 503;
-    if (take_body(s, why) != 0) {
+    if (relay_take_body(s, why) != 0) {
         up_close(s, 0);
         return 400;
     }
@@ -815,7 +816,7 @@ static int send_again(hb_sess *s, int64_t now)
     up_close(s, 1);
     memcpy(rl->dest, dest, sizeof dest);
     hb_buf_clear(&rl->out);
-    if (put(&rl->out, hb_buf_rdptr(&rl->again), hb_buf_size(&rl->again)) != 0 ||
+    if (relay_put(&rl->out, hb_buf_rdptr(&rl->again), hb_buf_size(&rl->again)) != 0 ||
         up_connect(s, now, &why) != 0)
         return -1;
     flow_init(&rl->c2u, &rl->out, 0);
@@ -843,8 +844,8 @@ static int st_connect(hb_sess *s, const char **why)
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         /* The client's first bytes (a ClientHello) may have come with the
          * CONNECT: they go first. */
-        if (put(&s->tx, ok, sizeof ok - 1) != 0 ||
-            put(&rl->out, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx)) != 0) {
+        if (relay_put(&s->tx, ok, sizeof ok - 1) != 0 ||
+            relay_put(&rl->out, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx)) != 0) {
             *why = "out of memory\n";
             up_close(s, 0);
             return 503;
@@ -854,7 +855,7 @@ static int st_connect(hb_sess *s, const char **why)
         flow_init(&rl->u2c, &s->tx, UNTIL_END);
         rl->c_shut = rl->u_shut = 0;
         rl->answered = 1;
-        COUNT(s, tunnels);
+        RELAY_COUNT(s, tunnels);
     }
     return -1; /* go on */
 }
@@ -951,7 +952,7 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
         }
         *moved = 1;
         hb_buf_commit(&s->rx, (size_t)n);
-        if (take_body(s, why) != 0) {
+        if (relay_take_body(s, why) != 0) {
             up_close(s, 1);
             return 400;
         }
@@ -963,7 +964,7 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
 /* Queues the client's response head for the upstream's head in rl->in.
  * Returns 0, -1 when memory ran out, or -2 when the head would pass the
  * parsers' limits. */
-static int queue_head(hb_sess *s)
+static int relay_queue_head(hb_sess *s)
 {
     hb_relay *rl = s->relay;
     const hb_response *p = &rl->resp;
@@ -973,14 +974,14 @@ static int queue_head(hb_sess *s)
     hb_buf_clear(&s->tx);
     int fields = -1;
     int fail =
-        put(&s->tx, line, (size_t)ll) != 0 ||
-        put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
+        relay_put(&s->tx, line, (size_t)ll) != 0 ||
+        relay_put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
         (fields = put_fields(
              &s->tx, base, p->headers, p->num_headers,
              (rl->dechunk ? SKIP_TE : 0) |
                  (has_transfer_encoding(base, p->headers, p->num_headers) ? SKIP_LENGTH : 0))) <
             0 ||
-        put(&s->tx, s->sh->via, s->sh->via_len) != 0;
+        relay_put(&s->tx, s->sh->via, s->sh->via_len) != 0;
     if (!fail && s->close_after)
         fail = PUTS(&s->tx, "Connection: close\r\n") != 0;
     else if (!fail && s->req.minor_version == 0)
@@ -1018,7 +1019,7 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
         }
         if (rc == HB_PARSE_DONE)
             break;
-        size_t want = rl->zero_copy ? HEAD_READ : HEAD_READ_COPY;
+        size_t want = rl->zero_copy ? RELAY_HEAD_READ : HEAD_READ_COPY;
         if (hb_buf_reserve(&rl->in, want) != 0) {
             *why = "out of memory\n";
             return 503;
@@ -1049,7 +1050,7 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
     if (p->body == HB_BODY_CLOSE || rl->dechunk)
         s->close_after = 1; /* the client's end of the body is the close */
     rl->up_keep = p->keep_alive && p->body != HB_BODY_CLOSE;
-    int queued = queue_head(s);
+    int queued = relay_queue_head(s);
     if (queued != 0) {
         hb_buf_clear(&s->tx);
         *why = queued == -2 ? "with the relay's Via the upstream's response head would pass "
@@ -1070,7 +1071,7 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
             take = (size_t)left;
             rl->up_keep = 0; /* bytes past the body: the upstream is out of step */
         }
-        if (put(&s->tx, hb_buf_rdptr(&rl->in), take) != 0) {
+        if (relay_put(&s->tx, hb_buf_rdptr(&rl->in), take) != 0) {
             *why = "out of memory\n";
             up_close(s, 1);
             return 503;
@@ -1082,7 +1083,7 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
     if (p->body != HB_BODY_CHUNKED && hb_buf_size(&rl->in) > 0)
         rl->up_keep = 0;
     flow_init(&rl->u2c, &s->tx, left);
-    COUNT(s, relayed);
+    RELAY_COUNT(s, relayed);
     rl->state = R_RESP;
     rl->answered = 1; /* from here a failure can only cut the client off */
     return -1;
@@ -1100,7 +1101,7 @@ static int feed_chunked(hb_sess *s)
         int rc = hb_body_feed(&rl->respbody, p, hb_buf_size(&rl->in), &used, &off, &n);
         if (rc == HB_PARSE_ERROR)
             return -1;
-        if ((rl->dechunk ? put(&s->tx, p + off, n) : put(&s->tx, p, used)) != 0)
+        if ((rl->dechunk ? relay_put(&s->tx, p + off, n) : relay_put(&s->tx, p, used)) != 0)
             return -1;
         hb_buf_consume(&rl->in, used);
         if (rc == HB_PARSE_DONE) {

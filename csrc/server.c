@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EVENTS 256
+#define SRV_EVENTS 256
 #define ACCEPT_BATCH 64
 /* How often an event loop looks for connections past their deadlines. */
 #define SWEEP_NS 100000000LL
@@ -326,11 +326,11 @@ static void sweep(hb_loop *l, int64_t now)
 static void *loop_main(void *arg)
 {
     hb_loop *l = arg;
-    struct epoll_event events[EVENTS];
+    struct epoll_event events[SRV_EVENTS];
     int64_t next_sweep = hb_now_ns() + SWEEP_NS;
 
     for (;;) {
-        int n = epoll_wait(l->ep, events, EVENTS, (int)(SWEEP_NS / 1000000));
+        int n = epoll_wait(l->ep, events, SRV_EVENTS, (int)(SWEEP_NS / 1000000));
         int64_t now = hb_now_ns();
         l->batch = events;
         l->batch_n = n;

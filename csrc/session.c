@@ -66,7 +66,7 @@ enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_FAILED };
 /* The answer when the bodies held server-wide reach max_buffered. */
 #define BUSY_TEXT "the server holds as many request bodies as it may; try again later\n"
 
-#define COUNT(field) __atomic_add_fetch(&s->sh->field, 1, __ATOMIC_RELAXED)
+#define SESS_COUNT(field) __atomic_add_fetch(&s->sh->field, 1, __ATOMIC_RELAXED)
 
 void hb_sess_fill_random(char *buf, size_t n, uint64_t seed)
 {
@@ -196,7 +196,7 @@ int hb_sess_expired(hb_sess *s, int64_t now)
         return 0;
     /* An idle keep-alive connection closing is no timeout of note. */
     if (!(s->state == S_HEAD && !s->head_begun))
-        COUNT(timeouts);
+        SESS_COUNT(timeouts);
     if (s->state == S_RELAY && hb_relay_expired(s)) {
         s->deadline = 0; /* the 504 is queued at the next advance */
         return 2;
@@ -264,13 +264,13 @@ static const char *http_date(void)
     return text;
 }
 
-static char *put(char *w, const char *s, size_t n)
+static char *sess_put(char *w, const char *s, size_t n)
 {
     memcpy(w, s, n);
     return w + n;
 }
 
-#define PUT(w, lit) put((w), lit, sizeof(lit) - 1)
+#define PUT(w, lit) sess_put((w), lit, sizeof(lit) - 1)
 
 static char *put_u64(char *w, uint64_t v)
 {
@@ -285,7 +285,7 @@ static char *put_u64(char *w, uint64_t v)
 }
 
 /* Queues the response head (and a text body) in tx. */
-static int queue_head(hb_sess *s)
+static int sess_queue_head(hb_sess *s)
 {
     const hb_plan *p = &s->plan;
     const char *reason = hb_route_reason(p->status);
@@ -298,20 +298,20 @@ static int queue_head(hb_sess *s)
     w = PUT(w, "HTTP/1.1 ");
     w = put_u64(w, (uint64_t)p->status);
     *w++ = ' ';
-    w = put(w, reason, strlen(reason));
+    w = sess_put(w, reason, strlen(reason));
     w = PUT(w, "\r\n");
-    w = put(w, s->sh->server_field, s->sh->server_field_len);
+    w = sess_put(w, s->sh->server_field, s->sh->server_field_len);
     w = PUT(w, "Date: ");
-    w = put(w, http_date(), 29);
+    w = sess_put(w, http_date(), 29);
     w = PUT(w, "\r\n");
     if (ctype) {
         w = PUT(w, "Content-Type: ");
-        w = put(w, ctype, strlen(ctype));
+        w = sess_put(w, ctype, strlen(ctype));
         w = PUT(w, "\r\n");
     }
     if (p->allow) {
         w = PUT(w, "Allow: ");
-        w = put(w, p->allow, strlen(p->allow));
+        w = sess_put(w, p->allow, strlen(p->allow));
         w = PUT(w, "\r\n");
     }
     /* RFC 9110 sections 8.6 and 15.3.5: no framing on 204 and 304. */
@@ -330,7 +330,7 @@ static int queue_head(hb_sess *s)
         w = PUT(w, "Connection: keep-alive\r\n");
     w = PUT(w, "\r\n");
     if (p->src == HB_SRC_TEXT && !p->head_only)
-        w = put(w, p->text, (size_t)p->length);
+        w = sess_put(w, p->text, (size_t)p->length);
     hb_buf_commit(&s->tx, (size_t)(w - start));
     s->sent = 0;
     s->final_chunk = 0;
@@ -503,13 +503,13 @@ static void reject(hb_sess *s, int status, const char *why)
     s->plan.head_only = 0;
     s->plan.allow = NULL;
     s->close_after = 1;
-    COUNT(rejected);
+    SESS_COUNT(rejected);
 }
 
 /* Takes request body bytes from rx through the body decoder. Returns 1
  * when the body is complete, 0 when more is needed, -1 when the request
  * was rejected. */
-static int take_body(hb_sess *s)
+static int sess_take_body(hb_sess *s)
 {
     hb_body *b = &s->reqbody;
     for (;;) {
@@ -556,14 +556,14 @@ static void respond(hb_sess *s, int64_t now)
         return;
     }
     /* Out of memory for a head of a few hundred bytes: give up. */
-    if (queue_head(s) != 0) {
+    if (sess_queue_head(s) != 0) {
         s->state = S_FAILED;
         return;
     }
     /* Counted before the first byte goes out, so that a client holding its
      * response always finds it counted (counted after the send, a client
      * could read the figure first). */
-    COUNT(requests);
+    SESS_COUNT(requests);
     s->state = S_SEND;
     wait_from(s, fresh(s, now), s->sh->send_timeout);
 }
@@ -661,7 +661,7 @@ static hb_want sess_head(hb_sess *s, int64_t now)
 
 static hb_want sess_body(hb_sess *s, int64_t now)
 {
-    if (take_body(s) != 0) {
+    if (sess_take_body(s) != 0) {
         respond(s, now);
         return GO_ON;
     }

@@ -218,6 +218,11 @@ class _Bench:
     def go(self, start: float, /) -> None: ...
     def result(self) -> dict[str, Any]: ...
 
+RESULT_COUNTS: tuple[str, ...]
+RESULT_SECONDS: tuple[str, ...]
+RESULT_HISTOGRAMS: tuple[str, ...]
+RESULT_TEXTS: tuple[str, ...]
+
 def timeline_percentiles(pairs: Sequence[tuple[int, int]], /) -> tuple[int, int]: ...
 def build_request(
     method: _Text,

@@ -362,11 +362,11 @@ def _lost_result(url: str, kwargs: dict[str, Any], issued: int, complete: int,
                   processing=Latency(), waiting=Latency())
 
 
-_SUMS = ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received", "body_bytes",
-         "bytes_sent", "keepalive_requests", "connects", "reconnects", "threads",
-         "tls_full_handshakes", "tls_resumed_handshakes", "concurrency")
-_HISTOGRAMS = ("latency", "latency_uncorrected", "connect_time", "processing", "waiting",
-               "tls_handshake")
+# What a merge sums: the loop's counts (csrc/py_bench.c's table) that are
+# Result fields, and the connections and threads of the parts.
+_SUMS = tuple(n for n in _core.RESULT_COUNTS if n not in FAILURE_CLASSES
+              and n in {f.name for f in dataclasses.fields(Result)}) + ("threads", "concurrency")
+_HISTOGRAMS = _core.RESULT_HISTOGRAMS
 
 
 def merge(parts: list[Result], url: str | None = None, start: float | None = None) -> Result:
@@ -386,6 +386,8 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     fields["cpu_user"] = math.fsum(p.cpu_user for p in parts)
     fields["cpu_sys"] = math.fsum(p.cpu_sys for p in parts)
     fields["failures"] = {c: sum(p.failures.get(c, 0) for p in parts) for c in FAILURE_CLASSES}
+    names = dict.fromkeys(k for p in parts for k in p.counts)
+    fields["counts"] = {k: sum(p.counts.get(k, 0) for p in parts) for k in names}
     statuses: dict[int, int] = {}
     for p in parts:
         for code, count in p.status_counts.items():

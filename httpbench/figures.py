@@ -13,8 +13,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # and a scenario's by_name (each request's figures, in this same layout); 7
 # a run over a cluster's workers (workers, not_run, the worker class); 8
 # time_taken under a rate or a shape is the schedule's length at least, and
-# non_2xx counts complete responses only (one failing a check is failed).
-SCHEMA = 8
+# non_2xx counts complete responses only (one failing a check is failed); 9
+# counts (the loop's counters without a field of their own, by name).
+SCHEMA = 9
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

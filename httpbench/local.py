@@ -5,6 +5,7 @@ Result."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import resource
@@ -90,17 +91,13 @@ def _warm(bench: _core._Bench) -> bool:
 
 
 def _nothing_measured() -> dict[str, Any]:
-    """The figures of a run that never began (Ctrl-C during the warmup)."""
-    raw: dict[str, Any] = dict.fromkeys(
-        ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received", "body_bytes",
-         "bytes_sent", "keepalive_requests", "connects", "reconnects", "tls_full_handshakes",
-         "tls_resumed_handshakes", *FAILURE_CLASSES), 0)
-    raw.update(status_counts={}, document_length=-1, server_software="", elapsed=0.0,
-               cpu_user=0.0, cpu_sys=0.0, error="", timeline=[], tls_protocol="",
-               tls_temp_key="", tls_server_name="")
-    for name in ("total", "uncorrected", "connect_time", "waiting", "processing",
-                 "tls_handshake"):
-        raw[name] = _core.Histogram()
+    """The figures of a run that never began (Ctrl-C during the warmup), in
+    Bench.result()'s layout: every name of the loop's tables, at zero."""
+    raw: dict[str, Any] = dict.fromkeys(_core.RESULT_COUNTS, 0)
+    raw.update(dict.fromkeys(_core.RESULT_SECONDS, 0.0))
+    raw.update(dict.fromkeys(_core.RESULT_TEXTS, ""))
+    raw.update({name: _core.Histogram() for name in _core.RESULT_HISTOGRAMS})
+    raw.update(status_counts={}, document_length=-1, timeline=[])
     return raw
 
 
@@ -223,7 +220,7 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
         length = schedule_length(spec.requests, spec.duration,
                                  spec.rate if spec.stages is None else None, spec.stages)
         for part in [raw, *raw.get("by_request", ())]:
-            part["elapsed"] = max(part["elapsed"], length)
+            part["time_taken"] = max(part["time_taken"], length)
     return _results(spec, raw, started=started, interrupted=interrupted, plan=plan)
 
 
@@ -257,27 +254,26 @@ def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupte
 
 
 def _result(raw: dict[str, Any], **about: Any) -> Result:
-    """A Result from the loop's figures (Bench.result()'s dict) and what
-    the run was (url, method, path, concurrency, ...)."""
-    failures = {name: raw.get(name, 0) for name in FAILURE_CLASSES}
+    """A Result from the loop's figures (Bench.result()'s dict, named as
+    Result names them: csrc/py_bench.c's tables) and what the run was (url,
+    method, path, concurrency, ...). A count without a field of its own
+    goes to Result.counts."""
+    fields: dict[str, Any] = {}
+    counts: dict[str, int] = {}
+    for name in _core.RESULT_COUNTS:
+        if name not in FAILURE_CLASSES:
+            (fields if name in _RESULT_FIELDS else counts)[name] = raw[name]
+    for name in _core.RESULT_SECONDS + _core.RESULT_TEXTS:
+        fields[name] = raw[name]
+    for name in _core.RESULT_HISTOGRAMS:
+        fields[name] = Latency(raw[name])
     doc = raw["document_length"]
     return Result(
-        issued=raw["issued"], complete=raw["complete"], failed=raw["failed"],
-        cancelled=raw["cancelled"], failures=failures, non_2xx=raw["non_2xx"],
-        status_counts=raw["status_counts"], time_taken=raw["elapsed"],
-        bytes_received=raw["bytes_received"], body_bytes=raw["body_bytes"],
-        bytes_sent=raw["bytes_sent"],
+        failures={name: raw.get(name, 0) for name in FAILURE_CLASSES},
+        status_counts=raw["status_counts"],
         document_length=doc if isinstance(doc, int) and doc >= 0 else None,
-        server_software=raw["server_software"], keepalive_requests=raw["keepalive_requests"],
-        connects=raw["connects"], reconnects=raw["reconnects"],
-        cpu_user=raw["cpu_user"], cpu_sys=raw["cpu_sys"], first_error=raw["error"],
-        latency=Latency(raw["total"]), latency_uncorrected=Latency(raw["uncorrected"]),
-        connect_time=Latency(raw["connect_time"]), processing=Latency(raw["processing"]),
-        waiting=Latency(raw["waiting"]),
         timeline=[Second(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
-        first_head=raw.get("first_head", ""),
-        tls_protocol=raw["tls_protocol"], tls_temp_key=raw["tls_temp_key"],
-        tls_server_name=raw["tls_server_name"],
-        tls_full_handshakes=raw["tls_full_handshakes"],
-        tls_resumed_handshakes=raw["tls_resumed_handshakes"],
-        tls_handshake=Latency(raw["tls_handshake"]), **about)
+        counts=counts, **fields, **about)
+
+
+_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(Result))

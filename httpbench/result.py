@@ -113,7 +113,7 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
                           "tls_resumed_handshakes": 0, "unix_socket": "",
                           "pipeline": 1, "proxy": "", "stages": [],
-                          "concurrency_stages": [], "not_run": 0}
+                          "concurrency_stages": [], "not_run": 0, "counts": {}}
 
 
 class Second(NamedTuple):
@@ -210,6 +210,10 @@ class Result:
     # distributed); the loop's own, not kept in the JSON.
     timeline_buckets: list[list[tuple[int, int]]] = dataclasses.field(default_factory=list,
                                                                       repr=False)
+    # The loop's counters that have no field of their own, by name: a count
+    # added to csrc/py_bench.c's table lands here (CONTRIBUTING.md). Summed
+    # in a merge; empty for the comparison's agents.
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
     # Who measured: the agent, its version and the Python it ran on.
     agent: str = "httpbench"
     agent_version: str = __version__

@@ -22,7 +22,7 @@ def server():
 ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_handshakes",
                 "tls_resumed_handshakes", "tls_handshake"),
             4: ("unix_socket", "pipeline", "proxy"), 5: ("stages", "concurrency_stages"),
-            6: (), 7: ("not_run",), 8: ()}
+            6: (), 7: ("not_run",), 8: (), 9: ("counts",)}
 
 
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
