@@ -910,6 +910,7 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     c->have_head = 1;
     c->status = t->r.status;
     c->reuse = t->r.keep_alive;
+    c->res->closing += !t->r.keep_alive;
     hb_body_init(&c->body, t->r.body, t->r.content_length);
     return (ssize_t)used;
 }

@@ -154,7 +154,8 @@ void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *
     X(bytes_sent, "bytes_sent")                                                                    \
     X(keepalive_requests, "keepalive_requests")                                                    \
     X(connects, "connects")                                                                        \
-    X(reconnects, "reconnects")
+    X(reconnects, "reconnects")                                                                    \
+    X(closing, "closing_responses") /* final heads that ended keep-alive (close, HTTP/1.0) */
 
 #define HB_BENCH_COUNT_FIELD(field, name) uint64_t field;
 

@@ -498,3 +498,22 @@ def test_many_connections(server):
     # the first thread may take every ticket before the second has run, so
     # not every connection need have opened; none opened twice.
     assert r.connects <= 400 and r.keepalive_requests == 4000
+
+
+def test_responses_that_end_keep_alive_are_counted_by_the_loops_own_table(server, scripted):
+    """A counter without a Result field of its own (closing_responses, from
+    bench.h's list) reaches Result.counts and the JSON, and sums exactly
+    over threads, scenario names and a merge."""
+    kept = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, progress=False)
+    assert kept.counts == {"closing_responses": 0}
+    closed = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, threads=2,
+                           keepalive=False, progress=False)
+    assert closed.counts == {"closing_responses": 200} and closed.complete == 200
+    assert httpbench.Result.from_json(closed.to_json()).counts == closed.counts
+    # A server that closes after every second answer, saying so.
+    close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    srv = scripted(*[[("recv",), ("send", helpers.OK), ("recv",), ("send", close)]] * 3)
+    r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=6, progress=False)
+    assert (r.complete, r.counts["closing_responses"]) == (6, 3)
+    from httpbench.distributed import merge
+    assert merge([closed, r]).counts == {"closing_responses": 203}
