@@ -386,8 +386,8 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     fields["cpu_user"] = math.fsum(p.cpu_user for p in parts)
     fields["cpu_sys"] = math.fsum(p.cpu_sys for p in parts)
     fields["failures"] = {c: sum(p.failures.get(c, 0) for p in parts) for c in FAILURE_CLASSES}
-    names = dict.fromkeys(k for p in parts for k in p.counts)
-    fields["counts"] = {k: sum(p.counts.get(k, 0) for p in parts) for k in names}
+    counted = dict.fromkeys(k for p in parts for k in p.counts)
+    fields["counts"] = {k: sum(p.counts.get(k, 0) for p in parts) for k in counted}
     statuses: dict[int, int] = {}
     for p in parts:
         for code, count in p.status_counts.items():

@@ -1,0 +1,199 @@
+"""What the subcommands share: the TLS and certificate flags, time and size
+parsing, headers, the proxy flags, scenario files, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import runpy
+import sys
+import urllib.parse
+import urllib.request
+from typing import IO
+
+from .. import _check
+from .._url import split_proxy, split_url
+from ..scenario import Scenario
+
+
+
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    """curl's words for how an https:// server is checked."""
+    p.add_argument("--insecure", dest="verify", action="store_false",
+                   help="do not verify the server's certificate or name (as curl -k; ab, wrk "
+                        "and hey never verify)")
+    p.add_argument("--cacert", metavar="FILE",
+                   help="verify the server against the CA certificates in FILE (PEM), not the "
+                        "system's")
+    add_cert_arguments(p, "a client certificate")
+
+
+def add_cert_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """--cert and --key, curl's names, for the server's and the client's."""
+    p.add_argument("--cert", metavar="FILE", help=f"{what} (PEM)")
+    p.add_argument("--key", metavar="FILE",
+                   help="its private key (PEM; default: in --cert's file)")
+
+
+# ab's -f: TLS1.2 and TLS1.3 exactly, ALL what OpenSSL allows from 1.2 up.
+PROTOCOLS = {"TLS1.2": ("1.2", "1.2"), "TLS1.3": ("1.3", "1.3"), "ALL": ("1.2", None)}
+
+
+class UsageError(Exception):
+    pass
+
+
+def tls_options(args: argparse.Namespace) -> dict[str, object]:
+    """run()'s TLS arguments from the flags."""
+    protocol = (args.protocol or "ALL").upper().replace("TLSV", "TLS")
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"-f takes TLS1.2, TLS1.3 or ALL, not {args.protocol!r} (SSLv3, TLS 1.0 "
+                         "and 1.1 are not offered)")
+    lo, hi = PROTOCOLS[protocol]
+    opts: dict[str, object] = {"verify": args.verify, "cafile": args.cacert,
+                               "certfile": args.cert, "keyfile": args.key, "ciphers": args.ciphers,
+                               "ciphersuites": args.ciphersuites, "tls_resume": args.tls_resume}
+    if args.protocol is not None:
+        opts.update(tls_min=lo, tls_max=hi)
+    return opts
+
+
+def proxy_option(args: argparse.Namespace) -> str | None:
+    """run()'s proxy from -X, -P and --proxy-from-env."""
+    proxy: str | None = args.proxy
+    if proxy is None and args.proxy_from_env and args.url is not None:
+        target = split_url(args.url)
+        # As curl and urllib read them: http_proxy, https_proxy, no_proxy.
+        proxies: dict[str, str] = urllib.request.getproxies()
+        if not bool(urllib.request.proxy_bypass(target.host)):
+            proxy = proxies.get(target.scheme)
+    if args.proxy_auth is not None:
+        if proxy is None:
+            raise UsageError("-P: the proxy's credentials need a proxy (-X)")
+        user, sep, password = args.proxy_auth.partition(":")
+        if not sep:
+            raise UsageError(f"-P takes user:password, not {args.proxy_auth!r}")
+        via = split_proxy(proxy)
+        quoted = f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}"
+        proxy = f"http://{quoted}@{via}"
+    if proxy is not None:
+        split_proxy(proxy)  # a bad one is bad usage, before anything is sent
+    return proxy
+
+
+_UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+_TIME_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+
+
+def parse_time(flag: str, text: str) -> float:
+    """A time as people write it to ab, wrk and hey: seconds (10, 2.5), or
+    with units (10s, 500ms, 2m, 1h, 1m30s)."""
+    t = text.strip().lower()
+    try:
+        value = float(t)
+    except ValueError:
+        parts = _TIME_PART.findall(t)
+        if not parts or "".join(n + u for n, u in parts) != t:
+            raise UsageError(f"{flag} takes a time like 10, 10s, 500ms or 2m, "
+                             f"not {text!r}") from None
+        value = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    return _check.seconds(flag, value)
+
+
+def parse_warmup(text: str | None) -> int | float | None:
+    """N requests, or a time with a unit (2s, 500ms, 1m)."""
+    if text is None:
+        return None
+    t = text.strip()
+    if t.lstrip("+-").isdigit():
+        try:
+            return _check.warmup(int(t))
+        except ValueError as e:
+            raise UsageError(f"--{e}") from None
+    if not t[-1:].isalpha():
+        raise UsageError(f"--warmup takes a count or a time like 2s, not {text!r}")
+    return parse_time("--warmup", t)
+
+
+def parse_headers(lines: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"-H takes 'Name: value', not {line!r}")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def one_line(prog: str, e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return f"{prog}: {text}"
+
+
+def load_scenario(path: str) -> tuple[Scenario, str | None]:
+    """The Scenario a Python file names `scenario`, and its `url` if it
+    gives one (run as a locustfile is: the file is the user's code)."""
+    try:
+        names = runpy.run_path(path, run_name="httpbench_scenario")
+    except FileNotFoundError:
+        raise UsageError(f"--scenario: no such file: {path}") from None
+    except Exception as e:  # the file's own error (a SyntaxError, a ValueError): say so
+        raise UsageError(f"--scenario: {path}: {type(e).__name__}: {e}") from None
+    scenario, url = names.get("scenario"), names.get("url")
+    if not isinstance(scenario, Scenario):
+        raise UsageError(f"--scenario: {path} must define `scenario`, an httpbench.Scenario "
+                         f"(found {type(scenario).__name__})")
+    if url is not None and not isinstance(url, str):
+        raise UsageError(f"--scenario: {path}'s `url` must be a string")
+    return scenario, url
+
+
+class Outputs:
+    """Output files, opened before the run so that a bad path is a usage
+    error at once, not a traceback after a long run. A file the run never
+    wrote to is removed again if it did not exist before."""
+
+    def __init__(self, paths: dict[str, str | None]) -> None:
+        self.files: dict[str, tuple[str, IO[str], bool]] = {}
+        for flag, path in paths.items():
+            if path is None:
+                continue
+            if path == "-":
+                self.files[flag] = (path, sys.stdout, True)
+                continue
+            existed = os.path.exists(path)
+            try:
+                f = open(path, "a")
+            except OSError as e:
+                self.discard()
+                raise UsageError(f"{flag}: cannot write {path}: {e.strerror}") from None
+            self.files[flag] = (path, f, existed)
+
+    def get(self, flag: str) -> IO[str] | None:
+        """The file for flag, emptied for writing; None when not asked for."""
+        if flag not in self.files:
+            return None
+        path, f, _ = self.files[flag]
+        if path != "-":
+            f.seek(0)
+            f.truncate()
+        return f
+
+    def close(self) -> None:
+        for path, f, _ in self.files.values():
+            if path == "-":
+                f.flush()
+            else:
+                f.close()
+
+    def discard(self) -> None:
+        for path, f, existed in self.files.values():
+            if path == "-":
+                continue
+            f.close()
+            if not existed:
+                os.unlink(path)
+        self.files = {}
