@@ -130,7 +130,7 @@ void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *
 
 /* The run's counters, each as X(field, name): its field in hb_bench_result
  * and the name httpbench.Result gives it. The struct's fields, the merge of
- * the threads' results (bench.c) and the dict Bench.result() returns
+ * the threads' results (bench_result.c) and the dict Bench.result() returns
  * (csrc/py_bench.c) all follow this one list: adding a counter is a line
  * here and its increments (CONTRIBUTING.md). A name that Result has no
  * field for lands in Result.counts. */

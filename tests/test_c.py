@@ -49,6 +49,11 @@ def test_histogram_percentiles_are_nearest_rank(tmp_path):
               minimum=12, timeout=120)
 
 
+def test_the_loops_pacing_tickets_and_due_instants(tmp_path):
+    unit_test(tmp_path, "test_pace", "tests/c/test_pace.c", "csrc/bench_pace.c", "csrc/shape.c",
+              "csrc/scen.c", libs=("-lm",), minimum=150, timeout=60)
+
+
 def test_scenario_picks_and_body_check(tmp_path):
     unit_test(tmp_path, "test_scen", "tests/c/test_scen.c", "csrc/scen.c", libs=("-lm",),
               minimum=78, timeout=60)

@@ -1,0 +1,279 @@
+/* bench_int.h: what the timing loop's files share (bench.c the run's
+ * lifecycle, bench_conn.c the connection machine, bench_pace.c pacing and
+ * picks, bench_result.c what is recorded and merged); not for the glue,
+ * which sees bench.h alone. */
+#ifndef HB_BENCH_INT_H
+#define HB_BENCH_INT_H
+
+#include "bench.h"
+
+#include "buf.h"
+#include "parser.h"
+#include "tunnel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SCRATCH 65536
+#define BENCH_EVENTS 256
+/* How often deadlines, the stop flag and the end of a duration or a grace
+ * are looked at: every 50 ms. The epoll loop hears it from a periodic
+ * timerfd rather than from a timeout on each epoll_wait: a timeout arms
+ * and cancels a kernel timer every time the thread sleeps, which measured
+ * 10% of the client's CPU per request at 50 connections here (under
+ * virtualisation each timer reprogramming is an exit to the hypervisor,
+ * which a profiler inside does not see).
+ *
+ * Why 50 ms and not finer (issue 12): at 50 connections against nginx
+ * (one worker, the server's CPU saturated) a 5 ms tick cost 7-8% of the
+ * throughput, 0.92 of floor_many.c's req/s against 0.99 without it, with
+ * the same system calls per request and the same TCP segments. What
+ * changed was the server's cost per request: the client slept more often
+ * (24,000-31,000 voluntary switches per 200,000 requests against
+ * floor_many's 17,000-22,000), and every wake-up of a sleeping client is
+ * paid on the server's CPU (perf, cpu-clock on CPU 1: the wake-up path
+ * under sock_def_readable took 14.9% of nginx's CPU with the 5 ms tick,
+ * 10.7% without). A 20 ms tick measured 0.98, 50 ms and 100 ms 0.99. The
+ * tick only bounds how late a timeout or a stop is noticed, and 50 ms is
+ * well inside what either needs; rate starts do not wait for it. */
+#define TICK_NS 50000000LL
+/* After a stop or the end of a duration, how long requests in flight may
+ * take to finish; those still in flight then are cancelled. */
+
+/* A request the loop sends: a scenario's, or the run's one request. */
+typedef struct {
+    hb_bench_req r;      /* copied, with its variants' pointers and lengths */
+    uint64_t uses;       /* cycled variants: uses so far, shared by the threads */
+    int64_t doc_len;     /* its first 2xx response's body length; -1 until then */
+    hb_scen_needle body; /* expect_body's search, when set */
+} breq;
+
+/* BC_DRAIN: a response whose server said close is counted; the socket waits
+ * for the server's FIN before it closes, so the server closes first and
+ * TIME_WAIT stays on its side, not on the client's ephemeral ports. */
+enum {
+    BC_IDLE = 0,
+    BC_RATE,
+    BC_CONNECTING,
+    BC_TUNNEL,
+    BC_HANDSHAKE,
+    BC_WRITING,
+    BC_READING,
+    BC_DRAIN,
+    BC_RETRY /* a Unix socket's backlog was full (EAGAIN): connect again at next_try */
+};
+
+/* BC_RETRY's waits: from RETRY_FIRST_NS doubling to RETRY_MAX_NS, for at
+ * most RETRY_FOR_NS (or the request's timeout), about as long as a TCP
+ * connect keeps sending its SYN before it gives up. */
+#define RETRY_FIRST_NS 250000LL
+#define RETRY_MAX_NS 32000000LL
+#define RETRY_FOR_NS 120000000000LL
+/* Reads a connection takes per wake-up: a server that keeps the socket
+ * full (a flood of 1xx heads) must not keep its thread from the clock,
+ * the stop flag and the other connections. */
+#define READS_PER_WAKE 16
+
+/* An exchange: one request's ticket, clock and outcome. The connection
+ * below carries one at a time (HTTP/1.1), or a pipelined batch sharing one
+ * (written together, each answer timed from the write); what an exchange
+ * records (exchange_done, count_failed) is the same code whatever carries
+ * it. Nothing in it is allocated. */
+typedef struct {
+    const breq *rq;       /* the request under way */
+    hb_bench_result *res; /* its figures, this thread's */
+    const char *req;      /* the variant sent */
+    size_t req_len;
+    int64_t t_intended; /* when it was due (its ticket's instant under a rate) */
+    int64_t t_start;    /* when it began: the write's clock, and its deadline's */
+    int64_t t_first;    /* its first response byte, 0 before */
+    int64_t connect_ns; /* of its time, the connect's (a handshake included) */
+    int status;
+    int retried;    /* it was sent again once already */
+    uint32_t found; /* expect_body's search: the match so far */
+} bexch;
+
+typedef struct {
+    bexch ex;     /* the exchange under way (a pipelined batch shares one) */
+    hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
+    int state;
+    int got_bytes; /* a response byte came for this request */
+    int have_head;
+    int reuse;       /* the response lets the socket be reused */
+    uint64_t served; /* responses on this socket */
+    uint64_t opened; /* sockets this slot has opened */
+    int addr;        /* the address being connected to */
+    int addr_tries;  /* addresses tried for this connect */
+    size_t sent;     /* request bytes written */
+    int batch;       /* requests of the current write (1, or up to the pipeline) */
+    int answered;    /* of which answered; the rest are in flight */
+    int read_ahead;  /* reading answers while the batch is still being written */
+    int refused;     /* the proxy refused the tunnel: its answer is the response */
+    hb_tunnel *tn;   /* the CONNECT through a forward proxy: made at the first,
+                      * so a run without one keeps its connections small */
+    hb_buf head;     /* a response head split across reads */
+    hb_head_scan scan;
+    hb_body body; /* the response body's framing, from its head */
+    unsigned events;
+    int64_t t_connect;   /* when the socket's connect began */
+    int64_t t_handshake; /* when the handshake began */
+    int64_t next_try;    /* BC_RETRY: when to connect again */
+    int64_t backoff;     /* and the wait after that */
+    int64_t next_at;     /* rate: the next intended start */
+    uint64_t seq;        /* a shape: requests this slot has started */
+    int global;          /* this slot's index over all threads */
+    int next_req;        /* order by sequence: the next request */
+} bconn;
+
+typedef struct {
+    hb_bench *b;
+    pthread_t thread;
+    int started;
+    int ep;
+    int tick_fd; /* the epoll loop's periodic timerfd */
+    bconn *conns;
+    int nconns;
+    int first_conn; /* the index of conns[0] over all threads */
+    int inflight;
+    int blocking;     /* one connection, closed loop: wait in recv, not epoll */
+    int64_t interval; /* rate: ns between one connection's starts */
+    bconn **ready;    /* connections between requests, to start again */
+    int nready;
+    int rate_waiting; /* connections in BC_RATE */
+    int draining;     /* connections in BC_DRAIN */
+    int retrying;     /* connections in BC_RETRY */
+    hb_response r;    /* scratch for the parser */
+    char *scratch;
+    hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
+    hb_scen_rng rng;      /* picks by weight, random variants */
+    hb_second *timeline;  /* the thread's seconds, all requests together */
+    int nseconds, tl_cap;
+    double cpu_user, cpu_sys;
+    uint64_t complete, failed; /* over every request */
+    uint64_t live_issued, live_complete, live_failed;
+} bthread;
+
+struct hb_bench {
+    hb_bench_config cfg;
+    int nthreads;
+    bthread *threads;
+    uint64_t tickets;
+    int64_t start, end; /* end: the duration's end, or 0 */
+    int64_t timeout_ns; /* per request */
+    int64_t tick_ns;    /* the deadline check's period: TICK_NS, or a quarter of a
+                         * shorter timeout (1 ms at least), so it is not missed */
+    int addr_good;      /* the address that last connected */
+    int stopping;       /* atomic: set once by hb_bench_stop, after stop_at */
+    int64_t stop_at;    /* the grace's end */
+    int64_t doc_len;    /* -1 until the first 2xx response */
+    int64_t last_outcome;
+    pthread_mutex_t mu;
+    pthread_cond_t done_cv;
+    int running;
+    /* The start gate: no thread takes a ticket before every thread exists,
+     * or a thread started late could find every ticket gone and its
+     * connections never opened (-c 3 making two). */
+    pthread_cond_t gate_cv;
+    int gate_open;
+    char server[128];
+    char first_head[HB_FIRST_HEAD];
+    int server_set;
+    hb_sock_info tls; /* the first handshake's, once tls_set */
+    int tls_set;
+    char *pipe_req; /* with a pipeline: the request cfg.pipeline times over */
+    int paced;      /* starts at intended instants: a rate or a shape */
+    hb_shape *shape;
+    hb_shape *vus; /* connections over time */
+    breq *reqs;    /* the scenario's requests, or the one request */
+    int nreqs;
+    int scen;           /* a scenario: lengths_vary is out, its checks are in */
+    double *cumulative; /* order by weight: the weights' running sums */
+    const char **ptrs;  /* every variant's pointer, in one allocation */
+    size_t *lens;       /* and length */
+    uint32_t *fails;    /* expect_body's failure functions, likewise */
+    /* A prepared start (cfg.prepared): the phase (1 while warming up),
+     * threads done warming up, and whether hb_bench_go has come. Under
+     * mu; `warming` is also read by the threads, set before they start
+     * and cleared under mu while they all wait. */
+    int warming;
+    int nprepared;
+    int go;
+    uint64_t warm_tickets;
+    int64_t warm_end; /* a warmup by time: its end */
+    int paced_measured;
+    hb_shape *vus_measured;
+};
+
+/* Whether the run was asked to stop (stop_at is set by then). */
+/* Whether the run was asked to stop (stop_at is set by then). */
+static inline int stopped(hb_bench *b)
+{
+    return __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* ---- bench_result.c: what a thread records, and the merge of threads */
+
+/* The second `now` falls in, of t's timeline, grown into when need be;
+ * NULL when memory ran out (the timeline then stops, nothing else does). */
+hb_second *hb_br_second(bthread *t, int64_t now);
+/* n requests of exchange ex failed at now, in class cls (a field of
+ * ex->res). */
+void hb_br_failed(bthread *t, bexch *ex, uint64_t *cls, int n, int64_t now);
+/* Exchange ex completed at now: counted (non_2xx unless ok2xx; a keep-alive
+ * request when kept) and timed. */
+void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept);
+/* The first final response's head and Server field, once for the run. */
+void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head);
+/* The first handshake's agreement, once for the run. */
+void hb_br_note_tls(hb_bench *b, bconn *c);
+/* r zeroed, its histograms empty. */
+void hb_br_init(hb_bench_result *r);
+/* r's figures added into out. */
+void hb_br_add(hb_bench_result *out, const hb_bench_result *r);
+/* A warmup forgotten: every figure of t back to nothing. */
+void hb_br_forget(bthread *t);
+
+/* ---- bench_pace.c: what each connection sends, and when */
+
+/* A ticket for one more request at now (a warmup's, or the run's); 0 when
+ * none is left or the run is ending. */
+int hb_bp_ticket(hb_bench *b, int64_t now);
+/* Under a shape: when slot c's n-th request is due, INT64_MAX when never. */
+int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n);
+/* Under a shape of connections: now when slot c may run, else when it may
+ * next (INT64_MAX: never again). */
+int64_t hb_bp_vus_next(const hb_bench *b, const bconn *c, int64_t now);
+/* c took its request: its next intended start, under a rate (every
+ * concurrency/rate seconds, t->interval) or a shape (its next due
+ * instant); unchanged in a closed loop. */
+void hb_bp_advance(bthread *t, bconn *c);
+/* Which request c sends next, and which of its variants (scen.h). */
+void hb_bp_choose(bthread *t, bconn *c);
+/* Every connection of t ready, each with its first intended start. */
+void hb_bp_schedule(bthread *t);
+
+/* ---- bench_conn.c: the connection machine and the loops that drive it */
+
+/* Runs t's connections until its tickets are spent and nothing is in
+ * flight: in recv for a lone connection, else in epoll. */
+void hb_bc_run(bthread *t);
+/* Closes c's socket (taking it out of the epoll set) and forgets what it
+ * read; the next request opens another. */
+void hb_bc_close(bconn *c);
+
+#endif

@@ -1,0 +1,97 @@
+/* bench_pace.c: pacing and picks: tickets, when each connection's next
+ * request is due (a rate, a shape of arrivals or of connections), and
+ * which request of a scenario it sends. */
+#define _GNU_SOURCE
+#include "bench_int.h"
+
+int hb_bp_ticket(hb_bench *b, int64_t now)
+{
+    if (b->warming) {
+        if (stopped(b))
+            return 0;
+        if (b->cfg.warmup_seconds > 0)
+            return now < b->warm_end;
+        uint64_t n = b->cfg.warmup_requests ? b->cfg.warmup_requests : (uint64_t)b->cfg.concurrency;
+        return __atomic_fetch_add(&b->warm_tickets, 1, __ATOMIC_RELAXED) < n;
+    }
+    if (stopped(b) || (b->end && now >= b->end))
+        return 0;
+    if (b->cfg.requests == 0)
+        return 1;
+    return __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
+}
+
+/* Under a shape: when slot c's n-th request is due (see shape.h), or
+ * INT64_MAX when the shape holds no more for it. */
+int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n)
+{
+    double k = (double)c->global + (double)n * (double)b->cfg.concurrency;
+    double at = hb_shape_due(b->shape, k);
+    return at < 0 ? INT64_MAX : b->start + (int64_t)(at * 1e9);
+}
+
+/* Under a shape of connections: now when slot c may run, else when it may
+ * next (INT64_MAX: never again). */
+int64_t hb_bp_vus_next(const hb_bench *b, const bconn *c, int64_t now)
+{
+    double at = hb_shape_when(b->vus, (double)c->global + 1, (double)(now - b->start) / 1e9);
+    if (at < 0)
+        return INT64_MAX;
+    int64_t when = b->start + (int64_t)(at * 1e9);
+    return when > now ? when : now;
+}
+
+void hb_bp_advance(bthread *t, bconn *c)
+{
+    const hb_bench *b = t->b;
+    if (b->cfg.rate > 0)
+        c->next_at += t->interval;
+    else if (b->shape != NULL)
+        c->next_at = hb_bp_shape_due(b, c, ++c->seq);
+}
+
+/* Which request c sends next, and which of its variants (scen.h). */
+void hb_bp_choose(bthread *t, bconn *c)
+{
+    hb_bench *b = t->b;
+    int i = 0;
+    if (b->nreqs > 1) {
+        if (b->cfg.sequence) {
+            i = c->next_req;
+            c->next_req = (i + 1) % b->nreqs;
+        } else {
+            i = hb_scen_pick(&t->rng, b->cumulative, b->nreqs);
+        }
+    }
+    breq *q = &b->reqs[i];
+    uint32_t v = hb_scen_variant(&q->uses, q->r.nvariants, q->r.random, &t->rng);
+    c->ex.rq = q;
+    c->ex.res = &t->res[i];
+    c->ex.req = q->r.variants[v];
+    c->ex.req_len = q->r.lens[v];
+}
+
+/* Every connection of t to its start: idle, on the ready stack, its
+ * schedule from b->start. */
+void hb_bp_schedule(bthread *t)
+{
+    hb_bench *b = t->b;
+    /* Under a rate R the run's requests are spread evenly from the start:
+     * connection g (counted over all threads) starts its schedule g/R
+     * seconds in, then every concurrency/R seconds, so N requests take
+     * N/R seconds at any concurrency. */
+    t->nready = 0;
+    t->rate_waiting = 0;
+    for (int i = 0; i < t->nconns; i++) {
+        bconn *c = &t->conns[i];
+        c->state = BC_IDLE;
+        c->seq = 0;
+        c->next_at = b->start;
+        c->global = t->first_conn + i;
+        if (b->paced && b->cfg.rate > 0)
+            c->next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
+        else if (b->paced && b->shape != NULL)
+            c->next_at = hb_bp_shape_due(b, c, 0);
+        t->ready[t->nready++] = c;
+    }
+}

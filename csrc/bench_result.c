@@ -1,0 +1,222 @@
+/* bench_result.c: what a loop thread records for each exchange (counts,
+ * latency histograms, the timeline), and the exact merge of the threads'
+ * figures into the run's. */
+#define _GNU_SOURCE
+#include "bench_int.h"
+
+void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *p99)
+{
+    uint64_t p[2] = {0, 0},
+             rank[2] = {(sec->complete + 1) / 2, sec->complete - sec->complete / 100};
+    uint64_t seen = 0;
+    for (int k = 0, which = 0; sec->complete > 0 && k < HB_TL_BUCKETS && which < 2; k++) {
+        seen += sec->buckets[k];
+        while (which < 2 && seen >= rank[which])
+            p[which++] = hb_tl_upper(k);
+    }
+    *p50 = p[0];
+    *p99 = p[1];
+}
+
+/* The second `now` falls in, grown into when need be; NULL when memory ran
+ * out (the timeline then stops, nothing else does). */
+hb_second *hb_br_second(bthread *t, int64_t now)
+{
+    int64_t s = (now - t->b->start) / 1000000000;
+    if (s < 0)
+        s = 0;
+    if (s >= t->tl_cap) {
+        int cap = t->tl_cap ? t->tl_cap : 16;
+        while (cap <= s)
+            cap *= 2;
+        hb_second *p = realloc(t->timeline, (size_t)cap * sizeof *p);
+        if (p == NULL)
+            return NULL;
+        memset(p + t->tl_cap, 0, (size_t)(cap - t->tl_cap) * sizeof *p);
+        t->timeline = p;
+        t->tl_cap = cap;
+    }
+    if (s >= t->nseconds)
+        t->nseconds = (int)s + 1;
+    return &t->timeline[s];
+}
+
+/* Every request of c's batch not answered yet failed, in class cls (one
+ * reason for all: they shared the socket). */
+void hb_br_failed(bthread *t, bexch *ex, uint64_t *cls, int n, int64_t now)
+{
+    ex->res->failed += (uint64_t)n;
+    *cls += (uint64_t)n;
+    hb_second *sec = hb_br_second(t, now);
+    if (sec != NULL)
+        sec->failed += (uint32_t)n;
+    t->failed += (uint64_t)n;
+    __atomic_store_n(&t->live_failed, t->failed, __ATOMIC_RELAXED);
+}
+
+/* Exchange ex completed at now: counted (non_2xx unless ok2xx; a
+ * keep-alive request when kept) and timed, from its intended start
+ * (corrected), its start, its first byte, less its connect. */
+void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
+{
+    hb_bench_result *res = ex->res;
+    /* non_2xx counts complete responses only (non_2xx <= complete): one
+     * that failed a check is in that class, its status in status[]. */
+    if (!ok2xx)
+        res->non_2xx++;
+    res->complete++;
+    t->complete++;
+    __atomic_store_n(&t->live_complete, t->complete, __ATOMIC_RELAXED);
+    hb_hist_record(&res->total, (uint64_t)(now - ex->t_intended));
+    hb_second *sec = hb_br_second(t, now);
+    if (sec != NULL) {
+        sec->complete++;
+        sec->buckets[hb_tl_index((uint64_t)(now - ex->t_intended))]++;
+    }
+    hb_hist_record(&res->uncorrected, (uint64_t)(now - ex->t_start));
+    hb_hist_record(&res->connect, (uint64_t)ex->connect_ns);
+    hb_hist_record(&res->waiting, (uint64_t)((ex->t_first ? ex->t_first : now) - ex->t_start));
+    hb_hist_record(&res->processing, (uint64_t)(now - ex->t_start - ex->connect_ns));
+    if (kept)
+        res->keepalive_requests++;
+}
+
+/* Takes the head and the Server field of the first final response any
+ * thread sees (ab's -v 2 prints that head). */
+void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head)
+{
+    if (__atomic_load_n(&b->server_set, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (!b->server_set) {
+        size_t n = r->head_len < sizeof b->first_head - 1 ? r->head_len : sizeof b->first_head - 1;
+        memcpy(b->first_head, head, n);
+        b->first_head[n] = 0;
+        for (unsigned i = 0; i < r->num_headers; i++) {
+            const hb_header *h = &r->headers[i];
+            if (hb_name_is(head + h->name_off, h->name_len, "server", 6)) {
+                size_t n =
+                    h->value_len < sizeof b->server - 1 ? h->value_len : sizeof b->server - 1;
+                memcpy(b->server, head + h->value_off, n);
+                b->server[n] = 0;
+            }
+        }
+        __atomic_store_n(&b->server_set, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Keeps what the first handshake of the run agreed on, for the report. */
+void hb_br_note_tls(hb_bench *b, bconn *c)
+{
+    if (__atomic_load_n(&b->tls_set, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (!b->tls_set && c->sock.tp->describe(&c->sock, &b->tls) >= 0)
+        __atomic_store_n(&b->tls_set, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void hb_bench_result_free(hb_bench_result *r)
+{
+    free(r->timeline);
+    r->timeline = NULL;
+    r->nseconds = 0;
+}
+
+void hb_br_init(hb_bench_result *r)
+{
+    memset(r, 0, offsetof(hb_bench_result, total));
+    r->error[0] = 0;
+    r->timeline = NULL;
+    r->nseconds = 0;
+    hb_hist_init(&r->total);
+    hb_hist_init(&r->uncorrected);
+    hb_hist_init(&r->connect);
+    hb_hist_init(&r->waiting);
+    hb_hist_init(&r->processing);
+    hb_hist_init(&r->tls_handshake);
+    r->document_length = -1;
+}
+
+/* Adds r's counts, statuses, histograms and first error into out. */
+void hb_br_add(hb_bench_result *out, const hb_bench_result *r)
+{
+#define ADD_COUNT(field, name) out->field += r->field;
+    HB_BENCH_COUNTS(ADD_COUNT)
+#undef ADD_COUNT
+    for (int s = 0; s < 600; s++)
+        out->status[s] += r->status[s];
+    hb_hist_merge(&out->total, &r->total);
+    hb_hist_merge(&out->uncorrected, &r->uncorrected);
+    hb_hist_merge(&out->connect, &r->connect);
+    hb_hist_merge(&out->waiting, &r->waiting);
+    hb_hist_merge(&out->processing, &r->processing);
+    hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
+    if (out->error[0] == 0 && r->error[0] != 0)
+        memcpy(out->error, r->error, sizeof out->error);
+}
+
+/* What every result of the run shares: the first response's head, the
+ * first handshake, the run's length. */
+static void result_common(hb_bench *b, hb_bench_result *out)
+{
+    memcpy(out->server, b->server, sizeof out->server);
+    memcpy(out->first_head, b->first_head, sizeof out->first_head);
+    out->tls = b->tls;
+    out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
+}
+
+void hb_bench_collect(hb_bench *b, hb_bench_result *out)
+{
+    hb_br_init(out);
+    for (int i = 0; i < b->nthreads; i++) {
+        const bthread *t = &b->threads[i];
+        if (t->res == NULL)
+            continue;
+        for (int k = 0; k < b->nreqs; k++)
+            hb_br_add(out, &t->res[k]);
+        out->cpu_user += t->cpu_user;
+        out->cpu_sys += t->cpu_sys;
+        if (t->nseconds > out->nseconds) {
+            hb_second *p = realloc(out->timeline, (size_t)t->nseconds * sizeof *p);
+            if (p == NULL)
+                continue;
+            memset(p + out->nseconds, 0, (size_t)(t->nseconds - out->nseconds) * sizeof *p);
+            out->timeline = p;
+            out->nseconds = t->nseconds;
+        }
+        for (int s = 0; s < t->nseconds; s++) {
+            out->timeline[s].complete += t->timeline[s].complete;
+            out->timeline[s].failed += t->timeline[s].failed;
+            for (int k = 0; k < HB_TL_BUCKETS; k++)
+                out->timeline[s].buckets[k] += t->timeline[s].buckets[k];
+        }
+    }
+    out->document_length = b->doc_len;
+    result_common(b, out);
+}
+
+void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out)
+{
+    hb_br_init(out);
+    for (int k = 0; i >= 0 && i < b->nreqs && k < b->nthreads; k++)
+        if (b->threads[k].res != NULL)
+            hb_br_add(out, &b->threads[k].res[i]);
+    out->document_length = i >= 0 && i < b->nreqs ? b->reqs[i].doc_len : -1;
+    result_common(b, out);
+}
+
+/* Forgets a warmup: every figure of t back to nothing. */
+void hb_br_forget(bthread *t)
+{
+    for (int k = 0; k < t->b->nreqs; k++)
+        hb_br_init(&t->res[k]);
+    if (t->timeline != NULL)
+        memset(t->timeline, 0, (size_t)t->tl_cap * sizeof *t->timeline);
+    t->nseconds = 0;
+    t->complete = t->failed = 0;
+    __atomic_store_n(&t->live_issued, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_complete, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_failed, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,177 @@
+/* test_pace.c: the timing loop's pacing (csrc/bench_pace.c) without a
+ * socket: tickets (exact under any interleaving of threads' takes, none
+ * past a duration or a stop, a warmup's apart), the due instants of a
+ * rate (request k at k/R over all connections), of a shape of arrivals
+ * (its integral's, connection g taking requests g, g+C, ...) and the turns
+ * of a shape of connections.
+ *
+ *   cc -O1 -g -Wall -Wextra -o test_pace tests/c/test_pace.c csrc/bench_pace.c \
+ *       csrc/shape.c csrc/scen.c -lm
+ *   ./test_pace            prints "N passed, N failed"
+ */
+#define _GNU_SOURCE
+#include "../../csrc/bench_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int passed, failed;
+
+static void within(const char *what, long long got, long long want, long long ns)
+{
+    if (llabs(got - want) <= ns) {
+        passed++;
+    } else {
+        failed++;
+        printf("FAIL %s: got %lld, want %lld\n", what, got, want);
+    }
+}
+
+static void check(const char *what, long long got, long long want)
+{
+    within(what, got, want, 0);
+}
+
+/* A run of conc connections over nt threads, as hb_bench_start shares
+ * them out, scheduled from start 0. */
+typedef struct {
+    hb_bench b;
+    bthread t[4];
+    bconn conns[64];
+    bconn *ready[64];
+} run;
+
+static void make(run *r, int conc, int nt, double rate, hb_shape *shape, hb_shape *vus)
+{
+    memset(r, 0, sizeof *r);
+    r->b.cfg.concurrency = conc;
+    r->b.cfg.rate = rate;
+    r->b.shape = shape;
+    r->b.vus = vus;
+    r->b.paced = rate > 0 || shape != NULL;
+    for (int i = 0, first = 0; i < nt; i++) {
+        bthread *t = &r->t[i];
+        t->b = &r->b;
+        t->first_conn = first;
+        t->nconns = conc / nt + (i < conc % nt);
+        t->conns = &r->conns[first];
+        t->ready = &r->ready[first];
+        if (rate > 0)
+            t->interval = (int64_t)((double)conc / rate * 1e9);
+        first += t->nconns;
+        hb_bp_schedule(t);
+    }
+}
+
+/* The intended starts of the run's first n requests, in order: each
+ * connection's in turn, sorted (every connection's schedule is its own). */
+static int cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void starts(run *r, int nt, int per_conn, int64_t *out)
+{
+    int k = 0;
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < r->t[i].nconns; j++) {
+            bconn *c = &r->t[i].conns[j];
+            for (int n = 0; n < per_conn; n++) {
+                out[k++] = c->next_at;
+                hb_bp_advance(&r->t[i], c);
+            }
+        }
+    qsort(out, (size_t)k, sizeof *out, cmp);
+}
+
+static void tickets(void)
+{
+    run r;
+    make(&r, 3, 1, 0, NULL, NULL);
+    r.b.cfg.requests = 10;
+    int got = 0;
+    for (int i = 0; i < 50; i++)
+        got += hb_bp_ticket(&r.b, 0);
+    check("exactly requests tickets", got, 10);
+    r.b.cfg.requests = 0;
+    r.b.end = 100;
+    check("by time, before the end", hb_bp_ticket(&r.b, 99), 1);
+    check("none at the end", hb_bp_ticket(&r.b, 100), 0);
+    r.b.end = 0;
+    r.b.stopping = 1;
+    check("none after a stop", hb_bp_ticket(&r.b, 0), 0);
+    r.b.stopping = 0;
+    r.b.warming = 1;
+    got = 0;
+    for (int i = 0; i < 10; i++)
+        got += hb_bp_ticket(&r.b, 0);
+    check("a warmup: one request per connection", got, 3);
+    r.b.cfg.warmup_seconds = 1;
+    r.b.warm_end = 50;
+    check("a warmup by time, before its end", hb_bp_ticket(&r.b, 49), 1);
+    check("a warmup by time, at its end", hb_bp_ticket(&r.b, 50), 0);
+}
+
+static void rate(void)
+{
+    /* 4 connections over 2 threads at 100/s: request k due at k/100 s. */
+    run r;
+    int64_t at[40];
+    make(&r, 4, 2, 100, NULL, NULL);
+    starts(&r, 2, 10, at);
+    for (int k = 0; k < 40; k++) {
+        char what[48];
+        snprintf(what, sizeof what, "rate: request %d at k/R", k);
+        check(what, at[k], (int64_t)k * 10000000);
+    }
+}
+
+static void shape(void)
+{
+    /* Ramping 0 -> 100/s over 2 s: 100 requests, k-th at sqrt(k / 25) s. */
+    double secs[] = {2}, rates[] = {100};
+    hb_shape s;
+    check("shape init", hb_shape_init(&s, secs, rates, 1), 0);
+    run r;
+    int64_t at[100];
+    make(&r, 5, 2, 0, &s, NULL);
+    starts(&r, 2, 20, at);
+    for (int k = 0; k < 100; k++) {
+        char what[48];
+        snprintf(what, sizeof what, "shape: request %d", k);
+        check(what, at[k], (int64_t)(hb_shape_due(&s, (double)k) * 1e9));
+    }
+    /* Past the shape's end: never. */
+    bconn *c = &r.t[0].conns[0];
+    check("shape: none past its end", hb_bp_shape_due(&r.b, c, 1000), INT64_MAX);
+}
+
+static void vus(void)
+{
+    /* Connections 0 -> 4 over 4 s: connection g runs from g s on, as the
+     * shape reaches g + 1 at (g + 1) s; after 4 s, until the shape ends. */
+    double secs[] = {4, 2}, level[] = {4, 4};
+    hb_shape s;
+    check("vus init", hb_shape_init(&s, secs, level, 2), 0);
+    run r;
+    make(&r, 4, 1, 0, NULL, &s);
+    for (int g = 0; g < 4; g++) {
+        char what[48];
+        snprintf(what, sizeof what, "vus: connection %d's turn", g);
+        /* Within a nanosecond: the turn is a float's seconds, truncated. */
+        within(what, hb_bp_vus_next(&r.b, &r.t[0].conns[g], 0), (int64_t)(g + 1) * 1000000000, 1);
+    }
+    check("vus: running now", hb_bp_vus_next(&r.b, &r.t[0].conns[0], 5000000000), 5000000000);
+}
+
+int main(void)
+{
+    tickets();
+    rate();
+    shape();
+    vus();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
