@@ -128,6 +128,85 @@ static int would_block(void)
     return errno == EAGAIN || errno == EWOULDBLOCK;
 }
 
+/* Writes what f holds to dst: the buffer first, then the pipe. Returns
+ * the write's result (1 when nothing is held), *progress set when bytes
+ * went. */
+static ssize_t flow_put(flow *f, hb_sock *dst, int *progress)
+{
+    ssize_t n = 1;
+    size_t pending = hb_buf_size(f->buf);
+    if (pending > 0) {
+        struct iovec iov = {hb_buf_rdptr(f->buf), pending};
+        do
+            n = dst->tp->writev(dst, &iov, 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n > 0) {
+            hb_buf_consume(f->buf, (size_t)n);
+            *progress = 1;
+        }
+    } else if (f->held > 0) {
+        do
+            n = dst->tp->splice(dst, f->pipe[0], f->held, 0);
+        while (n < 0 && errno == EINTR);
+        if (n > 0) {
+            f->held -= (size_t)n;
+            *progress = 1;
+        }
+    }
+    return n;
+}
+
+/* flow_get's return when it could not try (f->failed and f->err set). */
+#define FLOW_BROKEN (-3)
+
+/* Takes more from src into f, within the window: by splice into the pipe,
+ * or a read into the buffer while it is empty. Returns the read's result
+ * (bytes; 0 at the source's end; -1 with errno), -2 when not tried (the
+ * window is full), or FLOW_BROKEN; *src_blocked says whether a wait for
+ * the source is due. */
+static ssize_t flow_get(flow *f, hb_sock *src, int zero_copy, int *src_blocked)
+{
+    ssize_t r = -2;
+    if (zero_copy) {
+        if (flow_pipe(f) != 0) {
+            f->failed = 1;
+            f->err = errno;
+            return FLOW_BROKEN;
+        }
+        size_t room = f->cap - f->held;
+        if (room > 0) {
+            size_t want = f->left < room ? (size_t)f->left : room;
+            do
+                r = src->tp->splice(src, f->pipe[1], want, 1);
+            while (r < 0 && errno == EINTR);
+            /* EAGAIN with bytes in the pipe may mean a pipe full of
+             * part-filled pages rather than an empty socket: it is a wait
+             * for the source only with the pipe empty. */
+            *src_blocked = r < 0 && would_block() && f->held == 0;
+            if (r > 0)
+                f->held += (size_t)r;
+        }
+        return r;
+    }
+    /* Read into an empty buffer only, as a read/write relay does: topping
+     * up one part written would slide the rest down, a copy more. */
+    if (hb_buf_size(f->buf) == 0) {
+        size_t want = f->left < HB_RELAY_WINDOW ? (size_t)f->left : HB_RELAY_WINDOW;
+        if (hb_buf_reserve(f->buf, want) != 0) {
+            f->failed = 1;
+            f->err = ENOMEM;
+            return FLOW_BROKEN;
+        }
+        do
+            r = src->tp->read(src, hb_buf_wrptr(f->buf), want);
+        while (r < 0 && errno == EINTR);
+        *src_blocked = r < 0 && would_block();
+        if (r > 0)
+            hb_buf_commit(f->buf, (size_t)r);
+    }
+    return r;
+}
+
 /* Moves bytes of f from src to dst until neither side can go on. Returns 1
  * when the flow is complete (left taken, or the source ended, and all of
  * it written), 0 when it waits (f->wait_src, f->wait_dst say for what;
@@ -137,78 +216,18 @@ static int flow_run(flow *f, hb_sock *src, hb_sock *dst, int zero_copy, int *mov
 {
     f->wait_src = f->wait_dst = 0;
     for (;;) {
-        int progress = 0;
-        ssize_t n;
-        /* Write what is held: the buffer first, then the pipe. */
-        size_t pending = hb_buf_size(f->buf);
-        if (pending > 0) {
-            struct iovec iov = {hb_buf_rdptr(f->buf), pending};
-            do
-                n = dst->tp->writev(dst, &iov, 1, 0);
-            while (n < 0 && errno == EINTR);
-            if (n > 0) {
-                hb_buf_consume(f->buf, (size_t)n);
-                progress = 1;
-            }
-        } else if (f->held > 0) {
-            do
-                n = dst->tp->splice(dst, f->pipe[0], f->held, 0);
-            while (n < 0 && errno == EINTR);
-            if (n > 0) {
-                f->held -= (size_t)n;
-                progress = 1;
-            }
-        } else {
-            n = 1;
-        }
+        int progress = 0, src_blocked = 0;
+        ssize_t n = flow_put(f, dst, &progress);
         if (n < 0 && !would_block()) {
             f->failed = 2;
             f->err = errno;
             return -1;
         }
         int dst_blocked = n < 0;
-        /* Take more from the source, within the window. */
-        int src_blocked = 0;
-        ssize_t r = -2; /* not tried: the window is full, or nothing is to come */
         if (!f->eof && f->left > 0) {
-            if (zero_copy) {
-                if (flow_pipe(f) != 0) {
-                    f->failed = 1;
-                    f->err = errno;
-                    return -1;
-                }
-                size_t room = f->cap - f->held;
-                if (room > 0) {
-                    size_t want = f->left < room ? (size_t)f->left : room;
-                    do
-                        r = src->tp->splice(src, f->pipe[1], want, 1);
-                    while (r < 0 && errno == EINTR);
-                    /* EAGAIN with bytes in the pipe may mean a pipe full
-                     * of part-filled pages rather than an empty socket: it
-                     * is a wait for the source only with the pipe empty. */
-                    src_blocked = r < 0 && would_block() && f->held == 0;
-                    if (r > 0)
-                        f->held += (size_t)r;
-                }
-            } else {
-                /* Read into an empty buffer only, as a read/write relay
-                 * does: topping up one part written would slide the rest
-                 * down, a copy more. */
-                if (hb_buf_size(f->buf) == 0) {
-                    size_t want = f->left < HB_RELAY_WINDOW ? (size_t)f->left : HB_RELAY_WINDOW;
-                    if (hb_buf_reserve(f->buf, want) != 0) {
-                        f->failed = 1;
-                        f->err = ENOMEM;
-                        return -1;
-                    }
-                    do
-                        r = src->tp->read(src, hb_buf_wrptr(f->buf), want);
-                    while (r < 0 && errno == EINTR);
-                    src_blocked = r < 0 && would_block();
-                    if (r > 0)
-                        hb_buf_commit(f->buf, (size_t)r);
-                }
-            }
+            ssize_t r = flow_get(f, src, zero_copy, &src_blocked);
+            if (r == FLOW_BROKEN)
+                return -1;
             if (r > 0) {
                 if (f->left != UNTIL_END)
                     f->left -= (uint64_t)r;
@@ -676,20 +695,104 @@ static int relay_take_body(hb_sess *s, const char **why)
     return 0;
 }
 
+static const char bad_target[] = "a proxy takes http://host[:port]/path, or CONNECT host:port\n";
+
+/* The authority (and for absolute form, the path) of request target
+ * t[0..tlen): absolute-form = "http://" authority path-abempty [ "?" query ]
+ * (RFC 9112 section 3.2.2), or a CONNECT's authority-form. Returns 0, or
+ * 400 with *why. */
+static int target_parts(const char *t, size_t tlen, int connect, const char **auth, size_t *alen,
+                        const char **path, size_t *plen, const char **why)
+{
+    *auth = t;
+    *alen = tlen;
+    *path = NULL;
+    *plen = 0;
+    if (connect)
+        return 0;
+    if (tlen >= 8 && strncasecmp(t, "https://", 8) == 0) {
+        *why = "an https:// target goes through a CONNECT tunnel\n";
+        return 400;
+    }
+    if (tlen < 7 || strncasecmp(t, "http://", 7) != 0) {
+        *why = bad_target;
+        return 400;
+    }
+    *auth = t + 7;
+    *alen = tlen - 7;
+    const char *slash = memchr(*auth, '/', *alen), *q = memchr(*auth, '?', *alen);
+    if (q != NULL && (slash == NULL || q < slash))
+        slash = q;
+    if (slash != NULL) {
+        *path = slash;
+        *plen = *alen - (size_t)(slash - *auth);
+        *alen = (size_t)(slash - *auth);
+    }
+    return 0;
+}
+
+/* Whether the request may be relayed to host:port: a status (400, 403,
+ * 508) with *why when not, else 0 with the destination in *dest. */
+static int refused(hb_sess *s, const char *base, int connect, const char *host, int port,
+                   hb_addr *dest, const char **why)
+{
+    const hb_request *r = &s->req;
+    if (looped(s, base)) {
+        *why = "the request came through this relay already\n";
+        return 508;
+    }
+    if (connection_names_framing(base, r->headers, r->num_headers)) {
+        *why = "a Connection field names Content-Length or Transfer-Encoding: a proxy cannot "
+               "drop the field that frames the body\n";
+        return 400;
+    }
+    if (connect && r->body != HB_BODY_NONE) {
+        *why = "a CONNECT has no body\n";
+        return 400;
+    }
+    if (destination(s->sh, host, port, dest) != 0) {
+        *why = NOT_ALLOWED;
+        return 403;
+    }
+    if (connect && is_self(s->sh, dest)) {
+        /* Each level would hold two sockets and two pipes until EMFILE. */
+        *why = "a CONNECT to this relay itself would nest tunnels\n";
+        return 508;
+    }
+    return 0;
+}
+
+/* The request as the origin is to see it into out (RFC 9112 section
+ * 3.2.2: origin form, Host from the target whatever the client's said),
+ * with the relay's Via. Returns the fields written, or -1 when memory ran
+ * out. */
+static int origin_request(hb_sess *s, hb_buf *out, const char *base, const char *auth, size_t alen,
+                          const char *path, size_t plen)
+{
+    const hb_request *r = &s->req;
+    int fields = -1;
+    int fail = relay_put(out, base, r->method_len) != 0 || PUTS(out, " ") != 0 ||
+               (plen > 0 ? relay_put(out, path[0] == '?' ? "/" : "", path[0] == '?')
+                         : PUTS(out, "/")) != 0 ||
+               relay_put(out, path, plen) != 0 || PUTS(out, " HTTP/1.1\r\nHost: ") != 0 ||
+               relay_put(out, auth, alen) != 0 || PUTS(out, "\r\n") != 0 ||
+               (fields = put_fields(out, base, r->headers, r->num_headers, SKIP_HOST)) < 0 ||
+               relay_put(out, s->sh->via, s->sh->via_len) != 0 || PUTS(out, "\r\n") != 0;
+    return fail ? -1 : fields;
+}
+
 int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
 {
-    static const char bad_target[] =
-        "a proxy takes http://host[:port]/path, or CONNECT host:port\n";
     const char *base = hb_buf_rdptr(&s->rx);
     const hb_request *r = &s->req;
-    const char *t = base + r->target_off;
-    size_t tlen = r->target_len, head_len = r->head_len;
+    size_t head_len = r->head_len;
     int connect = r->method_len == 7 && memcmp(base, "CONNECT", 7) == 0;
     hb_relay *rl = relay_new(s);
     char host[256];
-    int port, status = 0;
-    const char *auth = t, *path = NULL;
-    size_t alen = tlen, plen = 0;
+    int port = 0;
+    const char *auth, *path;
+    size_t alen, plen;
+    hb_addr dest_addr;
 
     *why = "out of memory\n";
     if (rl == NULL) {
@@ -703,77 +806,25 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
     hb_buf_clear(&rl->out);
     hb_buf_clear(&rl->again);
     hb_buf_clear(&rl->in);
-    if (!connect) {
-        /* absolute-form = "http://" authority path-abempty [ "?" query ] */
-        if (tlen >= 8 && strncasecmp(t, "https://", 8) == 0) {
-            *why = "an https:// target goes through a CONNECT tunnel\n";
-            status = 400;
-        } else if (tlen < 7 || strncasecmp(t, "http://", 7) != 0) {
-            *why = bad_target;
-            status = 400;
-        } else {
-            auth = t + 7;
-            alen = tlen - 7;
-            const char *slash = memchr(auth, '/', alen), *q = memchr(auth, '?', alen);
-            if (q != NULL && (slash == NULL || q < slash))
-                slash = q;
-            if (slash != NULL) {
-                path = slash;
-                plen = alen - (size_t)(slash - auth);
-                alen = (size_t)(slash - auth);
-            }
-        }
-    }
+    int status =
+        target_parts(base + r->target_off, r->target_len, connect, &auth, &alen, &path, &plen, why);
     if (status == 0 && split_authority(auth, alen, host, sizeof host, &port, connect ? 0 : 80)) {
         *why = bad_target;
         status = 400;
     }
-    if (status == 0 && looped(s, base)) {
-        *why = "the request came through this relay already\n";
-        status = 508;
-    }
-    if (status == 0 && connection_names_framing(base, r->headers, r->num_headers)) {
-        *why = "a Connection field names Content-Length or Transfer-Encoding: a proxy cannot "
-               "drop the field that frames the body\n";
-        status = 400;
-    }
-    if (status == 0 && connect && r->body != HB_BODY_NONE) {
-        *why = "a CONNECT has no body\n";
-        status = 400;
-    }
-    hb_addr dest_addr;
-    if (status == 0 && destination(s->sh, host, port, &dest_addr) != 0) {
-        *why = NOT_ALLOWED;
-        status = 403;
-    }
-    if (status == 0 && connect && is_self(s->sh, &dest_addr)) {
-        /* Each level would hold two sockets and two pipes until EMFILE. */
-        *why = "a CONNECT to this relay itself would nest tunnels\n";
-        status = 508;
-    }
+    if (status == 0)
+        status = refused(s, base, connect, host, port, &dest_addr, why);
     if (status == 0 && connect)
         status = open_upstream(s, now, host, port, why);
-    if (status != 0) {
+    if (status != 0 || connect) {
+        /* (A tunnel opens in st_connect.) */
         hb_buf_consume(&s->rx, head_len);
         return status;
     }
-    if (connect) {
-        hb_buf_consume(&s->rx, head_len); /* (the tunnel opens in st_connect) */
-        return 0;
-    }
-    /* The request as the origin is to see it (RFC 9112 section 3.2.2: Host
-     * from the target, whatever the client's said). */
-    int fields = -1;
-    int fail = relay_put(&rl->out, base, r->method_len) != 0 || PUTS(&rl->out, " ") != 0 ||
-               (plen > 0 ? relay_put(&rl->out, path[0] == '?' ? "/" : "", path[0] == '?')
-                         : PUTS(&rl->out, "/")) != 0 ||
-               relay_put(&rl->out, path, plen) != 0 || PUTS(&rl->out, " HTTP/1.1\r\nHost: ") != 0 ||
-               relay_put(&rl->out, auth, alen) != 0 || PUTS(&rl->out, "\r\n") != 0 ||
-               (fields = put_fields(&rl->out, base, r->headers, r->num_headers, SKIP_HOST)) < 0 ||
-               relay_put(&rl->out, s->sh->via, s->sh->via_len) != 0 || PUTS(&rl->out, "\r\n") != 0;
+    int fields = origin_request(s, &rl->out, base, auth, alen, path, plen);
     hb_body_init(&rl->reqbody, r->body, r->content_length);
     hb_buf_consume(&s->rx, head_len);
-    if (fail) {
+    if (fields < 0) {
         up_close(s, 0);
         return 503;
     }
@@ -992,7 +1043,15 @@ static int relay_queue_head(hb_sess *s)
 }
 
 /* Waits for, reads and parses the upstream's response head. */
-static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
+/* await_head's return when the final head is in: none of st_head's own
+ * (a status, HB_RELAY_WAIT which is 0, or -1). */
+#define HEAD_READY 1
+
+/* Reads the upstream until its final response head parses in rl->in (its
+ * interim ones skipped). Returns HEAD_READY then, else st_head's value: a
+ * status (502, 503) with *why, HB_RELAY_WAIT, or -1 when the request went
+ * again on a new connection. */
+static int await_head(hb_sess *s, int64_t now, int *moved, const char **why)
 {
     hb_relay *rl = s->relay;
     for (;;) {
@@ -1018,7 +1077,7 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
             return 502;
         }
         if (rc == HB_PARSE_DONE)
-            break;
+            return HEAD_READY;
         size_t want = rl->zero_copy ? RELAY_HEAD_READ : HEAD_READ_COPY;
         if (hb_buf_reserve(&rl->in, want) != 0) {
             *why = "out of memory\n";
@@ -1045,6 +1104,14 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
         hb_buf_commit(&rl->in, (size_t)n);
         *moved = 1;
     }
+}
+
+static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
+{
+    hb_relay *rl = s->relay;
+    int waited = await_head(s, now, moved, why);
+    if (waited != HEAD_READY)
+        return waited;
     const hb_response *p = &rl->resp;
     rl->dechunk = p->body == HB_BODY_CHUNKED && s->req.minor_version == 0;
     if (p->body == HB_BODY_CLOSE || rl->dechunk)

@@ -480,13 +480,16 @@ def _counting_adapter(session: _PoolSession) -> Any:
     class CountingAdapter(requests.adapters.HTTPAdapter):
         def init_poolmanager(self, connections: int, maxsize: int, block: bool = False,
                              **pool_kwargs: Any) -> None:
+            # The sizes, for the proxy managers too (as requests' own does).
+            self.sizes = {"num_pools": connections, "maxsize": maxsize, "block": block}
             self.poolmanager = session.manager_class(urllib3.PoolManager)(
-                num_pools=connections, maxsize=maxsize, block=block, **pool_kwargs)
+                **self.sizes, **pool_kwargs)
 
         def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
             if proxy not in self.proxy_manager:
                 self.proxy_manager[proxy] = session.manager_class(urllib3.ProxyManager)(
-                    proxy, proxy_headers=self.proxy_headers(proxy), **proxy_kwargs)
+                    proxy, proxy_headers=self.proxy_headers(proxy), **self.sizes,
+                    **proxy_kwargs)
             return self.proxy_manager[proxy]
 
     return CountingAdapter()
