@@ -20,7 +20,7 @@
 #define _GNU_SOURCE
 #include "relay.h"
 
-#include "session.h"
+#include "head.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,7 +58,10 @@ typedef struct {
     int err;    /* and its errno */
 } flow;
 
-typedef struct hb_relay {
+struct hb_relay {
+    hb_relay_client c;    /* the client side, lent */
+    hb_relay_config *cfg; /* the server's, shared */
+    hb_relay_wait w;      /* what it waits for, said to the session */
     int state;
     int tunnel;
     hb_sock up;
@@ -82,9 +85,9 @@ typedef struct hb_relay {
     flow c2u, u2c;
     int c_shut, u_shut; /* the tunnel's sending sides shut */
     hb_response resp;
-} hb_relay;
+};
 
-#define RELAY_COUNT(s, field) __atomic_add_fetch(&(s)->sh->field, 1, __ATOMIC_RELAXED)
+#define RELAY_COUNT(rl, field) __atomic_add_fetch(&(rl)->cfg->field, 1, __ATOMIC_RELAXED)
 
 /* ------------------------------------------------------------- flows */
 
@@ -314,7 +317,7 @@ static int literal(const char *host, hb_addr *out)
 /* Where a request for host (unbracketed, NUL-terminated) and port may go:
  * 0 with *out set, or -1 when it may not. Loopback always; otherwise an
  * allow entry naming host, or whose address host is. */
-static int destination(const hb_sess_shared *sh, const char *host, int port, hb_addr *out)
+static int destination(const hb_relay_config *sh, const char *host, int port, hb_addr *out)
 {
     hb_addr lit;
     int is_lit = literal(host, &lit);
@@ -340,7 +343,7 @@ static int destination(const hb_sess_shared *sh, const char *host, int port, hb_
 /* Whether a is this relay's own listening address: its port, and its IP
  * or (listening on every address) any address of this host, which a UDP
  * socket can be bound to and no other can. */
-static int is_self(const hb_sess_shared *sh, const hb_addr *a)
+static int is_self(const hb_relay_config *sh, const hb_addr *a)
 {
     if (!sh->has_self || a->sa.ss_family != sh->self.sa.ss_family)
         return 0;
@@ -482,30 +485,23 @@ static int hop_by_hop(const char *base, const hb_header *hs, unsigned n, const h
     return connection_names(base, hs, n, base + h->name_off, h->name_len);
 }
 
-static int relay_put(hb_buf *b, const char *p, size_t n)
-{
-    return hb_buf_append(b, p, n);
-}
-
-#define PUTS(b, lit) relay_put((b), lit, sizeof(lit) - 1)
-
-/* Appends a field value with each obs-fold (a line break and the white
- * space after it) replaced by one SP: RFC 9112 section 5.2 has a proxy
- * do so before it forwards the message. */
-static int put_value(hb_buf *b, const char *p, size_t n)
+/* Writes a field value at w with each obs-fold (a line break and the
+ * white space after it) replaced by one SP: RFC 9112 section 5.2 has a
+ * proxy do so before it forwards the message. Never longer than n. */
+static char *put_value(char *w, const char *p, size_t n)
 {
     size_t start = 0;
     for (size_t i = 0; i < n; i++) {
         if (p[i] != '\r' && p[i] != '\n')
             continue;
-        if (relay_put(b, p + start, i - start) != 0 || PUTS(b, " ") != 0)
-            return -1;
+        w = hb_head_put(w, p + start, i - start);
+        *w++ = ' ';
         while (i + 1 < n &&
                (p[i + 1] == '\r' || p[i + 1] == '\n' || p[i + 1] == ' ' || p[i + 1] == '\t'))
             i++;
         start = i + 1;
     }
-    return relay_put(b, p + start, n - start);
+    return hb_head_put(w, p + start, n - start);
 }
 
 /* What put_fields leaves out besides the hop-by-hop fields. */
@@ -515,23 +511,30 @@ enum {
     SKIP_LENGTH = 4, /* with Transfer-Encoding, RFC 9112 section 6.3 */
 };
 
-/* Appends the fields of a head except the hop-by-hop ones and those
- * `skip` names. Returns how many it wrote, or -1 when memory ran out. */
-static int put_fields(hb_buf *b, const char *base, const hb_header *hs, unsigned n, int skip)
+/* The room put_fields needs for the fields of a head of head_len bytes:
+ * each written as "name: value\r\n", one byte more than its line at most
+ * (the space after the colon), folds only shrinking. */
+#define FIELDS_ROOM(head_len, n) ((head_len) + (size_t)(n))
+
+/* Writes at w the fields of a head except the hop-by-hop ones and those
+ * `skip` names, counting them in *written. */
+static char *put_fields(char *w, const char *base, const hb_header *hs, unsigned n, int skip,
+                        int *written)
 {
-    int written = 0;
+    *written = 0;
     for (unsigned i = 0; i < n; i++) {
         const hb_header *h = &hs[i];
         if (hop_by_hop(base, hs, n, h) || ((skip & SKIP_HOST) && name_is(base, h, "host")) ||
             ((skip & SKIP_TE) && name_is(base, h, "transfer-encoding")) ||
             ((skip & SKIP_LENGTH) && name_is(base, h, "content-length")))
             continue;
-        if (relay_put(b, base + h->name_off, h->name_len) != 0 || PUTS(b, ": ") != 0 ||
-            put_value(b, base + h->value_off, h->value_len) != 0 || PUTS(b, "\r\n") != 0)
-            return -1;
-        written++;
+        w = hb_head_put(w, base + h->name_off, h->name_len);
+        w = HB_HEAD_LIT(w, ": ");
+        w = put_value(w, base + h->value_off, h->value_len);
+        w = HB_HEAD_LIT(w, "\r\n");
+        (*written)++;
     }
-    return written;
+    return w;
 }
 
 /* Whether one of hs is a Transfer-Encoding field. */
@@ -552,12 +555,12 @@ static int within_limits(int fields, size_t len)
 }
 
 /* Whether a Via field of the request names this relay: it came round. */
-static int looped(const hb_sess *s, const char *base)
+static int looped(const hb_relay *rl, const char *base)
 {
-    const char *name = s->sh->via + 9; /* after "Via: 1.1 " */
-    size_t len = s->sh->via_len - 11;  /* without it and the CRLF */
-    for (unsigned i = 0; i < s->req.num_headers; i++) {
-        const hb_header *h = &s->req.headers[i];
+    const char *name = rl->cfg->via + 9; /* after "Via: 1.1 " */
+    size_t len = rl->cfg->via_len - 11;  /* without it and the CRLF */
+    for (unsigned i = 0; i < rl->c.req->num_headers; i++) {
+        const hb_header *h = &rl->c.req->headers[i];
         if (name_is(base, h, "via") && memmem(base + h->value_off, h->value_len, name, len))
             return 1;
     }
@@ -566,33 +569,36 @@ static int looped(const hb_sess *s, const char *base)
 
 /* ---------------------------------------------------------- the relay */
 
-static hb_relay *relay_new(hb_sess *s)
+hb_relay *hb_relay_new(hb_relay_config *cfg, const hb_relay_client *client)
 {
-    hb_relay *rl = s->relay;
-    if (rl != NULL)
-        return rl;
-    rl = calloc(1, sizeof *rl);
+    hb_relay *rl = calloc(1, sizeof *rl);
     if (rl == NULL)
         return NULL;
+    rl->c = *client;
+    rl->cfg = cfg;
+    rl->w.up_fd = -1;
     hb_sock_init(&rl->up, &hb_net_tcp, 0);
     rl->c2u.pipe[0] = rl->c2u.pipe[1] = rl->u2c.pipe[0] = rl->u2c.pipe[1] = -1;
-    s->relay = rl;
     return rl;
 }
 
-/* Closes the upstream connection (reset when cut off mid-message). */
-static void up_close(hb_sess *s, int abort)
+const hb_relay_wait *hb_relay_waits(const hb_relay *rl)
 {
-    hb_relay *rl = s->relay;
+    return &rl->w;
+}
+
+/* Closes the upstream connection (reset when cut off mid-message). */
+static void up_close(hb_relay *rl, int abort)
+{
     if (rl->up.fd >= 0) {
-        if (s->unwatch != NULL)
-            s->unwatch(s, rl->up.fd);
+        if (rl->c.unwatch != NULL)
+            rl->c.unwatch(rl->c.owner, rl->up.fd);
         if (abort)
             hb_sock_abort_on_close(&rl->up);
         hb_sock_close(&rl->up);
     }
     rl->dest[0] = 0;
-    s->up_fd = -1;
+    rl->w.up_fd = -1;
     /* Bytes left in a pipe belonged to that connection's exchange; an
      * empty pipe serves the next. */
     if (rl->c2u.held > 0)
@@ -601,34 +607,30 @@ static void up_close(hb_sess *s, int abort)
         flow_close(&rl->u2c);
 }
 
-void hb_relay_free(hb_sess *s)
+void hb_relay_free(hb_relay *rl)
 {
-    hb_relay *rl = s->relay;
     if (rl == NULL)
         return;
-    up_close(s, 0);
+    up_close(rl, 0);
     flow_close(&rl->c2u);
     flow_close(&rl->u2c);
     hb_buf_free(&rl->out);
     hb_buf_free(&rl->again);
     hb_buf_free(&rl->in);
     free(rl);
-    s->relay = NULL;
 }
 
-int hb_relay_wanted(const hb_sess *s)
+int hb_relay_wanted(const hb_request *req, const char *head)
 {
-    const char *head = hb_buf_rdptr(&s->rx);
-    const char *t = head + s->req.target_off;
-    if (s->req.method_len == 7 && memcmp(head, "CONNECT", 7) == 0)
+    const char *t = head + req->target_off;
+    if (req->method_len == 7 && memcmp(head, "CONNECT", 7) == 0)
         return 1;
-    return s->req.target_len > 0 && t[0] != '/' && t[0] != '*';
+    return req->target_len > 0 && t[0] != '/' && t[0] != '*';
 }
 
 /* Starts connecting to rl->addr (for rl->dest). Returns 0, or a status. */
-static int up_connect(hb_sess *s, int64_t now, const char **why)
+static int up_connect(hb_relay *rl, int64_t now, const char **why)
 {
-    hb_relay *rl = s->relay;
     int rc = rl->up.tp->connect_start(&rl->up, &rl->addr);
     if (rc < 0) {
         *why = errno == ECONNREFUSED ? "the upstream refused the connection\n"
@@ -636,22 +638,21 @@ static int up_connect(hb_sess *s, int64_t now, const char **why)
         rl->dest[0] = 0;
         return 502;
     }
-    s->up_fd = rl->up.fd;
-    s->up_gen++;
+    rl->w.up_fd = rl->up.fd;
+    rl->w.up_gen++;
     rl->reused = 0;
     rl->state = R_CONNECT;
-    s->since = now;
+    rl->w.since = now;
     return 0;
 }
 
 /* Readies the relay for the request in s (head parsed, not consumed): its
  * destination checked and connected to, or kept. Returns 0 or a status. */
-static int open_upstream(hb_sess *s, int64_t now, const char *host, int port, const char **why)
+static int open_upstream(hb_relay *rl, int64_t now, const char *host, int port, const char **why)
 {
-    hb_relay *rl = s->relay;
     char dest[sizeof rl->dest];
     hb_addr addr;
-    if (destination(s->sh, host, port, &addr) != 0) {
+    if (destination(rl->cfg, host, port, &addr) != 0) {
         *why = NOT_ALLOWED;
         return 403;
     }
@@ -664,31 +665,30 @@ static int open_upstream(hb_sess *s, int64_t now, const char *host, int port, co
         rl->state = R_SEND;
         return 0;
     }
-    up_close(s, 0);
+    up_close(rl, 0);
     memcpy(rl->dest, dest, sizeof dest);
     rl->addr = addr;
-    return up_connect(s, now, why);
+    return up_connect(rl, now, why);
 }
 
-/* Moves the body bytes s->rx holds into rl->out, through the body's
+/* Moves the body bytes the client's rx holds into rl->out, through the body's
  * framing (chunked bytes go as they came). Returns 0, or -1 on a bad
  * chunk (*why). */
-static int relay_take_body(hb_sess *s, const char **why)
+static int relay_take_body(hb_relay *rl, const char **why)
 {
-    hb_relay *rl = s->relay;
-    while (hb_buf_size(&s->rx) > 0 && rl->reqbody.kind != HB_BODY_NONE) {
+    while (hb_buf_size(rl->c.rx) > 0 && rl->reqbody.kind != HB_BODY_NONE) {
         size_t used, off, n;
-        int rc =
-            hb_body_feed(&rl->reqbody, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx), &used, &off, &n);
+        int rc = hb_body_feed(&rl->reqbody, hb_buf_rdptr(rl->c.rx), hb_buf_size(rl->c.rx), &used,
+                              &off, &n);
         if (rc == HB_PARSE_ERROR) {
             *why = rl->reqbody.error;
             return -1;
         }
-        if (relay_put(&rl->out, hb_buf_rdptr(&s->rx), used) != 0) {
+        if (hb_buf_append(&rl->out, hb_buf_rdptr(rl->c.rx), used) != 0) {
             *why = "out of memory\n";
             return -1;
         }
-        hb_buf_consume(&s->rx, used);
+        hb_buf_consume(rl->c.rx, used);
         if (rc == HB_PARSE_DONE)
             rl->reqbody.kind = HB_BODY_NONE;
     }
@@ -733,11 +733,11 @@ static int target_parts(const char *t, size_t tlen, int connect, const char **au
 
 /* Whether the request may be relayed to host:port: a status (400, 403,
  * 508) with *why when not, else 0 with the destination in *dest. */
-static int refused(hb_sess *s, const char *base, int connect, const char *host, int port,
+static int refused(hb_relay *rl, const char *base, int connect, const char *host, int port,
                    hb_addr *dest, const char **why)
 {
-    const hb_request *r = &s->req;
-    if (looped(s, base)) {
+    const hb_request *r = rl->c.req;
+    if (looped(rl, base)) {
         *why = "the request came through this relay already\n";
         return 508;
     }
@@ -750,11 +750,11 @@ static int refused(hb_sess *s, const char *base, int connect, const char *host, 
         *why = "a CONNECT has no body\n";
         return 400;
     }
-    if (destination(s->sh, host, port, dest) != 0) {
+    if (destination(rl->cfg, host, port, dest) != 0) {
         *why = NOT_ALLOWED;
         return 403;
     }
-    if (connect && is_self(s->sh, dest)) {
+    if (connect && is_self(rl->cfg, dest)) {
         /* Each level would hold two sockets and two pipes until EMFILE. */
         *why = "a CONNECT to this relay itself would nest tunnels\n";
         return 508;
@@ -766,28 +766,36 @@ static int refused(hb_sess *s, const char *base, int connect, const char *host, 
  * 3.2.2: origin form, Host from the target whatever the client's said),
  * with the relay's Via. Returns the fields written, or -1 when memory ran
  * out. */
-static int origin_request(hb_sess *s, hb_buf *out, const char *base, const char *auth, size_t alen,
-                          const char *path, size_t plen)
+static int origin_request(hb_relay *rl, hb_buf *out, const char *base, const char *auth,
+                          size_t alen, const char *path, size_t plen)
 {
-    const hb_request *r = &s->req;
-    int fields = -1;
-    int fail = relay_put(out, base, r->method_len) != 0 || PUTS(out, " ") != 0 ||
-               (plen > 0 ? relay_put(out, path[0] == '?' ? "/" : "", path[0] == '?')
-                         : PUTS(out, "/")) != 0 ||
-               relay_put(out, path, plen) != 0 || PUTS(out, " HTTP/1.1\r\nHost: ") != 0 ||
-               relay_put(out, auth, alen) != 0 || PUTS(out, "\r\n") != 0 ||
-               (fields = put_fields(out, base, r->headers, r->num_headers, SKIP_HOST)) < 0 ||
-               relay_put(out, s->sh->via, s->sh->via_len) != 0 || PUTS(out, "\r\n") != 0;
-    return fail ? -1 : fields;
+    const hb_request *r = rl->c.req;
+    int fields;
+    /* The request line and Host are no longer than the absolute-form line. */
+    if (hb_buf_reserve(out, FIELDS_ROOM(r->head_len, r->num_headers) + rl->cfg->via_len + 32) != 0)
+        return -1;
+    char *w = hb_buf_wrptr(out), *start = w;
+    w = hb_head_put(w, base, r->method_len);
+    w = HB_HEAD_LIT(w, " ");
+    if (plen == 0 || path[0] == '?')
+        w = HB_HEAD_LIT(w, "/");
+    if (plen > 0)
+        w = hb_head_put(w, path, plen);
+    w = HB_HEAD_LIT(w, " HTTP/1.1\r\n");
+    w = hb_head_field(w, "Host", 4, auth, alen);
+    w = put_fields(w, base, r->headers, r->num_headers, SKIP_HOST, &fields);
+    w = hb_head_put(w, rl->cfg->via, rl->cfg->via_len);
+    w = HB_HEAD_LIT(w, "\r\n");
+    hb_buf_commit(out, (size_t)(w - start));
+    return fields;
 }
 
-int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
+int hb_relay_begin(hb_relay *rl, int64_t now, int close_after, const char **why)
 {
-    const char *base = hb_buf_rdptr(&s->rx);
-    const hb_request *r = &s->req;
+    const char *base = hb_buf_rdptr(rl->c.rx);
+    const hb_request *r = rl->c.req;
     size_t head_len = r->head_len;
     int connect = r->method_len == 7 && memcmp(base, "CONNECT", 7) == 0;
-    hb_relay *rl = relay_new(s);
     char host[256];
     int port = 0;
     const char *auth, *path;
@@ -795,14 +803,13 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
     hb_addr dest_addr;
 
     *why = "out of memory\n";
-    if (rl == NULL) {
-        hb_buf_consume(&s->rx, head_len);
-        return 503;
-    }
+    rl->w.close_after = close_after;
+    rl->w.body_left = 0;
+    rl->w.since = now;
     rl->tunnel = connect;
     rl->answered = rl->timed_out = rl->retried = rl->dechunk = rl->up_eof = 0;
     rl->head_req = r->method_len == 4 && memcmp(base, "HEAD", 4) == 0;
-    rl->zero_copy = s->sh->zero_copy && s->sock.tp->splice != NULL;
+    rl->zero_copy = rl->cfg->zero_copy && rl->c.sock->tp->splice != NULL;
     hb_buf_clear(&rl->out);
     hb_buf_clear(&rl->again);
     hb_buf_clear(&rl->in);
@@ -813,19 +820,19 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
         status = 400;
     }
     if (status == 0)
-        status = refused(s, base, connect, host, port, &dest_addr, why);
+        status = refused(rl, base, connect, host, port, &dest_addr, why);
     if (status == 0 && connect)
-        status = open_upstream(s, now, host, port, why);
+        status = open_upstream(rl, now, host, port, why);
     if (status != 0 || connect) {
         /* (A tunnel opens in st_connect.) */
-        hb_buf_consume(&s->rx, head_len);
+        hb_buf_consume(rl->c.rx, head_len);
         return status;
     }
-    int fields = origin_request(s, &rl->out, base, auth, alen, path, plen);
+    int fields = origin_request(rl, &rl->out, base, auth, alen, path, plen);
     hb_body_init(&rl->reqbody, r->body, r->content_length);
-    hb_buf_consume(&s->rx, head_len);
+    hb_buf_consume(rl->c.rx, head_len);
     if (fields < 0) {
-        up_close(s, 0);
+        up_close(rl, 0);
         return 503;
     }
     if (!within_limits(fields + 2, hb_buf_size(&rl->out))) {
@@ -834,17 +841,17 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
     }
     /* Dialled (or a kept connection taken) once the request is known to
      * be one to send. */
-    status = open_upstream(s, now, host, port, why);
+    status = open_upstream(rl, now, host, port, why);
     if (status != 0)
         return status;
     /* Sent again if a reused connection turns out gone: only what has no
      * body (RFC 9110 section 9.2.2 allows it for idempotent methods; a
      * request with a body would need the body kept too). */
     if (r->body == HB_BODY_NONE &&
-        relay_put(&rl->again, hb_buf_rdptr(&rl->out), hb_buf_size(&rl->out)))
+        hb_buf_append(&rl->again, hb_buf_rdptr(&rl->out), hb_buf_size(&rl->out)))
         return 503;
-    if (relay_take_body(s, why) != 0) {
-        up_close(s, 0);
+    if (relay_take_body(rl, why) != 0) {
+        up_close(rl, 0);
         return 400;
     }
     flow_init(&rl->c2u, &rl->out, rl->reqbody.kind == HB_BODY_LENGTH ? rl->reqbody.left : 0);
@@ -855,20 +862,19 @@ int hb_relay_begin(hb_sess *s, int64_t now, const char **why)
 /* Starts the same request again on a fresh connection, after a reused
  * one turned out gone before answering. Returns 0, or -1 when it may not
  * be (the upstream failure stands). */
-static int send_again(hb_sess *s, int64_t now)
+static int send_again(hb_relay *rl, int64_t now)
 {
-    hb_relay *rl = s->relay;
     const char *why;
     if (!rl->reused || rl->retried || hb_buf_size(&rl->again) == 0 || rl->answered)
         return -1;
     rl->retried = 1;
     char dest[sizeof rl->dest];
     memcpy(dest, rl->dest, sizeof dest);
-    up_close(s, 1);
+    up_close(rl, 1);
     memcpy(rl->dest, dest, sizeof dest);
     hb_buf_clear(&rl->out);
-    if (relay_put(&rl->out, hb_buf_rdptr(&rl->again), hb_buf_size(&rl->again)) != 0 ||
-        up_connect(s, now, &why) != 0)
+    if (hb_buf_append(&rl->out, hb_buf_rdptr(&rl->again), hb_buf_size(&rl->again)) != 0 ||
+        up_connect(rl, now, &why) != 0)
         return -1;
     flow_init(&rl->c2u, &rl->out, 0);
     hb_buf_clear(&rl->in);
@@ -877,17 +883,16 @@ static int send_again(hb_sess *s, int64_t now)
     return 0;
 }
 
-static int st_connect(hb_sess *s, const char **why)
+static int st_connect(hb_relay *rl, const char **why)
 {
-    hb_relay *rl = s->relay;
     if (rl->up.tp->connect_done(&rl->up) != 0) {
         if (would_block() || errno == EINPROGRESS || errno == EALREADY) {
-            s->io_up = HB_SOCK_WANT_WRITE;
+            rl->w.io_up = HB_SOCK_WANT_WRITE;
             return HB_RELAY_WAIT;
         }
         *why = errno == ECONNREFUSED ? "the upstream refused the connection\n"
                                      : "the upstream could not be reached\n";
-        up_close(s, 0);
+        up_close(rl, 0);
         return 502;
     }
     rl->state = rl->tunnel ? R_TUNNEL : R_SEND;
@@ -895,18 +900,18 @@ static int st_connect(hb_sess *s, const char **why)
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         /* The client's first bytes (a ClientHello) may have come with the
          * CONNECT: they go first. */
-        if (relay_put(&s->tx, ok, sizeof ok - 1) != 0 ||
-            relay_put(&rl->out, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx)) != 0) {
+        if (hb_buf_append(rl->c.tx, ok, sizeof ok - 1) != 0 ||
+            hb_buf_append(&rl->out, hb_buf_rdptr(rl->c.rx), hb_buf_size(rl->c.rx)) != 0) {
             *why = "out of memory\n";
-            up_close(s, 0);
+            up_close(rl, 0);
             return 503;
         }
-        hb_buf_clear(&s->rx);
+        hb_buf_clear(rl->c.rx);
         flow_init(&rl->c2u, &rl->out, UNTIL_END);
-        flow_init(&rl->u2c, &s->tx, UNTIL_END);
+        flow_init(&rl->u2c, rl->c.tx, UNTIL_END);
         rl->c_shut = rl->u_shut = 0;
         rl->answered = 1;
-        RELAY_COUNT(s, tunnels);
+        RELAY_COUNT(rl, tunnels);
     }
     return -1; /* go on */
 }
@@ -917,9 +922,8 @@ static int st_connect(hb_sess *s, const char **why)
  * answer before it has read the body), else 0; an interim head is dropped.
  * Read now, the answer is not lost to the reset an upstream that closes
  * with the body unread sends. */
-static int early_answer(hb_sess *s, int *moved)
+static int early_answer(hb_relay *rl, int *moved)
 {
-    hb_relay *rl = s->relay;
     while (!rl->up_eof) {
         size_t have = hb_buf_size(&rl->in);
         if (have > 0) {
@@ -954,20 +958,19 @@ static int early_answer(hb_sess *s, int *moved)
 /* The request and its body out to the upstream; an early answer ends it
  * (what is left of the body is not sent, and the client's connection
  * closes after the answer, its body drained). */
-static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
+static int st_send(hb_relay *rl, int64_t now, int *moved, const char **why)
 {
-    hb_relay *rl = s->relay;
     for (;;) {
-        int rc = flow_run(&rl->c2u, &s->sock, &rl->up, rl->zero_copy, moved);
-        if (rc != 1 && rl->answered == 0 && early_answer(s, moved)) {
-            s->close_after = 1;
-            s->body_left = 1;
+        int rc = flow_run(&rl->c2u, rl->c.sock, &rl->up, rl->zero_copy, moved);
+        if (rc != 1 && rl->answered == 0 && early_answer(rl, moved)) {
+            rl->w.close_after = 1;
+            rl->w.body_left = 1;
             rl->reqbody.kind = HB_BODY_NONE;
             rl->state = R_HEAD;
             return -1;
         }
         if (rc < 0) {
-            if (rl->c2u.failed == 2 && send_again(s, now) == 0)
+            if (rl->c2u.failed == 2 && send_again(rl, now) == 0)
                 return -1;
             if (rl->c2u.failed == 2) {
                 *why = "the upstream closed the connection before taking the request\n";
@@ -976,9 +979,9 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
             return HB_RELAY_CLOSE; /* the client went, mid-body */
         }
         if (rc == 0) {
-            s->io_client = rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0;
+            rl->w.io_client = rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0;
             /* And readable, for an early answer. */
-            s->io_up =
+            rl->w.io_up =
                 (rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0) | (rl->up_eof ? 0 : HB_SOCK_WANT_READ);
             rl->up_waiting = rl->c2u.wait_dst;
             return HB_RELAY_WAIT;
@@ -986,25 +989,25 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
         if (rl->reqbody.kind != HB_BODY_CHUNKED)
             break;
         /* A chunked body, through its decoder: the client's next bytes. */
-        if (hb_buf_reserve(&s->rx, 16384) != 0) {
+        if (hb_buf_reserve(rl->c.rx, 16384) != 0) {
             *why = "out of memory\n";
             return 503;
         }
-        ssize_t n = s->sock.tp->read(&s->sock, hb_buf_wrptr(&s->rx), 16384);
+        ssize_t n = rl->c.sock->tp->read(rl->c.sock, hb_buf_wrptr(rl->c.rx), 16384);
         if (n == 0 || (n < 0 && !would_block() && errno != EINTR))
             return HB_RELAY_CLOSE;
         if (n < 0) {
-            s->io_client = errno == EINTR ? 0 : HB_SOCK_WANT_READ;
-            s->io_up = 0;
+            rl->w.io_client = errno == EINTR ? 0 : HB_SOCK_WANT_READ;
+            rl->w.io_up = 0;
             rl->up_waiting = 0;
             if (errno == EINTR)
                 continue;
             return HB_RELAY_WAIT;
         }
         *moved = 1;
-        hb_buf_commit(&s->rx, (size_t)n);
-        if (relay_take_body(s, why) != 0) {
-            up_close(s, 1);
+        hb_buf_commit(rl->c.rx, (size_t)n);
+        if (relay_take_body(rl, why) != 0) {
+            up_close(rl, 1);
             return 400;
         }
     }
@@ -1012,34 +1015,28 @@ static int st_send(hb_sess *s, int64_t now, int *moved, const char **why)
     return -1;
 }
 
-/* Queues the client's response head for the upstream's head in rl->in.
- * Returns 0, -1 when memory ran out, or -2 when the head would pass the
- * parsers' limits. */
-static int relay_queue_head(hb_sess *s)
+/* Queues the client's response head for the upstream's head in rl->in,
+ * by the server's own head writer (head.h). Returns 0, -1 when memory ran
+ * out, or -2 when the head would pass the parsers' limits. */
+static int relay_queue_head(hb_relay *rl)
 {
-    hb_relay *rl = s->relay;
     const hb_response *p = &rl->resp;
     const char *base = hb_buf_rdptr(&rl->in);
-    char line[32];
-    int ll = snprintf(line, sizeof line, "HTTP/1.1 %03d ", p->status);
-    hb_buf_clear(&s->tx);
-    int fields = -1;
-    int fail =
-        relay_put(&s->tx, line, (size_t)ll) != 0 ||
-        relay_put(&s->tx, base + p->reason_off, p->reason_len) != 0 || PUTS(&s->tx, "\r\n") != 0 ||
-        (fields = put_fields(
-             &s->tx, base, p->headers, p->num_headers,
-             (rl->dechunk ? SKIP_TE : 0) |
-                 (has_transfer_encoding(base, p->headers, p->num_headers) ? SKIP_LENGTH : 0))) <
-            0 ||
-        relay_put(&s->tx, s->sh->via, s->sh->via_len) != 0;
-    if (!fail && s->close_after)
-        fail = PUTS(&s->tx, "Connection: close\r\n") != 0;
-    else if (!fail && s->req.minor_version == 0)
-        fail = PUTS(&s->tx, "Connection: keep-alive\r\n") != 0;
-    if (fail || PUTS(&s->tx, "\r\n") != 0)
+    int fields;
+    hb_buf_clear(rl->c.tx);
+    if (hb_buf_reserve(rl->c.tx, FIELDS_ROOM(p->head_len, p->num_headers) + rl->cfg->via_len +
+                                     HB_HEAD_END_MAX + 16) != 0)
         return -1;
-    return within_limits(fields + 2, hb_buf_size(&s->tx)) ? 0 : -2;
+    char *w = hb_buf_wrptr(rl->c.tx), *start = w;
+    w = hb_head_status(w, p->status, base + p->reason_off, p->reason_len);
+    w = put_fields(w, base, p->headers, p->num_headers,
+                   (rl->dechunk ? SKIP_TE : 0) |
+                       (has_transfer_encoding(base, p->headers, p->num_headers) ? SKIP_LENGTH : 0),
+                   &fields);
+    w = hb_head_put(w, rl->cfg->via, rl->cfg->via_len);
+    w = hb_head_end(w, rl->w.close_after, rl->c.req->minor_version);
+    hb_buf_commit(rl->c.tx, (size_t)(w - start));
+    return within_limits(fields + 2, hb_buf_size(rl->c.tx)) ? 0 : -2;
 }
 
 /* Waits for, reads and parses the upstream's response head. */
@@ -1051,9 +1048,8 @@ static int relay_queue_head(hb_sess *s)
  * interim ones skipped). Returns HEAD_READY then, else st_head's value: a
  * status (502, 503) with *why, HB_RELAY_WAIT, or -1 when the request went
  * again on a new connection. */
-static int await_head(hb_sess *s, int64_t now, int *moved, const char **why)
+static int await_head(hb_relay *rl, int64_t now, int *moved, const char **why)
 {
-    hb_relay *rl = s->relay;
     for (;;) {
         size_t have = hb_buf_size(&rl->in);
         int rc = have == 0 ? HB_PARSE_MORE
@@ -1061,7 +1057,7 @@ static int await_head(hb_sess *s, int64_t now, int *moved, const char **why)
                                                rl->head_req ? HB_PARSE_HEAD_REQUEST : 0);
         if (rc == HB_PARSE_ERROR) {
             *why = "the upstream's response is malformed\n";
-            up_close(s, 1);
+            up_close(rl, 1);
             return 502;
         }
         if (rc == HB_PARSE_DONE && rl->resp.status < 200 && rl->resp.status != 101) {
@@ -1073,7 +1069,7 @@ static int await_head(hb_sess *s, int64_t now, int *moved, const char **why)
         }
         if (rc == HB_PARSE_DONE && rl->resp.status == 101) {
             *why = "the upstream switched protocols, which the relay does not carry\n";
-            up_close(s, 1);
+            up_close(rl, 1);
             return 502;
         }
         if (rc == HB_PARSE_DONE)
@@ -1088,17 +1084,17 @@ static int await_head(hb_sess *s, int64_t now, int *moved, const char **why)
             n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), want);
         while (n < 0 && errno == EINTR);
         if (n < 0 && would_block()) {
-            s->io_client = 0;
-            s->io_up = HB_SOCK_WANT_READ;
+            rl->w.io_client = 0;
+            rl->w.io_up = HB_SOCK_WANT_READ;
             rl->up_waiting = 1;
             return HB_RELAY_WAIT;
         }
         if (n <= 0) {
-            if (have == 0 && send_again(s, now) == 0)
+            if (have == 0 && send_again(rl, now) == 0)
                 return -1;
             *why = n == 0 ? "the upstream closed the connection before a complete response\n"
                           : "the upstream reset the connection\n";
-            up_close(s, 1);
+            up_close(rl, 1);
             return 502;
         }
         hb_buf_commit(&rl->in, (size_t)n);
@@ -1106,24 +1102,23 @@ static int await_head(hb_sess *s, int64_t now, int *moved, const char **why)
     }
 }
 
-static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
+static int st_head(hb_relay *rl, int64_t now, int *moved, const char **why)
 {
-    hb_relay *rl = s->relay;
-    int waited = await_head(s, now, moved, why);
+    int waited = await_head(rl, now, moved, why);
     if (waited != HEAD_READY)
         return waited;
     const hb_response *p = &rl->resp;
-    rl->dechunk = p->body == HB_BODY_CHUNKED && s->req.minor_version == 0;
+    rl->dechunk = p->body == HB_BODY_CHUNKED && rl->c.req->minor_version == 0;
     if (p->body == HB_BODY_CLOSE || rl->dechunk)
-        s->close_after = 1; /* the client's end of the body is the close */
+        rl->w.close_after = 1; /* the client's end of the body is the close */
     rl->up_keep = p->keep_alive && p->body != HB_BODY_CLOSE;
-    int queued = relay_queue_head(s);
+    int queued = relay_queue_head(rl);
     if (queued != 0) {
-        hb_buf_clear(&s->tx);
+        hb_buf_clear(rl->c.tx);
         *why = queued == -2 ? "with the relay's Via the upstream's response head would pass "
                               "100 fields or 64 KiB\n"
                             : "out of memory\n";
-        up_close(s, 1);
+        up_close(rl, 1);
         return queued == -2 ? 502 : 503;
     }
     hb_buf_consume(&rl->in, p->head_len);
@@ -1138,9 +1133,9 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
             take = (size_t)left;
             rl->up_keep = 0; /* bytes past the body: the upstream is out of step */
         }
-        if (relay_put(&s->tx, hb_buf_rdptr(&rl->in), take) != 0) {
+        if (hb_buf_append(rl->c.tx, hb_buf_rdptr(&rl->in), take) != 0) {
             *why = "out of memory\n";
-            up_close(s, 1);
+            up_close(rl, 1);
             return 503;
         }
         if (left != UNTIL_END)
@@ -1149,26 +1144,26 @@ static int st_head(hb_sess *s, int64_t now, int *moved, const char **why)
     }
     if (p->body != HB_BODY_CHUNKED && hb_buf_size(&rl->in) > 0)
         rl->up_keep = 0;
-    flow_init(&rl->u2c, &s->tx, left);
-    RELAY_COUNT(s, relayed);
+    flow_init(&rl->u2c, rl->c.tx, left);
+    RELAY_COUNT(rl, relayed);
     rl->state = R_RESP;
     rl->answered = 1; /* from here a failure can only cut the client off */
     return -1;
 }
 
-/* Feeds the chunked body bytes in rl->in through the decoder into s->tx:
+/* Feeds the chunked body bytes in rl->in through the decoder into the client's tx:
  * as they came, or (dechunk) their data only. Returns 1 at the body's end,
  * 0 for more, -1 on a bad chunk. */
-static int feed_chunked(hb_sess *s)
+static int feed_chunked(hb_relay *rl)
 {
-    hb_relay *rl = s->relay;
     while (hb_buf_size(&rl->in) > 0) {
         const char *p = hb_buf_rdptr(&rl->in);
         size_t used, off, n;
         int rc = hb_body_feed(&rl->respbody, p, hb_buf_size(&rl->in), &used, &off, &n);
         if (rc == HB_PARSE_ERROR)
             return -1;
-        if ((rl->dechunk ? relay_put(&s->tx, p + off, n) : relay_put(&s->tx, p, used)) != 0)
+        if ((rl->dechunk ? hb_buf_append(rl->c.tx, p + off, n)
+                         : hb_buf_append(rl->c.tx, p, used)) != 0)
             return -1;
         hb_buf_consume(&rl->in, used);
         if (rc == HB_PARSE_DONE) {
@@ -1182,32 +1177,31 @@ static int feed_chunked(hb_sess *s)
 }
 
 /* The response out to the client. */
-static int st_resp(hb_sess *s, int *moved)
+static int st_resp(hb_relay *rl, int *moved)
 {
-    hb_relay *rl = s->relay;
     int chunked = rl->resp.body == HB_BODY_CHUNKED;
     int body_done = !chunked;
     if (chunked) {
-        int rc = feed_chunked(s);
+        int rc = feed_chunked(rl);
         if (rc < 0)
             goto upstream_failed;
         body_done = rc == 1;
     }
     for (;;) {
-        int rc = flow_run(&rl->u2c, &rl->up, &s->sock, rl->zero_copy && !chunked, moved);
+        int rc = flow_run(&rl->u2c, &rl->up, rl->c.sock, rl->zero_copy && !chunked, moved);
         if (rc < 0) {
             if (rl->u2c.failed == 1)
                 goto upstream_failed;
-            up_close(s, 1);
+            up_close(rl, 1);
             return HB_RELAY_CLOSE; /* the client went */
         }
         if (rc == 0 || !chunked || body_done) {
             if (rc == 1 && body_done)
                 break;
-            s->io_client = rl->u2c.wait_dst ? HB_SOCK_WANT_WRITE : 0;
-            s->io_up = rl->u2c.wait_src ? HB_SOCK_WANT_READ : 0;
-            if (chunked && !body_done && hb_buf_size(&s->tx) < HB_RELAY_WINDOW)
-                s->io_up = 0; /* (read below) */
+            rl->w.io_client = rl->u2c.wait_dst ? HB_SOCK_WANT_WRITE : 0;
+            rl->w.io_up = rl->u2c.wait_src ? HB_SOCK_WANT_READ : 0;
+            if (chunked && !body_done && hb_buf_size(rl->c.tx) < HB_RELAY_WINDOW)
+                rl->w.io_up = 0; /* (read below) */
             else {
                 rl->up_waiting = rl->u2c.wait_src && !rl->u2c.wait_dst;
                 return HB_RELAY_WAIT;
@@ -1221,41 +1215,40 @@ static int st_resp(hb_sess *s, int *moved)
             n = rl->up.tp->read(&rl->up, hb_buf_wrptr(&rl->in), CHUNKED_READ);
         while (n < 0 && errno == EINTR);
         if (n < 0 && would_block()) {
-            s->io_up = HB_SOCK_WANT_READ;
-            rl->up_waiting = !s->io_client;
+            rl->w.io_up = HB_SOCK_WANT_READ;
+            rl->up_waiting = !rl->w.io_client;
             return HB_RELAY_WAIT;
         }
         if (n <= 0)
             goto upstream_failed;
         *moved = 1;
         hb_buf_commit(&rl->in, (size_t)n);
-        rc = feed_chunked(s);
+        rc = feed_chunked(rl);
         if (rc < 0)
             goto upstream_failed;
         body_done = rc == 1;
     }
     if (!rl->up_keep)
-        up_close(s, 0);
+        up_close(rl, 0);
     return HB_RELAY_DONE;
 
 upstream_failed:
     /* The client has the head (or part of the body): all it can be told
      * is a reset, which says the response is incomplete. */
-    up_close(s, 1);
-    hb_sock_abort_on_close(&s->sock);
+    up_close(rl, 1);
+    hb_sock_abort_on_close(rl->c.sock);
     return HB_RELAY_CLOSE;
 }
 
 /* Both directions of a tunnel, until both have ended. */
-static int st_tunnel(hb_sess *s, int *moved)
+static int st_tunnel(hb_relay *rl, int *moved)
 {
-    hb_relay *rl = s->relay;
     int zc = rl->zero_copy;
-    int a = flow_run(&rl->c2u, &s->sock, &rl->up, zc, moved);
-    int b = flow_run(&rl->u2c, &rl->up, &s->sock, zc, moved);
+    int a = flow_run(&rl->c2u, rl->c.sock, &rl->up, zc, moved);
+    int b = flow_run(&rl->u2c, &rl->up, rl->c.sock, zc, moved);
     if (a < 0 || b < 0) {
-        up_close(s, 1);
-        hb_sock_abort_on_close(&s->sock);
+        up_close(rl, 1);
+        hb_sock_abort_on_close(rl->c.sock);
         return HB_RELAY_CLOSE;
     }
     /* An end of stream goes on as a half close (a client may send all,
@@ -1265,53 +1258,51 @@ static int st_tunnel(hb_sess *s, int *moved)
         rl->u_shut = 1;
     }
     if (b == 1 && !rl->c_shut) {
-        s->sock.tp->shutdown_write(&s->sock);
+        rl->c.sock->tp->shutdown_write(rl->c.sock);
         rl->c_shut = 1;
     }
     if (a == 1 && b == 1) {
-        up_close(s, 0);
+        up_close(rl, 0);
         return HB_RELAY_CLOSE;
     }
-    s->io_client = (a == 0 && rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0) |
-                   (b == 0 && rl->u2c.wait_dst ? HB_SOCK_WANT_WRITE : 0);
-    s->io_up = (b == 0 && rl->u2c.wait_src ? HB_SOCK_WANT_READ : 0) |
-               (a == 0 && rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0);
+    rl->w.io_client = (a == 0 && rl->c2u.wait_src ? HB_SOCK_WANT_READ : 0) |
+                      (b == 0 && rl->u2c.wait_dst ? HB_SOCK_WANT_WRITE : 0);
+    rl->w.io_up = (b == 0 && rl->u2c.wait_src ? HB_SOCK_WANT_READ : 0) |
+                  (a == 0 && rl->c2u.wait_dst ? HB_SOCK_WANT_WRITE : 0);
     rl->up_waiting = 0;
     return HB_RELAY_WAIT;
 }
 
-int hb_relay_expired(hb_sess *s)
+int hb_relay_expired(hb_relay *rl)
 {
-    hb_relay *rl = s->relay;
     if (rl == NULL || rl->tunnel || !rl->up_waiting || rl->answered)
         return 0;
     rl->timed_out = 1;
     return 1;
 }
 
-int hb_relay_advance(hb_sess *s, int64_t now, const char **why)
+int hb_relay_advance(hb_relay *rl, int64_t now, const char **why)
 {
-    hb_relay *rl = s->relay;
     int moved = 0, rc = -1;
     if (rl->timed_out) {
-        up_close(s, 1);
+        up_close(rl, 1);
         *why = "the upstream did not answer within the relay's upstream_timeout\n";
         return 504;
     }
-    s->io_client = s->io_up = 0;
+    rl->w.io_client = rl->w.io_up = 0;
     while (rc == -1) {
         switch (rl->state) {
-        case R_CONNECT: rc = st_connect(s, why); break;
-        case R_SEND: rc = st_send(s, now, &moved, why); break;
-        case R_HEAD: rc = st_head(s, now, &moved, why); break;
-        case R_RESP: rc = st_resp(s, &moved); break;
-        default: rc = st_tunnel(s, &moved); break;
+        case R_CONNECT: rc = st_connect(rl, why); break;
+        case R_SEND: rc = st_send(rl, now, &moved, why); break;
+        case R_HEAD: rc = st_head(rl, now, &moved, why); break;
+        case R_RESP: rc = st_resp(rl, &moved); break;
+        default: rc = st_tunnel(rl, &moved); break;
         }
         if (rc == -1)
             moved = 1; /* a state done is progress */
     }
     if (rc >= 400 && rl->answered) {
-        up_close(s, 1);
+        up_close(rl, 1);
         return HB_RELAY_CLOSE;
     }
     if (rc != HB_RELAY_WAIT)
@@ -1320,13 +1311,12 @@ int hb_relay_advance(hb_sess *s, int64_t now, const char **why)
      * length: an upstream gets upstream_timeout, a client reading or
      * sending a body the server's own limits, a tunnel the idle time. */
     if (moved)
-        s->since = hb_now_ns();
-    int64_t limit = rl->tunnel && rl->state == R_TUNNEL        ? s->sh->idle_timeout
-                    : rl->up_waiting || rl->state == R_CONNECT ? s->sh->upstream_timeout
-                    : s->io_client & HB_SOCK_WANT_WRITE        ? s->sh->send_timeout
-                                                               : s->sh->header_timeout;
+        rl->w.since = hb_now_ns();
+    rl->w.waits = rl->tunnel && rl->state == R_TUNNEL        ? HB_RELAY_WAITS_IDLE
+                  : rl->up_waiting || rl->state == R_CONNECT ? HB_RELAY_WAITS_UPSTREAM
+                  : rl->w.io_client & HB_SOCK_WANT_WRITE     ? HB_RELAY_WAITS_SEND
+                                                             : HB_RELAY_WAITS_CLIENT;
     if (rl->state == R_CONNECT)
         rl->up_waiting = 1;
-    s->deadline = s->since + limit;
     return HB_RELAY_WAIT;
 }

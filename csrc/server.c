@@ -56,6 +56,7 @@ struct hb_srv {
     hb_srv_config cfg;
     char *host, *static_dir, *unix_path;
     hb_relay_allow *allow;
+    hb_relay_config relay; /* the proxy mode's, when on */
     int listen_fd, stop_fd, port;
     dev_t unix_dev; /* the socket file made, removed at stop if still ours */
     ino_t unix_ino;
@@ -640,9 +641,9 @@ static int listen_on(hb_srv *srv, char *err, size_t errlen)
     getsockname(fd, (struct sockaddr *)&ss, &sl);
     srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                : ((struct sockaddr_in *)&ss)->sin_port);
-    memcpy(&srv->sh.self.sa, &ss, sizeof ss);
-    srv->sh.self.len = sl;
-    srv->sh.has_self = 1;
+    memcpy(&srv->relay.self.sa, &ss, sizeof ss);
+    srv->relay.self.len = sl;
+    srv->relay.has_self = 1;
     if (srv->cfg.mode == HB_SRV_EPOLL)
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     srv->listen_fd = fd;
@@ -679,14 +680,16 @@ static int share_settings(hb_srv *srv)
                 return -1;
             memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof *srv->allow);
         }
-        sh->proxy = 1;
-        sh->allow = srv->allow;
-        sh->nallow = cfg->nallow;
-        sh->upstream_timeout = (int64_t)(cfg->upstream_timeout * 1e9);
+        hb_relay_config *rc = &srv->relay;
+        sh->relay = rc;
+        rc->allow = srv->allow;
+        rc->nallow = cfg->nallow;
+        rc->upstream_timeout = (int64_t)(cfg->upstream_timeout * 1e9);
+        rc->zero_copy = cfg->zero_copy;
         /* A name of this server's own, so a request sent round to it again
          * is seen (508) rather than relayed until descriptors run out. */
         uint64_t id = (uint64_t)hb_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)srv;
-        sh->via_len = (size_t)snprintf(sh->via, sizeof sh->via, "Via: 1.1 httpbench-%08x\r\n",
+        rc->via_len = (size_t)snprintf(rc->via, sizeof rc->via, "Via: 1.1 httpbench-%08x\r\n",
                                        (unsigned)(id ^ (id >> 32)));
     }
     return 0;
@@ -800,8 +803,8 @@ void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out)
     out->requests = __atomic_load_n(&srv->sh.requests, __ATOMIC_RELAXED);
     out->rejected = __atomic_load_n(&srv->sh.rejected, __ATOMIC_RELAXED);
     out->timeouts = __atomic_load_n(&srv->sh.timeouts, __ATOMIC_RELAXED);
-    out->relayed = __atomic_load_n(&srv->sh.relayed, __ATOMIC_RELAXED);
-    out->tunnels = __atomic_load_n(&srv->sh.tunnels, __ATOMIC_RELAXED);
+    out->relayed = __atomic_load_n(&srv->relay.relayed, __ATOMIC_RELAXED);
+    out->tunnels = __atomic_load_n(&srv->relay.tunnels, __ATOMIC_RELAXED);
 }
 
 void hb_srv_stop(hb_srv *srv)

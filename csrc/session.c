@@ -37,6 +37,9 @@
 #define _GNU_SOURCE
 #include "session.h"
 
+#include "head.h"
+#include "relay.h"
+
 #include "net.h"
 
 #include <errno.h>
@@ -182,7 +185,8 @@ static void end_plan(hb_sess *s)
 
 void hb_sess_free(hb_sess *s)
 {
-    hb_relay_free(s);
+    hb_relay_free(s->relay);
+    s->relay = NULL;
     end_plan(s);
     drop_body(s);
     hb_buf_free(&s->rx);
@@ -197,7 +201,7 @@ int hb_sess_expired(hb_sess *s, int64_t now)
     /* An idle keep-alive connection closing is no timeout of note. */
     if (!(s->state == S_HEAD && !s->head_begun))
         SESS_COUNT(timeouts);
-    if (s->state == S_RELAY && hb_relay_expired(s)) {
+    if (s->state == S_RELAY && hb_relay_expired(s->relay)) {
         s->deadline = 0; /* the 504 is queued at the next advance */
         return 2;
     }
@@ -264,26 +268,6 @@ static const char *http_date(void)
     return text;
 }
 
-static char *sess_put(char *w, const char *s, size_t n)
-{
-    memcpy(w, s, n);
-    return w + n;
-}
-
-#define PUT(w, lit) sess_put((w), lit, sizeof(lit) - 1)
-
-static char *put_u64(char *w, uint64_t v)
-{
-    char tmp[24];
-    int n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    while (n > 0)
-        *w++ = tmp[--n];
-    return w;
-}
-
 /* Queues the response head (and a text body) in tx. */
 static int sess_queue_head(hb_sess *s)
 {
@@ -295,42 +279,26 @@ static int sess_queue_head(hb_sess *s)
     if (hb_buf_reserve(&s->tx, need) != 0)
         return -1;
     char *w = hb_buf_wrptr(&s->tx), *start = w;
-    w = PUT(w, "HTTP/1.1 ");
-    w = put_u64(w, (uint64_t)p->status);
-    *w++ = ' ';
-    w = sess_put(w, reason, strlen(reason));
-    w = PUT(w, "\r\n");
-    w = sess_put(w, s->sh->server_field, s->sh->server_field_len);
-    w = PUT(w, "Date: ");
-    w = sess_put(w, http_date(), 29);
-    w = PUT(w, "\r\n");
-    if (ctype) {
-        w = PUT(w, "Content-Type: ");
-        w = sess_put(w, ctype, strlen(ctype));
-        w = PUT(w, "\r\n");
-    }
-    if (p->allow) {
-        w = PUT(w, "Allow: ");
-        w = sess_put(w, p->allow, strlen(p->allow));
-        w = PUT(w, "\r\n");
-    }
+    w = hb_head_status(w, p->status, reason, strlen(reason));
+    w = hb_head_put(w, s->sh->server_field, s->sh->server_field_len);
+    w = hb_head_field(w, "Date", 4, http_date(), 29);
+    if (ctype)
+        w = hb_head_field(w, "Content-Type", 12, ctype, strlen(ctype));
+    if (p->allow)
+        w = hb_head_field(w, "Allow", 5, p->allow, strlen(p->allow));
     /* RFC 9110 sections 8.6 and 15.3.5: no framing on 204 and 304. */
     if (p->status != 204 && p->status != 304) {
         if (p->src == HB_SRC_CHUNKED) {
-            w = PUT(w, "Transfer-Encoding: chunked\r\n");
+            w = HB_HEAD_LIT(w, "Transfer-Encoding: chunked\r\n");
         } else {
-            w = PUT(w, "Content-Length: ");
-            w = put_u64(w, p->src == HB_SRC_ECHO ? hb_buf_size(&s->body) : p->length);
-            w = PUT(w, "\r\n");
+            w = HB_HEAD_LIT(w, "Content-Length: ");
+            w = hb_head_u64(w, p->src == HB_SRC_ECHO ? hb_buf_size(&s->body) : p->length);
+            w = HB_HEAD_LIT(w, "\r\n");
         }
     }
-    if (s->close_after)
-        w = PUT(w, "Connection: close\r\n");
-    else if (s->req.minor_version == 0)
-        w = PUT(w, "Connection: keep-alive\r\n");
-    w = PUT(w, "\r\n");
+    w = hb_head_end(w, s->close_after, s->req.minor_version);
     if (p->src == HB_SRC_TEXT && !p->head_only)
-        w = sess_put(w, p->text, (size_t)p->length);
+        w = hb_head_put(w, p->text, (size_t)p->length);
     hb_buf_commit(&s->tx, (size_t)(w - start));
     s->sent = 0;
     s->final_chunk = 0;
@@ -583,13 +551,54 @@ static int send_continue(hb_sess *s)
     return 0;
 }
 
+/* The relay's unwatch, for the driver's (hb_relay_client). */
+static void sess_unwatch(void *owner, int fd)
+{
+    hb_sess *s = owner;
+    s->up_fd = -1;
+    if (s->unwatch != NULL)
+        s->unwatch(s, fd);
+}
+
+/* The relay's wait taken up as the session's own: what the driver waits
+ * for on either socket and, when `timed` (the relay waits), until when, by
+ * the server's limit for it. */
+static void relay_wait(hb_sess *s, int timed)
+{
+    const hb_relay_wait *w = hb_relay_waits(s->relay);
+    const hb_sess_shared *sh = s->sh;
+    s->io_client = w->io_client;
+    s->io_up = w->io_up;
+    s->up_fd = w->up_fd;
+    s->up_gen = w->up_gen;
+    s->close_after = w->close_after;
+    s->body_left = w->body_left;
+    if (!timed)
+        return;
+    int64_t limit = w->waits == HB_RELAY_WAITS_IDLE       ? sh->idle_timeout
+                    : w->waits == HB_RELAY_WAITS_UPSTREAM ? sh->relay->upstream_timeout
+                    : w->waits == HB_RELAY_WAITS_SEND     ? sh->send_timeout
+                                                          : sh->header_timeout;
+    wait_from(s, w->since, limit);
+}
+
 /* Hands a proxy's request to the relay (relay.h), or answers its refusal. */
 static hb_want relay_begin(hb_sess *s, int64_t now)
 {
-    const char *why;
+    const char *why = "out of memory\n";
     s->close_after = !s->req.keep_alive;
     s->plan.status = 0;
-    int status = hb_relay_begin(s, now, &why);
+    if (s->relay == NULL) {
+        hb_relay_client client = {&s->sock, &s->rx, &s->tx, &s->req, sess_unwatch, s};
+        s->relay = hb_relay_new(s->sh->relay, &client);
+    }
+    int status = 503;
+    if (s->relay == NULL)
+        hb_buf_consume(&s->rx, s->req.head_len);
+    else
+        status = hb_relay_begin(s->relay, now, s->close_after, &why);
+    if (s->relay != NULL)
+        relay_wait(s, 0);
     if (status != 0) {
         reject(s, status, why);
         respond(s, now);
@@ -636,7 +645,7 @@ static hb_want sess_head(hb_sess *s, int64_t now)
         respond(s, now);
         return GO_ON;
     }
-    if (s->sh->proxy && hb_relay_wanted(s))
+    if (s->sh->relay != NULL && hb_relay_wanted(&s->req, hb_buf_rdptr(&s->rx)))
         return relay_begin(s, now);
     plan_request(s);
     hb_buf_consume(&s->rx, s->req.head_len);
@@ -723,7 +732,8 @@ static hb_want sess_send(hb_sess *s, int64_t now)
 static hb_want sess_relay(hb_sess *s, int64_t now)
 {
     const char *why;
-    int rc = hb_relay_advance(s, now, &why);
+    int rc = hb_relay_advance(s->relay, now, &why);
+    relay_wait(s, rc == HB_RELAY_WAIT);
     switch (rc) {
     case HB_RELAY_WAIT: return HB_WANT_IO;
     case HB_RELAY_DONE: return response_out(s, now);

@@ -13,7 +13,6 @@
 #include "buf.h"
 #include "net.h"
 #include "parser.h"
-#include "relay.h"
 #include "route.h"
 
 /* The shared random block /rnd serves from (printable bytes). */
@@ -33,22 +32,12 @@ typedef struct {
     int64_t idle_timeout;   /* ns a kept-alive connection may sit idle */
     char server_field[64];  /* "Server: httpbench/VERSION\r\n" */
     size_t server_field_len;
-    /* The forward-proxy mode (relay.h), on when proxy is set. */
-    int proxy;
-    const hb_relay_allow *allow; /* destinations allowed besides loopback */
-    size_t nallow;
-    int64_t upstream_timeout; /* ns an upstream may stall before 504 */
-    char via[64];             /* "Via: 1.1 httpbench-XXXXXXXX\r\n": its name is this
-                               * server's own, so a request that loops back is seen */
-    size_t via_len;
-    hb_addr self; /* the listening address (TCP), so a CONNECT to it is seen (508) */
-    int has_self;
+    /* The forward-proxy mode (relay.h): its settings, NULL when off. */
+    struct hb_relay_config *relay;
     uint64_t requests; /* responses begun (counted before their first byte) */
     uint64_t rejected; /* of which 4xx/5xx for bad requests */
     uint64_t timeouts; /* sessions cut off by a deadline */
     uint64_t buffered; /* request body bytes held now (reserved) */
-    uint64_t relayed;  /* responses relayed from an upstream (counted at their head) */
-    uint64_t tunnels;  /* CONNECT tunnels opened */
 } hb_sess_shared;
 
 /* What a session waits for. */
@@ -83,15 +72,16 @@ typedef struct hb_sess {
      * draining it, before the close. */
     int body_left;
     char content_type[256]; /* echoed by /echo */
-    struct hb_relay *relay; /* the relay's state, from the first request relayed */
-    int io_client, io_up;   /* with HB_WANT_IO */
-    int up_fd;              /* the upstream socket, -1 when none */
-    unsigned up_gen;        /* counts upstream sockets: a new one is a new
-                             * generation though its number may repeat */
-    int64_t since;          /* when the current wait began, or its last progress */
-    int64_t deadline;       /* when it gives up; 0: never. Kept current in every
+    struct hb_relay *relay; /* the relay (relay.h), from the first request relayed */
+    /* With HB_WANT_IO, the relay's wait as hb_relay_waits said it last. */
+    int io_client, io_up;
+    int up_fd;        /* the upstream socket, -1 when none */
+    unsigned up_gen;  /* counts upstream sockets: a new one is a new
+                      * generation though its number may repeat */
+    int64_t since;    /* when the current wait began, or its last progress */
+    int64_t deadline; /* when it gives up; 0: never. Kept current in every
                            * state, so a blocking wait can be bounded by it */
-    int64_t wake_at;        /* for HB_WANT_TIMER */
+    int64_t wake_at;  /* for HB_WANT_TIMER */
     /* The driver's own fields. */
     void *driver;
     struct hb_sess *prev, *next;

@@ -6,7 +6,7 @@ import base64
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["Target", "split_url", "Proxy", "split_proxy", "ProxyPlan", "proxy_plan"]
+__all__ = ["Target", "split_url", "Proxy", "split_proxy", "ProxyRoute", "proxy_route"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -91,7 +91,7 @@ def split_proxy(proxy: str) -> Proxy:
     return Proxy(ascii_host(parts.hostname), port, creds)
 
 
-class ProxyPlan(NamedTuple):
+class ProxyRoute(NamedTuple):
     """How requests to host:port go through a proxy: the address to connect
     to; for an https:// target the CONNECT to send on each new socket; for
     an http:// one the origin to put before each path (absolute form) and
@@ -105,8 +105,8 @@ class ProxyPlan(NamedTuple):
     label: str
 
 
-def proxy_plan(proxy: str, host: str, port: int, tls: bool, user_agent: str = "") -> ProxyPlan:
-    """The ProxyPlan for reaching host:port (over TLS if tls) through proxy
+def proxy_route(proxy: str, host: str, port: int, tls: bool, user_agent: str = "") -> ProxyRoute:
+    """The ProxyRoute for reaching host:port (over TLS if tls) through proxy
     (see split_proxy)."""
     via = split_proxy(proxy)
     auth = None
@@ -123,8 +123,8 @@ def proxy_plan(proxy: str, host: str, port: int, tls: bool, user_agent: str = ""
         # credentials in base64. (The idna codec over the whole request
         # refused credentials past about 20 characters as a long label.)
         tunnel = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
-        return ProxyPlan(via.host, via.port, tunnel, None, None, str(via))
+        return ProxyRoute(via.host, via.port, tunnel, None, None, str(via))
     # RFC 9112 section 3.2.2: to a proxy, the absolute form.
     authority = name if port == 80 else f"{name}:{port}"
-    return ProxyPlan(via.host, via.port, None, f"http://{authority}", auth, str(via))
+    return ProxyRoute(via.host, via.port, None, f"http://{authority}", auth, str(via))
 

@@ -5,7 +5,7 @@ Each agent runs itself (`Agent.run`): httpbench's own C loop, a worker
 thread per connection for the blocking clients, one event loop for aiohttp.
 Each keeps one connection alive per concurrent worker, reads the whole
 body, checks the status (and the echo of a POST), and is timed per request
-with time.perf_counter_ns; the accounting is the C loop's (httpbench/_plan.py).
+with time.perf_counter_ns; the accounting is the C loop's (httpbench/_ledger.py).
 A worker's connection and its counters live in a session object of the
 agent's own, never in attributes set on another library's objects; a
 failure is classed by the exception's type. Header bytes are reconstructed
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import _check
-from ._plan import Plan, Tally, ThreadCPU, agent_result
+from ._ledger import Ledger, Tally, ThreadCPU, agent_result
 from ._version import __version__
 from .result import Result
 from ._url import Proxy, split_proxy, split_url
@@ -177,7 +177,7 @@ class HttpbenchAgent(Agent):
         return r
 
 
-class _Scenario:
+class _Job:
     """What a Python agent's run needs, checked once."""
 
     def __init__(self, url: str, method: str, body: bytes | None, requests: int | None,
@@ -201,7 +201,7 @@ class _Scenario:
         self.concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
         self.timeout = _check.seconds("timeout", timeout)
         self.headers = {"Content-Type": "application/octet-stream"} if body is not None else {}
-        self.plan = Plan(self.requests, self.duration, body, body if check_echo else None,
+        self.ledger = Ledger(self.requests, self.duration, body, body if check_echo else None,
                          lengths_vary)
         self.tallies = [Tally() for _ in range(self.concurrency)]
 
@@ -211,15 +211,15 @@ class _Scenario:
         duration), closes the accounting and adds up the result."""
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
         t0 = time.perf_counter()
-        self.plan.start(targets)
-        interrupted = self.plan.wait()
-        self.plan.finish(self.tallies)
+        self.ledger.start(targets)
+        interrupted = self.ledger.wait()
+        self.ledger.finish(self.tallies)
         elapsed = time.perf_counter() - t0
         if errors and not interrupted:
             raise errors[0]
         r = agent_result(agent.name, agent.version(), self.url, self.method, self.host,
                          self.port, self.path, self.requests, self.concurrency, threads,
-                         self.plan, self.tallies, elapsed, interrupted, started)
+                         self.ledger, self.tallies, elapsed, interrupted, started)
         r.unix_socket = self.unix_socket or ""
         return r
 
@@ -229,10 +229,10 @@ class SyncAgent(Agent):
     connection) and sends its requests one after another."""
 
     @abstractmethod
-    def open(self, sc: _Scenario) -> Any:
-        """A new session to the scenario's server (sc.host, sc.port, or
-        sc.unix_socket when set; over TLS when sc.tls, checked as sc.trust
-        says; sc.timeout per request): an object of the agent's own."""
+    def open(self, job: _Job) -> Any:
+        """A new session to the scenario's server (job.host, job.port, or
+        job.unix_socket when set; over TLS when job.tls, checked as job.trust
+        says; job.timeout per request): an object of the agent's own."""
 
     @abstractmethod
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -251,30 +251,30 @@ class SyncAgent(Agent):
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
             check_echo: bool, trust: Trust, unix_socket: str | None = None,
             proxy: str | None = None) -> Result:
-        sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
+        job = _Job(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
                        check_echo, trust, unix_socket, proxy)
-        targets = [functools.partial(self._worker, sc, t) for t in sc.tallies]
-        return sc.measure(self, targets, threads=sc.concurrency)
+        targets = [functools.partial(self._worker, job, t) for t in job.tallies]
+        return job.measure(self, targets, threads=job.concurrency)
 
-    def _worker(self, sc: _Scenario, tally: Tally) -> None:
+    def _worker(self, job: _Job, tally: Tally) -> None:
         cpu = ThreadCPU()
-        plan = sc.plan
+        ledger = job.ledger
         try:
-            session = self.open(sc)
+            session = self.open(job)
         except Exception as e:  # noqa: BLE001 - the agent could not even start
             tally.first_error = f"{self.name} could not start: {e}"
             cpu.done(tally)
             return
         try:
-            while plan.take(tally):
+            while ledger.take(tally):
                 t0 = time.perf_counter_ns()
                 try:
-                    status, data, head = self.request(session, sc.method, sc.url, sc.path,
-                                                      plan.body, sc.headers)
+                    status, data, head = self.request(session, job.method, job.url, job.path,
+                                                      ledger.body, job.headers)
                 except Exception as e:  # noqa: BLE001 - each failure is counted in its class
-                    plan.fail(tally, self.classify(e), e)
+                    ledger.fail(tally, self.classify(e), e)
                     continue
-                plan.check(tally, status, data, head, t0)
+                ledger.check(tally, status, data, head, t0)
             tally.connects = self.connections(session)
         except Exception as e:  # noqa: BLE001 - outside a request: reported, not lost
             tally.first_error = tally.first_error or f"{self.name}: {e}"
@@ -303,19 +303,19 @@ class HttpClientAgent(SyncAgent):
         import http.client
         return {"receive": (http.client.IncompleteRead, http.client.BadStatusLine)}
 
-    def open(self, sc: _Scenario) -> _HttpClientSession:
+    def open(self, job: _Job) -> _HttpClientSession:
         import http.client
-        auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else {}
-        host, port = (sc.proxy.host, sc.proxy.port) if sc.proxy else (sc.host, sc.port)
-        if sc.tls:
-            conn = http.client.HTTPSConnection(host, port, timeout=sc.timeout,
-                                               context=sc.trust.ssl_context())
-            if sc.proxy:
-                conn.set_tunnel(sc.host, sc.port, headers=auth)
+        auth = {"Proxy-Authorization": job.proxy_auth} if job.proxy_auth else {}
+        host, port = (job.proxy.host, job.proxy.port) if job.proxy else (job.host, job.port)
+        if job.tls:
+            conn = http.client.HTTPSConnection(host, port, timeout=job.timeout,
+                                               context=job.trust.ssl_context())
+            if job.proxy:
+                conn.set_tunnel(job.host, job.port, headers=auth)
             return _HttpClientSession(conn)
-        plain = http.client.HTTPConnection(host, port, timeout=sc.timeout)
-        if sc.proxy:
-            origin = sc.url[:len(sc.url) - len(sc.path)] if sc.url.endswith(sc.path) else ""
+        plain = http.client.HTTPConnection(host, port, timeout=job.timeout)
+        if job.proxy:
+            origin = job.url[:len(job.url) - len(job.path)] if job.url.endswith(job.path) else ""
             return _HttpClientSession(plain, origin, auth)
         return _HttpClientSession(plain)
 
@@ -401,21 +401,21 @@ def _urllib3_errors() -> dict[str, tuple[type[BaseException], ...]]:
 
 
 class _Urllib3Session(_PoolSession):
-    def __init__(self, sc: _Scenario) -> None:
+    def __init__(self, job: _Job) -> None:
         super().__init__()
-        tls = _urllib3_trust(sc.trust) if sc.tls else {}
-        self.target = sc.path
-        if sc.proxy_url is not None:
+        tls = _urllib3_trust(job.trust) if job.tls else {}
+        self.target = job.path
+        if job.proxy_url is not None:
             import urllib3
-            auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
+            auth = {"Proxy-Authorization": job.proxy_auth} if job.proxy_auth else None
             # Its pools count their connects as the direct ones do.
             self.pool: Any = self.manager_class(urllib3.ProxyManager)(
-                sc.proxy_url, proxy_headers=auth, maxsize=1, retries=False, timeout=sc.timeout,
+                job.proxy_url, proxy_headers=auth, maxsize=1, retries=False, timeout=job.timeout,
                 **tls)
-            self.target = sc.url  # a proxy manager takes whole URLs
+            self.target = job.url  # a proxy manager takes whole URLs
             return
-        self.pool = self.pool_class(sc.tls)(sc.host, sc.port, maxsize=1, retries=False,
-                                            timeout=sc.timeout, **tls)
+        self.pool = self.pool_class(job.tls)(job.host, job.port, maxsize=1, retries=False,
+                                            timeout=job.timeout, **tls)
 
 
 class Urllib3Agent(SyncAgent):
@@ -424,8 +424,8 @@ class Urllib3Agent(SyncAgent):
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         return _urllib3_errors()
 
-    def open(self, sc: _Scenario) -> _Urllib3Session:
-        return _Urllib3Session(sc)
+    def open(self, job: _Job) -> _Urllib3Session:
+        return _Urllib3Session(job)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -444,10 +444,10 @@ class Urllib3Agent(SyncAgent):
 
 
 class _RequestsSession(_PoolSession):
-    def __init__(self, sc: _Scenario) -> None:
+    def __init__(self, job: _Job) -> None:
         super().__init__()
         import requests
-        self.timeout = sc.timeout
+        self.timeout = job.timeout
         self.session = requests.Session()
         # HTTP_PROXY and the like are not read, by this agent or any other:
         # a comparison never goes through a proxy by accident.
@@ -455,18 +455,18 @@ class _RequestsSession(_PoolSession):
         # Given with each request: a Session's own verify loses to
         # REQUESTS_CA_BUNDLE in the environment, a request's does not.
         self.verify: bool | str = True
-        if sc.tls:
-            _urllib3_trust(sc.trust)  # the warning off when unverified
-            self.verify = (sc.trust.cafile or True) if sc.trust.verify else False
+        if job.tls:
+            _urllib3_trust(job.trust)  # the warning off when unverified
+            self.verify = (job.trust.cafile or True) if job.trust.verify else False
         # requests' own extension point: an adapter of ours, whose pool
         # managers are the counting ones.
         self.session.mount("http://", _counting_adapter(self))
         self.session.mount("https://", _counting_adapter(self))
-        if sc.proxy is not None:
-            creds = sc.proxy.credentials
+        if job.proxy is not None:
+            creds = job.proxy.credentials
             quoted = "" if creds is None else (
                 f"{urllib.parse.quote(creds[0], safe='')}:{urllib.parse.quote(creds[1], safe='')}@")
-            proxy_url = f"http://{quoted}{sc.proxy}"
+            proxy_url = f"http://{quoted}{job.proxy}"
             self.session.proxies = {"http": proxy_url, "https": proxy_url}
 
 
@@ -506,8 +506,8 @@ class RequestsAgent(SyncAgent):
         own["tls"] += (requests.exceptions.SSLError,)
         return own
 
-    def open(self, sc: _Scenario) -> _RequestsSession:
-        return _RequestsSession(sc)
+    def open(self, job: _Job) -> _RequestsSession:
+        return _RequestsSession(job)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -539,19 +539,19 @@ class HttpxAgent(SyncAgent):
         return {"timeout": (httpx.TimeoutException,), "connect": (httpx.ConnectError,),
                 "receive": (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)}
 
-    def open(self, sc: _Scenario) -> _HttpxSession:
+    def open(self, job: _Job) -> _HttpxSession:
         import httpx
-        verify: Any = sc.trust.ssl_context() if sc.tls else True
-        if sc.unix_socket is not None:
-            transport = httpx.HTTPTransport(uds=sc.unix_socket, verify=verify)
-            return _HttpxSession(httpx.Client(timeout=sc.timeout, transport=transport,
+        verify: Any = job.trust.ssl_context() if job.tls else True
+        if job.unix_socket is not None:
+            transport = httpx.HTTPTransport(uds=job.unix_socket, verify=verify)
+            return _HttpxSession(httpx.Client(timeout=job.timeout, transport=transport,
                                               trust_env=False))
         proxy: Any = None
-        if sc.proxy_url is not None:
-            auth = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
-            proxy = httpx.Proxy(sc.proxy_url, headers=auth)
+        if job.proxy_url is not None:
+            auth = {"Proxy-Authorization": job.proxy_auth} if job.proxy_auth else None
+            proxy = httpx.Proxy(job.proxy_url, headers=auth)
         # No HTTP_PROXY, SSL_CERT_FILE or the like from the environment.
-        return _HttpxSession(httpx.Client(timeout=sc.timeout, verify=verify, trust_env=False,
+        return _HttpxSession(httpx.Client(timeout=job.timeout, verify=verify, trust_env=False,
                                           proxy=proxy))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -601,22 +601,22 @@ class PycurlAgent(SyncAgent):
             return _CURL_CLASSES.get(e.args[0], "exceptions")
         return super().classify(e)
 
-    def open(self, sc: _Scenario) -> _CurlSession:
+    def open(self, job: _Job) -> _CurlSession:
         import pycurl
         c = pycurl.Curl()
-        c.setopt(pycurl.TIMEOUT_MS, int(sc.timeout * 1000))
+        c.setopt(pycurl.TIMEOUT_MS, int(job.timeout * 1000))
         # "" is libcurl's way to read no http_proxy from the environment.
-        c.setopt(pycurl.PROXY, sc.proxy_url or "")
-        if sc.proxy is not None and sc.proxy.credentials is not None:
-            c.setopt(pycurl.PROXYUSERPWD, ":".join(sc.proxy.credentials))
-        if sc.unix_socket is not None:
-            c.setopt(pycurl.UNIX_SOCKET_PATH, sc.unix_socket)
-        if sc.tls:
-            if not sc.trust.verify:
+        c.setopt(pycurl.PROXY, job.proxy_url or "")
+        if job.proxy is not None and job.proxy.credentials is not None:
+            c.setopt(pycurl.PROXYUSERPWD, ":".join(job.proxy.credentials))
+        if job.unix_socket is not None:
+            c.setopt(pycurl.UNIX_SOCKET_PATH, job.unix_socket)
+        if job.tls:
+            if not job.trust.verify:
                 c.setopt(pycurl.SSL_VERIFYPEER, 0)
                 c.setopt(pycurl.SSL_VERIFYHOST, 0)
-            elif sc.trust.cafile is not None:
-                c.setopt(pycurl.CAINFO, os.fspath(sc.trust.cafile))
+            elif job.trust.cafile is not None:
+                c.setopt(pycurl.CAINFO, os.fspath(job.trust.cafile))
         return _CurlSession(c)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
@@ -670,21 +670,21 @@ class AiohttpAgent(Agent):
             duration: float | None, concurrency: int, timeout: float, lengths_vary: bool,
             check_echo: bool, trust: Trust, unix_socket: str | None = None,
             proxy: str | None = None) -> Result:
-        sc = _Scenario(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
+        job = _Job(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
                        check_echo, trust, unix_socket, proxy)
         errors: list[BaseException] = []
 
         def target() -> None:
             cpu = ThreadCPU()
             try:
-                asyncio.run(self._loop(sc))
+                asyncio.run(self._loop(job))
             except BaseException as e:  # noqa: BLE001 - raised again by measure()
                 errors.append(e)
-            cpu.done(sc.tallies[0])
+            cpu.done(job.tallies[0])
 
-        return sc.measure(self, [target], threads=1, errors=errors)
+        return job.measure(self, [target], threads=1, errors=errors)
 
-    async def _loop(self, sc: _Scenario) -> None:
+    async def _loop(self, job: _Job) -> None:
         import aiohttp
         created = [0]
 
@@ -693,36 +693,36 @@ class AiohttpAgent(Agent):
 
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_end.append(on_create)
-        ssl_arg: Any = sc.trust.ssl_context() if sc.tls else True
-        proxy_headers = {"Proxy-Authorization": sc.proxy_auth} if sc.proxy_auth else None
+        ssl_arg: Any = job.trust.ssl_context() if job.tls else True
+        proxy_headers = {"Proxy-Authorization": job.proxy_auth} if job.proxy_auth else None
         connector: aiohttp.BaseConnector
-        if sc.unix_socket is not None:
-            connector = aiohttp.UnixConnector(sc.unix_socket, limit=len(sc.tallies))
+        if job.unix_socket is not None:
+            connector = aiohttp.UnixConnector(job.unix_socket, limit=len(job.tallies))
         else:
-            connector = aiohttp.TCPConnector(limit=len(sc.tallies), ssl=ssl_arg)
-        plan = sc.plan
+            connector = aiohttp.TCPConnector(limit=len(job.tallies), ssl=ssl_arg)
+        ledger = job.ledger
         async with aiohttp.ClientSession(connector=connector, trace_configs=[trace],
-                                         timeout=aiohttp.ClientTimeout(total=sc.timeout),
+                                         timeout=aiohttp.ClientTimeout(total=job.timeout),
                                          auto_decompress=False) as session:
 
             async def worker(tally: Tally) -> None:
-                while plan.take(tally):
+                while ledger.take(tally):
                     t0 = time.perf_counter_ns()
                     try:
-                        async with session.request(sc.method, sc.url, data=plan.body,
-                                                   headers=sc.headers, ssl=ssl_arg,
-                                                   proxy=sc.proxy_url,
+                        async with session.request(job.method, job.url, data=ledger.body,
+                                                   headers=job.headers, ssl=ssl_arg,
+                                                   proxy=job.proxy_url,
                                                    proxy_headers=proxy_headers) as r:
                             data = await r.read()
                             head = _head_bytes(r.status, r.reason or "", list(r.headers.items()))
                             status = r.status
                     except Exception as e:  # noqa: BLE001 - counted in its class
-                        plan.fail(tally, self.classify(e), e)
+                        ledger.fail(tally, self.classify(e), e)
                         continue
-                    plan.check(tally, status, data, head, t0)
+                    ledger.check(tally, status, data, head, t0)
 
-            await asyncio.gather(*(worker(t) for t in sc.tallies))
-        sc.tallies[0].connects = created[0]
+            await asyncio.gather(*(worker(t) for t in job.tallies))
+        job.tallies[0].connects = created[0]
 
 
 AGENTS: dict[str, Agent] = {a.name: a for a in (

@@ -1,13 +1,13 @@
 """httpbench.Connection: the C core's blocking keep-alive connection, with
 the decisions that are not HTTP/1.1's wire made here, in Python, before the
-call (a URL split into host, port and scheme; a forward proxy's plan)."""
+call (a URL split into host, port and scheme; a forward proxy's route)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from . import _core
-from ._url import proxy_plan, split_url
+from ._url import proxy_route, split_url
 
 __all__ = ["Connection"]
 
@@ -26,7 +26,7 @@ class Connection(_core.Connection):
         via = None
         # Wrong types go on to the core, which names them.
         if proxy is not None and isinstance(host, str) and isinstance(port, int):
-            via = proxy_plan(proxy, host, port, bool(options.get("tls", False)))
+            via = proxy_route(proxy, host, port, bool(options.get("tls", False)))
         super().__init__(host, port, timeout, _via=via, **options)
 
     @classmethod

@@ -17,7 +17,7 @@ from typing import IO, Any, Protocol
 from . import _core
 from ._request import (IDEMPOTENT, USER_AGENT, basic_auth, host_field, public_url, tls_context,
                        url_credentials, with_header)
-from ._url import ProxyPlan, proxy_plan
+from ._url import ProxyRoute, proxy_route
 from .progress import Progress, Reporter
 from .result import FAILURE_CLASSES, Latency, Result, Second
 from .scenario import describe, loop_form
@@ -123,15 +123,15 @@ def _headers(spec: RunSpec) -> Any:
     return headers
 
 
-def _requests(spec: RunSpec, plan: ProxyPlan | None) -> dict[str, Any]:
+def _requests(spec: RunSpec, route: ProxyRoute | None) -> dict[str, Any]:
     """The request's settings for the loop: its bytes (or a scenario's),
     whether it is HEAD, and whether it may be sent again."""
     t = spec.target
     host = host_field(t.host, t.port, t.tls)
     # Through a forward proxy to an http:// server: the absolute form and
     # the proxy's credentials, added by the request builder.
-    via = {"origin": ((plan and plan.origin) or "").encode("ascii"),
-           "proxy_auth": ((plan and plan.auth) or "").encode("ascii")}
+    via = {"origin": ((route and route.origin) or "").encode("ascii"),
+           "proxy_auth": ((route and route.auth) or "").encode("ascii")}
     if spec.scenario is not None:
         loop = loop_form(spec.scenario, spec.url, _headers(spec), host, via)
         return {"request": loop[0][0][0], "head": loop[0][2], "scenario": loop,
@@ -143,9 +143,9 @@ def _requests(spec: RunSpec, plan: ProxyPlan | None) -> dict[str, Any]:
             "idempotent": spec.method.upper() in IDEMPOTENT}
 
 
-def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyPlan | None]:
+def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyRoute | None]:
     """What _core._Bench reads (csrc/py_bench.c's table: one name per field
-    of hb_bench_config), and the proxy's plan."""
+    of hb_bench_config), and the proxy's route."""
     t = spec.target
     threads = spec.loop_threads
     # A socket per connection, an epoll and a timerfd per thread, and room
@@ -157,13 +157,13 @@ def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyP
     tls = tls_context(t, spec.verify, spec.cafile, spec.certfile, spec.keyfile,
                       spec.server_hostname, spec.tls_min, spec.tls_max, spec.ciphers,
                       spec.ciphersuites, spec.tls_resume)
-    plan = None
+    route = None
     if spec.proxy is not None:
-        plan = proxy_plan(spec.proxy, t.host, t.port, t.tls, USER_AGENT)
+        route = proxy_route(spec.proxy, t.host, t.port, t.tls, USER_AGENT)
     warmup = spec.warmup
     settings = {
-        "host": plan.host if plan else t.host, "port": plan.port if plan else t.port,
-        "tunnel": plan.tunnel if plan else None, "tls": tls, "unix_socket": spec.unix_socket,
+        "host": route.host if route else t.host, "port": route.port if route else t.port,
+        "tunnel": route.tunnel if route else None, "tls": tls, "unix_socket": spec.unix_socket,
         "requests": spec.requests or 0, "duration": spec.duration or 0.0,
         "concurrency": spec.concurrency, "threads": threads, "keepalive": spec.keepalive,
         "rate": (spec.rate or 0.0) if spec.stages is None else 0.0, "timeout": spec.timeout,
@@ -171,8 +171,8 @@ def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyP
         "stages": spec.stages, "vus": spec.concurrency_stages, "prepared": prepared,
         "warmup_requests": warmup if isinstance(warmup, int) else 0,
         "warmup_seconds": warmup if isinstance(warmup, float) else 0.0,
-        **_requests(spec, plan)}
-    return settings, plan
+        **_requests(spec, route)}
+    return settings, route
 
 
 def _begin(bench: _core._Bench, prepared: bool, coordinator: Coordinator | None) -> float | None:
@@ -198,7 +198,7 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     # loop warms up, then waits for go()); a run spread over machines
     # always starts so, every connection open before the common instant.
     prepared = bool(spec.warmup) or coordinator is not None
-    settings, plan = loop_settings(spec, prepared)
+    settings, route = loop_settings(spec, prepared)
     bench = _core._Bench(settings)
     at = _begin(bench, prepared, coordinator)
     started: str | None = None
@@ -221,18 +221,18 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
                                  spec.rate if spec.stages is None else None, spec.stages)
         for part in [raw, *raw.get("by_request", ())]:
             part["time_taken"] = max(part["time_taken"], length)
-    return _results(spec, raw, started=started, interrupted=interrupted, plan=plan)
+    return _results(spec, raw, started=started, interrupted=interrupted, route=route)
 
 
 def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupted: bool,
-             plan: ProxyPlan | None) -> Result:
+             route: ProxyRoute | None) -> Result:
     """The run's Result, and a scenario's per-name Results in it."""
     t, scenario = spec.target, spec.scenario
     common = dict(
         start_time=started, host=t.host, port=t.port, requests=spec.requests,
         concurrency=spec.concurrency, threads=spec.loop_threads, rate=spec.rate,
         interrupted=interrupted, unix_socket=spec.unix_socket or "", pipeline=spec.pipeline,
-        proxy=plan.label if plan else "", stages=list(spec.stages or []),
+        proxy=route.label if route else "", stages=list(spec.stages or []),
         concurrency_stages=list(spec.concurrency_stages or []))
     method, path = spec.method, t.path
     if scenario is not None:

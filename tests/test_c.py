@@ -59,7 +59,7 @@ def test_scenario_picks_and_body_check(tmp_path):
               minimum=78, timeout=60)
 
 
-SESSION = ["csrc/session.c", "csrc/relay.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c",
+SESSION = ["csrc/session.c", "csrc/head.c", "csrc/relay.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c",
            "csrc/net.c"]
 DRIVERS = {
     "fuzz_response": ("corpus", ["csrc/parser.c"]),
@@ -113,3 +113,34 @@ def test_the_glue_imports_no_python_module_of_ours():
             if "PyImport_" in line:
                 imports.append((src.name, line.strip()))
     assert imports == [("module.c", 'PyObject *exc = PyImport_ImportModule("httpbench.exceptions");')]
+
+
+def test_the_relay_meets_the_session_through_relay_h_alone(tmp_path):
+    """relay.c knows nothing of hb_sess: the session lends it the client
+    side and reads back its wait (relay.h); session.h does not include
+    relay.h; and the relay builds and links with no session at all."""
+    relay = (ROOT / "csrc" / "relay.c").read_text()
+    assert '#include "session.h"' not in relay and "hb_sess" not in relay
+    assert '#include "relay.h"' not in (ROOT / "csrc" / "session.h").read_text()
+    # One head writer: both write their status line and Connection field
+    # through head.h, and neither spells one out itself.
+    for name in ("session.c", "relay.c"):
+        src = (ROOT / "csrc" / name).read_text()
+        assert "hb_head_status(" in src and "hb_head_end(" in src, name
+        assert '"HTTP/1.1 %' not in src and '"Connection: close' not in src, name
+    main = tmp_path / "main.c"
+    main.write_text('#include "relay.h"\n'
+                    'int main(void) {\n'
+                    '    static hb_relay_config cfg;\n'
+                    '    hb_relay_client client = {0};\n'
+                    '    hb_relay *rl = hb_relay_new(&cfg, &client);\n'
+                    '    int ok = rl != 0 && hb_relay_waits(rl)->up_fd == -1;\n'
+                    '    hb_relay_free(rl);\n'
+                    '    return ok ? 0 : 1;\n'
+                    '}\n')
+    exe = tmp_path / "relay_alone"
+    subprocess.run([CC, *FLAGS, "-I", str(ROOT / "csrc"), "-o", str(exe), str(main),
+                    *(str(ROOT / "csrc" / f) for f in
+                      ("relay.c", "head.c", "parser.c", "buf.c", "net.c"))],
+                   check=True, capture_output=True, text=True, env=tool_env())
+    assert subprocess.run([str(exe)], env=tool_env(), timeout=30).returncode == 0

@@ -81,3 +81,48 @@ def test_output_files_are_written_after_the_run_and_left_out_when_it_never_began
 def test_mixing_t_and_d_with_different_values_is_a_usage_error(tmp_path):
     r = hb("-t", "1", "-d", "2s", "http://127.0.0.1:1/", cwd=tmp_path)
     assert r.returncode == 2 and "the same time limit" in r.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["compare"], ["capacity"]])
+@pytest.mark.parametrize("flags,error", [
+    (["-c", "0"], "-c must be"),
+    (["--concurrency", "-3"], "-c must be"),
+    (["-n", "0"], "-n must be"),
+    (["--threads", "0"], "--threads must be"),
+    (["-s", "soon"], "-s takes a time like 10, 10s"),
+    (["-s", "nan"], "-s must be"),
+    (["-H", "no colon"], "-H takes 'Name: value'"),
+])
+def test_the_shared_flags_mean_and_check_the_same_in_every_subcommand(tmp_path, command, flags,
+                                                                      error):
+    """-c, -n, --threads, -s and -H are defined once (cli/common.py's
+    COMMON) and checked once, so each subcommand that has one refuses a bad
+    value with the same words; one that lacks it says so as argparse does."""
+    from httpbench.cli.bench import bench_parser
+    from httpbench.cli.capacity import capacity_parser
+    from httpbench.cli.compare import compare_parser
+    parser = {(): bench_parser, ("compare",): compare_parser,
+              ("capacity",): capacity_parser}[tuple(command)]()
+    has = {o for a in parser._actions for o in a.option_strings}
+    r = hb(*command, *flags, URL, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    if flags[0] in has:
+        assert r.stderr.count("\n") == 1 and error in r.stderr, r.stderr
+    else:
+        assert "unrecognized arguments" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_the_shared_flags_are_defined_once():
+    """No subcommand defines a shared flag of its own."""
+    from httpbench.cli.bench import bench_parser
+    from httpbench.cli.capacity import capacity_parser
+    from httpbench.cli.common import COMMON
+    from httpbench.cli.compare import compare_parser
+    shared = {dest: flags for dest, (flags, _) in COMMON.items()}
+    for make in (bench_parser, compare_parser, capacity_parser):
+        for action in make()._actions:
+            for dest, flags in shared.items():
+                if set(action.option_strings) & set(flags):
+                    assert action.dest == dest and tuple(action.option_strings) == flags, (
+                        make.__name__, action.option_strings)

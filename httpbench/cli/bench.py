@@ -18,10 +18,11 @@ from ..scenario import Request, Scenario, join_target
 from .common import (
     Outputs,
     UsageError,
+    add_common,
     add_tls_arguments,
+    check_common,
     load_scenario,
     one_line,
-    parse_headers,
     parse_time,
     parse_warmup,
     proxy_option,
@@ -67,11 +68,16 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", metavar="FILE.py",
                    help="run the httpbench.Scenario that FILE.py names `scenario` (as a "
                         "locustfile); the URL (or the file's `url`) gives the server")
-    p.add_argument("-n", dest="requests", type=int,
-                   help="requests to perform (with neither -n nor a time limit the run lasts "
-                        "10 s, as wrk's; ab's default of one request measures nothing)")
-    p.add_argument("-c", dest="concurrency", type=int,
-                   help="requests at a time: connections (default 1, as in ab)")
+
+
+    add_common(p, "requests", "concurrency", "threads", "timeout", "headers", "quiet", "json",
+               "unix_socket", "proxy",
+               requests={"help": "requests to perform (with neither -n nor a time limit the run "
+                                 "lasts 10 s, as wrk's; ab's default of one request measures "
+                                 "nothing)"},
+               concurrency={"help": "requests at a time: connections (default 1, as in ab)"},
+               json={"help": "write the whole result as JSON to FILE; '-': to standard output, "
+                             "the report then going to standard error"})
     p.add_argument("-t", dest="t_text", metavar="TIME",
                    help="time limit, as ab's -t: 10, 10s, 2m, 500ms (no request cap)")
     p.add_argument("-d", "--duration", "-z", dest="d_text", metavar="TIME",
@@ -84,30 +90,25 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("-u", dest="putfile", help="file to PUT")
     p.add_argument("-T", dest="content_type", help="Content-Type of the body")
     p.add_argument("-i", dest="head", action="store_true", help="HEAD instead of GET")
-    p.add_argument("-H", dest="headers", action="append", default=[], metavar="'Name: value'",
-                   help="extra header (repeatable)")
+
     p.add_argument("-A", dest="auth", metavar="USER:PASS", help="HTTP Basic authentication")
     p.add_argument("-C", dest="cookies", action="append", default=[], metavar="NAME=VALUE",
                    help="a cookie (repeatable)")
     p.add_argument("-m", dest="method", help="method (default GET, POST with -p, PUT with -u)")
-    p.add_argument("-s", dest="timeout", default="30", metavar="TIME",
-                   help="time each request may take (default 30s)")
-    p.add_argument("-q", dest="quiet", action="store_true", help="no progress")
+
+
     p.add_argument("-l", dest="lengths_vary", action="store_true",
                    help="do not count a body length unlike the first as a failure")
     p.add_argument("-v", dest="verbosity", type=int, default=0, metavar="LEVEL",
                    help="as ab: 2 or more prints the first response's head")
     p.add_argument("-e", dest="csv", help="write the percentiles as CSV to this file")
-    p.add_argument("--json", dest="json", metavar="FILE",
-                   help="write the whole result as JSON to FILE; '-': to standard output, the "
-                        "report then going to standard error")
+
     p.add_argument("--hgrm", metavar="FILE",
                    help="write HdrHistogram's percentile distribution (values in ms) to FILE "
                         "('-': standard output)")
     p.add_argument("-R", "--rate", type=float,
                    help="open loop at this many requests a second over the whole run (wrk2)")
-    p.add_argument("--threads", type=int,
-                   help="OS threads (default: the CPUs this process may use, capped by -c)")
+
     p.add_argument("--warmup", metavar="N|TIME",
                    help="requests (N) or a time (2s, 1m) to run first, uncounted")
     p.add_argument("--latency", action="store_true",
@@ -129,11 +130,8 @@ def bench_parser() -> argparse.ArgumentParser:
                    help="with --no-keepalive: a full handshake for every connection, as ab "
                         "does (default: resume the connection's last session, as wrk, h2load "
                         "and browsers do)")
-    p.add_argument("--unix-socket", metavar="PATH",
-                   help="as curl: connect to this Unix socket, not the URL's host and port (the "
-                        "URL still gives Host and the path)")
-    p.add_argument("-X", dest="proxy", metavar="PROXY",
-                   help="as ab: through the forward proxy host:port (or http://host:port)")
+
+
     p.add_argument("-P", dest="proxy_auth", metavar="USER:PASS",
                    help="as ab: the proxy's credentials (Proxy-Authorization, Basic)")
     p.add_argument("--proxy-from-env", action="store_true",
@@ -184,7 +182,7 @@ def _wrk_threads_habit(args: argparse.Namespace) -> str | None:
 
 def _request_parts(args: argparse.Namespace) -> tuple[str, bytes | None, list[tuple[str, str]]]:
     """The method, body and headers the flags ask for."""
-    headers = parse_headers(args.headers)
+    headers = list(args.headers)
     body = None
     method = args.method
     if args.head:
@@ -249,17 +247,13 @@ def bench(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     try:
         habit = _wrk_threads_habit(args)
-        if args.requests is not None:
-            args.requests = _check.count("-n", args.requests)
         if args.concurrency is None:
             args.concurrency = 1
-        args.concurrency = _check.count("-c", args.concurrency, 1, _check.MAX_CONCURRENCY)
+        check_common(args)
         limit = _time_limit(args)
-        if args.threads is not None:
-            args.threads = _check.count("--threads", args.threads, 1, _check.MAX_THREADS)
         if args.rate is not None:
             args.rate = _check.rate(args.rate, args.concurrency)
-        timeout = parse_time("-s", args.timeout)
+        timeout = args.timeout
         warmup = parse_warmup(args.warmup)
         method, body, headers = _request_parts(args)
         scenario = _scenario(args, method, body)

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from ..exceptions import HttpbenchError
-from .common import UsageError, load_scenario, one_line, parse_headers
+from .common import UsageError, add_common, check_common, load_scenario, one_line
 
 
 def capacity_parser() -> argparse.ArgumentParser:
@@ -34,14 +34,13 @@ def capacity_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, default=1.25, help="rate factor per stage (1.25)")
     p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
                    help="each stage's length (default 5)")
-    p.add_argument("-c", "--concurrency", type=int, default=50,
-                   help="connections (default 50, not 1 as for a run: one connection waits for "
-                        "each answer, so it cannot reach most servers' capacity)")
-    p.add_argument("--threads", type=int, help="loop threads (default: the CPUs, at most -c)")
-    p.add_argument("-s", "--timeout", type=float, default=30.0, help="seconds per request")
-    p.add_argument("-H", dest="headers", action="append", default=[], metavar="'Name: value'",
-                   help="a header added to every request (repeatable)")
-    p.add_argument("--json", metavar="FILE", help="write the stages as JSON")
+    add_common(p, "concurrency", "threads", "timeout", "headers", "json",
+               concurrency={"default": 50,
+                            "help": "connections (default 50, not 1 as for a run: one "
+                                    "connection waits for each answer, so it cannot reach most "
+                                    "servers' capacity)"},
+               threads={"help": "loop threads (default: the CPUs, at most -c)"},
+               json={"help": "write the stages as JSON to FILE"})
     return p
 
 
@@ -50,11 +49,12 @@ def capacity_main(argv: Sequence[str]) -> int:
 
     args = capacity_parser().parse_args(argv)
     try:
+        check_common(args)
         scenario = load_scenario(args.scenario)[0] if args.scenario else None
         c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
                      start=args.start, step=args.step, stage_s=args.stage,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
-                     headers=parse_headers(args.headers), scenario=scenario)
+                     headers=args.headers, scenario=scenario)
     except (ValueError, UsageError, HttpbenchError, OSError) as e:
         print(one_line("httpbench capacity", e), file=sys.stderr)
         return 2 if isinstance(e, (ValueError, UsageError)) else 1

@@ -16,6 +16,60 @@ from .. import _check
 from .._url import split_proxy, split_url
 from ..scenario import Scenario
 
+# The flags the subcommands share, each defined once: (its flags, argparse's
+# keywords). A subcommand takes those it has with add_common, changing a
+# default or a help text where its meaning there needs saying, and
+# check_common checks their values once, by the flag's own name.
+COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
+    "requests": (("-n",), {"type": int, "metavar": "N", "help": "requests to perform"}),
+    "concurrency": (("-c", "--concurrency"), {
+        "type": int, "metavar": "N", "help": "connections: requests at a time (default 1)"}),
+    "threads": (("--threads",), {
+        "type": int, "metavar": "N",
+        "help": "OS threads (default: the CPUs this process may use, capped by -c)"}),
+    "timeout": (("-s", "--timeout"), {
+        "default": "30", "metavar": "TIME",
+        "help": "time each request may take: 30, 30s, 500ms (default 30s)"}),
+    "headers": (("-H",), {
+        "action": "append", "default": [], "metavar": "'Name: value'",
+        "help": "a header added to every request (repeatable)"}),
+    "quiet": (("-q",), {"action": "store_true", "help": "no progress"}),
+    "json": (("--json",), {"metavar": "FILE", "help": "write the result as JSON to FILE"}),
+    "unix_socket": (("--unix-socket",), {
+        "metavar": "PATH",
+        "help": "as curl: connect to this Unix socket, not the URL's host and port (the URL "
+                "still gives Host and the path)"}),
+    "proxy": (("-X", "--proxy"), {
+        "metavar": "PROXY",
+        "help": "as ab: through the forward proxy host:port or http://[user:pass@]host:port"}),
+}
+
+
+def add_common(p: argparse.ArgumentParser, *dests: str,
+               **changes: dict[str, object]) -> None:
+    """Adds the shared flags named (COMMON's keys) to p, in that order; a
+    keyword named after one changes its argparse keywords (a default, a
+    help text)."""
+    for dest in dests:
+        flags, kwargs = COMMON[dest]
+        p.add_argument(*flags, dest=dest, **{**kwargs, **changes.get(dest, {})})  # type: ignore[arg-type]
+
+
+def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CONCURRENCY) -> None:
+    """The shared flags' values checked and converted in place (a time to
+    seconds, -H lines to pairs); a bad one is a ValueError or UsageError
+    naming its flag. Flags the subcommand does not have are skipped."""
+    given = vars(args)
+    if given.get("requests") is not None:
+        args.requests = _check.count("-n", args.requests)
+    if given.get("concurrency") is not None:
+        args.concurrency = _check.count("-c", args.concurrency, 1, max_concurrency)
+    if given.get("threads") is not None:
+        args.threads = _check.count("--threads", args.threads, 1, _check.MAX_THREADS)
+    if isinstance(given.get("timeout"), str):
+        args.timeout = parse_time("-s", args.timeout)
+    if "headers" in given:
+        args.headers = parse_headers(args.headers)
 
 
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,13 +8,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import _check
 from ..agents import AGENTS, MAX_WORKERS, available_agents
 from ..compare import compare
 from ..exceptions import HttpbenchError
 from .._url import split_proxy
 from ..runner import parse_url
-from .common import Outputs, UsageError, one_line, parse_time
+from .common import Outputs, UsageError, add_common, check_common, one_line, parse_time
 
 
 def compare_parser() -> argparse.ArgumentParser:
@@ -28,10 +27,16 @@ def compare_parser() -> argparse.ArgumentParser:
                    "method is sent to this URL)")
     p.add_argument("--agents", help=f"comma-separated, of: {', '.join(AGENTS)} "
                    "(default: every one installed)")
-    p.add_argument("-n", dest="requests", type=int, help="requests per agent and scenario "
-                   "(default 20,000, 200,000 with --full)")
-    p.add_argument("-c", dest="concurrency", type=int, default=1,
-                   help="connections per agent (default 1)")
+    add_common(p, "requests", "concurrency", "quiet", "json", "unix_socket", "proxy",
+               requests={"help": "requests per agent and scenario (default 20,000, 200,000 "
+                                 "with --full)"},
+               concurrency={"default": 1, "help": "connections per agent (default 1)"},
+               json={"help": "write every result as JSON to FILE"},
+               unix_socket={"help": "every agent connects to this Unix socket (with no URL the "
+                                    "embedded server listens on it); http.client, urllib3 and "
+                                    "requests cannot"},
+               proxy={"help": "every agent goes through this forward proxy, host:port or "
+                              "http://[user:pass@]host:port"})
     p.add_argument("-t", "-d", "--duration", dest="duration", metavar="TIME",
                    help="time each run may take at most: 3, 3s, 500ms (default 3 s; none with "
                         "--full)")
@@ -40,10 +45,8 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="do not run on one CPU (with the embedded server and -c 1, server and "
                         "clients share one CPU, as in the seed's runs)")
-    p.add_argument("-q", dest="quiet", action="store_true", help="no progress lines")
     p.add_argument("--reports", action="store_true",
                    help="each agent's ab report before the table (they are long)")
-    p.add_argument("--json", help="write every result as JSON to this file")
     p.add_argument("--markdown", help="write the side-by-side table as Markdown to this file")
     p.add_argument("--tls", action="store_true",
                    help="with no URL: the embedded server over TLS (every agent verifies its "
@@ -52,12 +55,6 @@ def compare_parser() -> argparse.ArgumentParser:
                    help="an https:// URL's server is not verified, by any agent")
     p.add_argument("--cacert", metavar="FILE",
                    help="every agent verifies an https:// URL's server against FILE (PEM)")
-    p.add_argument("--unix-socket", metavar="PATH",
-                   help="every agent connects to this Unix socket (with no URL the embedded "
-                        "server listens on it); http.client, urllib3 and requests cannot")
-    p.add_argument("-X", "--proxy", dest="proxy", metavar="PROXY",
-                   help="every agent goes through this forward proxy, host:port or "
-                        "http://[user:pass@]host:port")
     return p
 
 
@@ -71,9 +68,7 @@ def compare_main(argv: Sequence[str]) -> int:
             if unknown:
                 raise UsageError(f"unknown agent(s) {', '.join(unknown)}; available here: "
                                  f"{', '.join(available_agents())}")
-        if args.requests is not None:
-            args.requests = _check.count("-n", args.requests)
-        args.concurrency = _check.count("-c", args.concurrency, 1, MAX_WORKERS)
+        check_common(args, max_concurrency=MAX_WORKERS)
         if args.duration is not None:
             args.duration = parse_time("-t", args.duration)
         if args.url is not None:

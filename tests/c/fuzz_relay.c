@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include "../../csrc/relay.h"
 #include "fuzz_sess.h"
 
 #include <arpa/inet.h>
@@ -38,15 +39,18 @@ static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
 static int listener = -1;
 static char port_text[6];
 
+static hb_relay_config relay_cfg;
+
 static hb_sess_shared *relay_shared(void)
 {
     static hb_sess_shared sh;
     static int made;
     if (!made) {
         sh = *fuzz_shared(NULL, NULL);
-        sh.proxy = 1;
-        sh.upstream_timeout = 1000000000;
-        sh.via_len = (size_t)snprintf(sh.via, sizeof sh.via, "Via: 1.1 httpbench-fuzz0000\r\n");
+        sh.relay = &relay_cfg;
+        relay_cfg.upstream_timeout = 1000000000;
+        relay_cfg.via_len = (size_t)snprintf(relay_cfg.via, sizeof relay_cfg.via,
+                                             "Via: 1.1 httpbench-fuzz0000\r\n");
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         socklen_t len = sizeof a;
         listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -105,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(in, data, size);
     /* Both ways of moving bytes: splice for inputs of even length, the
      * buffer for odd. */
-    sh->zero_copy = size % 2 == 0;
+    relay_cfg.zero_copy = size % 2 == 0;
     for (char *p = in; (p = memmem(p, size - (size_t)(p - in), "@@@@@", 5)) != NULL; p += 5)
         memcpy(p, port_text, 5);
     if (size > 0 && write(sv[1], in, size) != (ssize_t)size)
@@ -115,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static upstream u;
     u.n = 0;
     u.got_len = 0;
-    uint64_t tunnels = sh->tunnels;
+    uint64_t tunnels = relay_cfg.tunnels;
     hb_sess s;
     int64_t now = 1;
     size_t got = 0;
@@ -144,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sh->buffered != 0)
         abort();
     /* What went upstream (a tunnel carries anything) is a request head. */
-    if (sh->tunnels == tunnels && u.got_len > 0) {
+    if (relay_cfg.tunnels == tunnels && u.got_len > 0) {
         static hb_request r;
         hb_request_reset(&r);
         if (hb_parse_request(&r, u.got, u.got_len) == HB_PARSE_ERROR) {

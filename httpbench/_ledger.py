@@ -19,7 +19,7 @@ from . import _core
 from ._core import Histogram
 from .result import FAILURE_CLASSES, Latency, Result
 
-__all__ = ["GRACE_S", "Tally", "Plan", "ThreadCPU", "agent_result"]
+__all__ = ["GRACE_S", "Tally", "Ledger", "ThreadCPU", "agent_result"]
 
 # After Ctrl-C or the end of a duration, how long requests in flight may take
 # to finish before they are cancelled: the C loop's rule (bench.h).
@@ -46,7 +46,7 @@ class Tally:
             self.first_error = str(error) or type(error).__name__
 
 
-class Plan:
+class Ledger:
     """The shared ticket counter, the checks, and the close of the
     accounting; started and waited for by the agent that runs."""
 
@@ -193,7 +193,7 @@ class ThreadCPU:
 
 
 def agent_result(name: str, version: str, url: str, method: str, host: str, port: int,
-                 path: str, requests: int | None, concurrency: int, threads: int, plan: Plan,
+                 path: str, requests: int | None, concurrency: int, threads: int, ledger: Ledger,
                  tallies: Sequence[Tally], elapsed: float, interrupted: bool,
                  started: str) -> Result:
     """The Result of a Python agent's run: its tallies merged."""
@@ -215,7 +215,7 @@ def agent_result(name: str, version: str, url: str, method: str, host: str, port
         failures=failures, non_2xx=sum(t.non_2xx for t in tallies), status_counts=status,
         time_taken=elapsed, bytes_received=sum(t.body_bytes + t.head_bytes for t in tallies),
         body_bytes=sum(t.body_bytes for t in tallies), bytes_sent=0,
-        document_length=plan.doc_len, server_software="",
+        document_length=ledger.doc_len, server_software="",
         keepalive_requests=max(0, complete - connects), connects=connects,
         reconnects=max(0, connects - concurrency), concurrency=concurrency, threads=threads,
         cpu_user=sum(t.cpu_user for t in tallies), cpu_sys=sum(t.cpu_sys for t in tallies),
