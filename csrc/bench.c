@@ -161,11 +161,18 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
     for (int k = 0; k < b->nreqs; k++)
         hb_br_init(&t->res[k]);
     hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
+    /* Each connection's exchanges: as many as it may have in flight. */
+    int depth = cfg->pipeline > 1 ? cfg->pipeline : 1;
+    t->exchanges = calloc((size_t)t->nconns * (size_t)depth, sizeof *t->exchanges);
+    if (t->exchanges == NULL && t->nconns > 0)
+        return -1;
     for (int j = 0; j < t->nconns; j++) {
-        hb_sock_init(&t->conns[j].sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
-        t->conns[j].sock.shared = cfg->transport_shared;
-        t->conns[j].ex.rq = &b->reqs[0];
-        t->conns[j].ex.res = &t->res[0];
+        bconn *c = &t->conns[j];
+        hb_sock_init(&c->sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
+        c->sock.shared = cfg->transport_shared;
+        c->xs = &t->exchanges[(size_t)j * (size_t)depth];
+        c->xs[0].rq = &b->reqs[0];
+        c->xs[0].res = &t->res[0];
     }
     t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
     t->scratch = malloc(SCRATCH);
@@ -426,6 +433,7 @@ void hb_bench_free(hb_bench *b)
                 free(t->conns[k].tn);
             }
         free(t->conns);
+        free(t->exchanges);
         free(t->ready);
         free(t->scratch);
         free(t->timeline);

@@ -1,8 +1,9 @@
 /* bench_conn.c: the timing loop's connection machine (its states and
  * transitions in the table below) and the loops that drive it. A
  * connection's socket (connect, tunnel, handshake, reconnect) is apart
- * from the exchange it carries (bexch: one request's ticket, clock and
- * outcome, or a pipelined batch's). */
+ * from the exchanges it carries (bexch: one request's ticket, clock and
+ * outcome), which it holds in order in c->xs: [answered, batch) are in
+ * flight, the oldest (hb_bc_current) the one being answered. */
 #define _GNU_SOURCE
 #include "bench_int.h"
 
@@ -105,6 +106,13 @@ static int unanswered(const bconn *c)
     return c->batch - c->answered;
 }
 
+/* The connect's time, in each exchange the new socket carries. */
+static void set_connect_ns(bconn *c, int64_t ns)
+{
+    for (int i = c->answered; i < c->batch; i++)
+        c->xs[i].connect_ns = ns;
+}
+
 /* n of c's requests are over, and with them its batch: the connection goes
  * on the ready stack and the loop starts its next one (not here, so a run
  * of instant failures is a loop, not a recursion). */
@@ -116,11 +124,14 @@ static void end_batch(bthread *t, bconn *c, int n, int64_t now)
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
 
-static void bc_fail(bthread *t, bconn *c, uint64_t *cls, int64_t now, const char *why)
+/* Every exchange in flight on c failed in class cls (HB_FAIL: one reason
+ * for all, they shared the socket), the first saying why; c closes. */
+static void bc_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
 {
-    hb_bench_result *res = c->ex.res;
+    hb_bench_result *res = hb_bc_current(c)->res;
     int n = unanswered(c);
-    hb_br_failed(t, &c->ex, cls, n, now);
+    for (int i = c->answered; i < c->batch; i++)
+        hb_br_failed(t, &c->xs[i], cls, now);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
     hb_bc_close(c);
@@ -133,9 +144,10 @@ static void begin_reading(bconn *c)
     c->state = BC_READING;
     c->have_head = 0;
     c->got_bytes = 0;
-    c->ex.t_first = 0;
     c->scan = (hb_head_scan){0, 0, 0};
-    c->ex.found = 0;
+    bexch *x = hb_bc_current(c);
+    x->t_first = 0;
+    x->found = 0;
 }
 
 /* A lone connection waits in recv itself: a blocking socket whose timeouts
@@ -143,7 +155,7 @@ static void begin_reading(bconn *c)
 static void connected(bthread *t, bconn *c, int64_t now)
 {
     if (t->blocking && hb_sock_set_blocking(&c->sock, t->b->tick_ns) != 0) {
-        bc_fail(t, c, &c->ex.res->fail_connect, now, strerror(errno));
+        bc_fail(t, c, HB_FAIL(fail_connect), now, strerror(errno));
         return;
     }
     write_request(t, c, now);
@@ -160,7 +172,7 @@ static void connect_failed(bthread *t, bconn *c, int err, int64_t now)
         connect_addr(t, c, now);
         return;
     }
-    bc_fail(t, c, &c->ex.res->fail_connect, now, strerror(err));
+    bc_fail(t, c, HB_FAIL(fail_connect), now, strerror(err));
 }
 
 /* Drives the transport's handshake; its time counts in the connect time
@@ -177,17 +189,18 @@ static void handshake(bthread *t, bconn *c, int64_t now)
             watch_wants(t, c);
             return;
         }
-        bc_fail(t, c, &c->ex.res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+        bc_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
         return;
     }
     /* A handshake is CPU work: the clock after it, not the event's. */
     now = hb_now_ns();
-    hb_hist_record(&c->ex.res->tls_handshake, (uint64_t)(now - c->t_handshake));
-    c->ex.connect_ns = now - c->t_connect;
+    hb_bench_result *res = hb_bc_current(c)->res;
+    hb_hist_record(&res->tls_handshake, (uint64_t)(now - c->t_handshake));
+    set_connect_ns(c, now - c->t_connect);
     if (c->sock.tp->describe(&c->sock, NULL) == 1)
-        c->ex.res->tls_resumed++;
+        res->tls_resumed++;
     else
-        c->ex.res->tls_full++;
+        res->tls_full++;
     hb_br_note_tls(t->b, c);
     connected(t, c, now);
 }
@@ -198,7 +211,7 @@ static void handshake(bthread *t, bconn *c, int64_t now)
  * transport's handshake, else the request. */
 static void opened(bthread *t, bconn *c, int64_t now)
 {
-    c->ex.connect_ns = now - c->t_connect;
+    set_connect_ns(c, now - c->t_connect);
     if (c->sock.tp->handshake != NULL) {
         c->t_handshake = now;
         handshake(t, c, now);
@@ -221,18 +234,18 @@ static void tunnel(bthread *t, bconn *c, int64_t now)
     } else if (rc == HB_TUNNEL_REFUSED) {
         const char *p = hb_buf_rdptr(&c->tn->reply);
         size_t n = hb_buf_size(&c->tn->reply);
-        c->ex.res->bytes_received += n;
+        hb_bc_current(c)->res->bytes_received += n;
         begin_reading(c);
         c->refused = 1;
         c->got_bytes = 1;
-        c->ex.t_first = now;
+        hb_bc_current(c)->t_first = now;
         take_bytes(t, c, p, n, now);
     } else if (errno == EPROTO) {
         char why[160];
         snprintf(why, sizeof why, "the proxy's answer to CONNECT: %s", hb_tunnel_error(c->tn));
-        bc_fail(t, c, &c->ex.res->fail_exceptions, now, why);
+        bc_fail(t, c, HB_FAIL(fail_exceptions), now, why);
     } else {
-        bc_fail(t, c, &c->ex.res->fail_receive, now,
+        bc_fail(t, c, HB_FAIL(fail_receive), now,
                 errno == ECONNRESET ? "the proxy closed the connection before answering CONNECT"
                                     : strerror(errno));
     }
@@ -244,7 +257,7 @@ static void connect_done(bthread *t, bconn *c, int64_t now)
     __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
     if (cfg->tunnel != NULL) {
         if (c->tn == NULL && (c->tn = calloc(1, sizeof *c->tn)) == NULL) {
-            bc_fail(t, c, &c->ex.res->fail_connect, now, "out of memory");
+            bc_fail(t, c, HB_FAIL(fail_connect), now, "out of memory");
             return;
         }
         hb_tunnel_begin(c->tn, cfg->tunnel, cfg->tunnel_len);
@@ -263,7 +276,7 @@ static void connect_addr(bthread *t, bconn *c, int64_t now)
     }
     if (rc < 0) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            bc_fail(t, c, &c->ex.res->fail_connect, now, strerror(errno)); /* no socket at all */
+            bc_fail(t, c, HB_FAIL(fail_connect), now, strerror(errno)); /* no socket at all */
         else if (errno == EAGAIN && now - c->t_connect < RETRY_FOR_NS)
             retry_later(t, c, now);
         else
@@ -314,9 +327,9 @@ static int64_t retry_due(bthread *t, int64_t now)
  * ::1 first and a server on 127.0.0.1 alone still connects). */
 static void begin_connect(bthread *t, bconn *c, int64_t now)
 {
-    c->ex.res->connects++;
+    hb_bc_current(c)->res->connects++;
     if (c->opened++ > 0)
-        c->ex.res->reconnects++;
+        hb_bc_current(c)->res->reconnects++;
     c->t_connect = now;
     c->backoff = 0;
     c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
@@ -328,14 +341,18 @@ static void begin_connect(bthread *t, bconn *c, int64_t now)
  * request again on a new one, once (RFC 9112 section 9.3.1). */
 static int retry_stale(bthread *t, bconn *c, int64_t now)
 {
-    if (c->got_bytes || c->served == 0 || c->ex.retried)
+    if (c->got_bytes || c->served == 0 || hb_bc_current(c)->retried)
         return 0;
     /* A pipeline cut short after some answers: the rest go again, once,
      * when the method allows (RFC 9112 section 9.3.2). */
     if (c->answered > 0 && !t->b->cfg.idempotent) /* (a pipeline: no scenario) */
         return 0;
-    c->ex.retried = 1;
-    c->batch = unanswered(c);
+    /* What is left goes again, in order, at the front. */
+    int left = unanswered(c);
+    memmove(c->xs, c->xs + c->answered, (size_t)left * sizeof *c->xs);
+    for (int i = 0; i < left; i++)
+        c->xs[i].retried = 1;
+    c->batch = left;
     c->answered = 0;
     c->sent = 0;
     hb_bc_close(c);
@@ -345,14 +362,14 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
 
 static void write_request(bthread *t, bconn *c, int64_t now)
 {
-    const char *req = c->batch > 1 ? t->b->pipe_req : c->ex.req;
-    size_t len = (size_t)c->batch * c->ex.req_len;
+    const char *req = c->batch > 1 ? t->b->pipe_req : c->xs[0].req;
+    size_t len = (size_t)c->batch * c->xs[0].req_len;
     while (c->sent < len) {
         struct iovec rest = {(char *)req + c->sent, len - c->sent};
         ssize_t n = c->sock.tp->writev(&c->sock, &rest, 1, 0);
         if (n > 0) {
             c->sent += (size_t)n;
-            c->ex.res->bytes_sent += (uint64_t)n;
+            c->xs[0].res->bytes_sent += (uint64_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -373,9 +390,9 @@ static void write_request(bthread *t, bconn *c, int64_t now)
             return;
         }
         if (n < 0 && errno == EPROTO)
-            bc_fail(t, c, &c->ex.res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+            bc_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
         else if (!retry_stale(t, c, now))
-            bc_fail(t, c, &c->ex.res->fail_receive, now, n < 0 ? strerror(errno) : "send failed");
+            bc_fail(t, c, HB_FAIL(fail_receive), now, n < 0 ? strerror(errno) : "send failed");
         return;
     }
     if (!c->read_ahead)
@@ -417,16 +434,21 @@ static void start_request(bthread *t, bconn *c, int64_t now)
         batch++;
     c->batch = batch;
     c->answered = 0;
-    hb_bp_choose(t, c);
-    c->ex.res->issued += (uint64_t)batch;
+    bexch *x = &c->xs[0];
+    hb_bp_choose(t, c, x);
+    x->res->issued += (uint64_t)batch;
     __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)batch, __ATOMIC_RELAXED);
     t->inflight += batch;
-    c->ex.t_intended = b->paced ? c->next_at : now;
+    x->t_intended = b->paced ? c->next_at : now;
     hb_bp_advance(t, c);
-    c->ex.t_start = now;
-    c->ex.t_first = 0;
-    c->ex.connect_ns = 0;
-    c->ex.retried = 0;
+    x->t_start = now;
+    x->t_first = 0;
+    x->connect_ns = 0;
+    x->retried = 0;
+    /* A pipeline's batch: the same request (b->pipe_req repeats it), each
+     * an exchange of its own in order, all timed from the one write. */
+    for (int i = 1; i < batch; i++)
+        c->xs[i] = *x;
     c->sent = 0;
     if (c->sock.fd < 0)
         begin_connect(t, c, now);
@@ -472,7 +494,8 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
      * (a server closing after every k of a deeper pipeline, as nginx's
      * keepalive_requests does). Every round answers one at least, so
      * resending ends; a socket that answers nothing gets one resend. */
-    c->ex.retried = 0;
+    for (int i = c->answered; i < c->batch; i++)
+        c->xs[i].retried = 0;
     if (c->answered < c->batch) {
         __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
         if (!c->reuse || c->refused) {
@@ -485,7 +508,7 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
     if (!c->reuse && !leftover && !c->refused) {
         /* The server closes: wait for its FIN (tick() bounds the wait). */
         c->state = BC_DRAIN;
-        c->ex.t_start = now;
+        c->t_wait = now;
         t->draining++;
         __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
         drain(t, c);
@@ -502,41 +525,42 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
 static void finish(bthread *t, bconn *c, int64_t now, int leftover)
 {
     hb_bench *b = t->b;
-    hb_bench_result *res = c->ex.res;
+    bexch *x = hb_bc_current(c);
+    hb_bench_result *res = x->res;
     const hb_bench_config *cfg = &b->cfg;
-    breq *q = (breq *)c->ex.rq;
+    breq *q = (breq *)x->rq;
 
-    res->status[c->ex.status < 600 ? c->ex.status : 0]++;
+    res->status[x->status < 600 ? x->status : 0]++;
     res->body_bytes += c->body.got;
     c->served++;
-    int ok2xx = c->ex.status >= 200 && c->ex.status < 300;
+    int ok2xx = x->status >= 200 && x->status < 300;
     /* A HEAD response's document length is 0: no body, by definition. */
-    uint64_t *failed = NULL;
+    size_t failed = 0; /* a class (HB_FAIL), 0: none */
     if (ok2xx) {
         int64_t expect = -1;
         __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
         if (!b->scen && !cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got)
-            failed = &res->fail_length;
+            failed = HB_FAIL(fail_length);
         expect = -1;
         __atomic_compare_exchange_n(&q->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
     }
     /* A scenario's checks; the body's search ran as the body came. An
      * answer past the deadline timed out, though it came between ticks. */
-    if (now - c->ex.t_start >= b->timeout_ns)
-        failed = &res->fail_timeout;
+    if (now - x->t_start >= b->timeout_ns)
+        failed = HB_FAIL(fail_timeout);
     else if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != c->body.got)
-        failed = &res->fail_length;
-    else if ((q->r.status_ok != NULL && !q->r.status_ok[c->ex.status < 600 ? c->ex.status : 0]) ||
-             (q->r.expect_body_len > 0 && c->ex.found < q->r.expect_body_len))
-        failed = &res->fail_check;
-    if (failed != NULL) {
-        hb_br_failed(t, &c->ex, failed, 1, now);
+        failed = HB_FAIL(fail_length);
+    else if ((q->r.status_ok != NULL && !q->r.status_ok[x->status < 600 ? x->status : 0]) ||
+             (q->r.expect_body_len > 0 && x->found < q->r.expect_body_len))
+        failed = HB_FAIL(fail_check);
+    if (failed != 0) {
+        hb_br_failed(t, x, failed, now);
         next_response(t, c, now, leftover);
         return;
     }
-    hb_br_done(t, &c->ex, now, ok2xx, c->reuse && cfg->keepalive);
+    hb_br_done(t, x, now, ok2xx, c->reuse && cfg->keepalive);
     next_response(t, c, now, leftover);
 }
 
@@ -548,7 +572,7 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     size_t len = n;
     if (hb_buf_size(&c->head) > 0) {
         if (hb_buf_append(&c->head, p, n) != 0) {
-            bc_fail(t, c, &c->ex.res->fail_exceptions, now, "out of memory");
+            bc_fail(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
             return -1;
         }
         buf = hb_buf_rdptr(&c->head);
@@ -556,11 +580,12 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     }
     hb_response_reset(&t->r);
     t->r.scan = c->scan;
-    int rc = hb_parse_response(&t->r, buf, len, c->ex.rq->r.head ? HB_PARSE_HEAD_REQUEST : 0);
+    int rc = hb_parse_response(&t->r, buf, len,
+                               hb_bc_current(c)->rq->r.head ? HB_PARSE_HEAD_REQUEST : 0);
     if (rc == HB_PARSE_MORE) {
         c->scan = t->r.scan;
         if (buf == p && hb_buf_append(&c->head, p, n) != 0) {
-            bc_fail(t, c, &c->ex.res->fail_exceptions, now, "out of memory");
+            bc_fail(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
             return -1;
         }
         return (ssize_t)n;
@@ -569,11 +594,11 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
         char got[64], why[160];
         hb_parse_excerpt(buf, len, got, sizeof got);
         snprintf(why, sizeof why, "%s: got \"%s\"", t->r.error, got);
-        bc_fail(t, c, &c->ex.res->fail_exceptions, now, why);
+        bc_fail(t, c, HB_FAIL(fail_exceptions), now, why);
         return -1;
     }
     if (rc == HB_PARSE_ERROR || t->r.status == 101) {
-        bc_fail(t, c, &c->ex.res->fail_exceptions, now,
+        bc_fail(t, c, HB_FAIL(fail_exceptions), now,
                 rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
         return -1;
     }
@@ -586,9 +611,9 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
         return (ssize_t)used; /* interim: the next head follows */
     hb_br_note_server(t->b, &t->r, buf);
     c->have_head = 1;
-    c->ex.status = t->r.status;
+    hb_bc_current(c)->status = t->r.status;
     c->reuse = t->r.keep_alive;
-    c->ex.res->closing += !t->r.keep_alive;
+    hb_bc_current(c)->res->closing += !t->r.keep_alive;
     hb_body_init(&c->body, t->r.body, t->r.content_length);
     return (ssize_t)used;
 }
@@ -610,11 +635,11 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         size_t used, off, dn;
         int rc = hb_body_feed(&c->body, p, n, &used, &off, &dn);
         if (rc == HB_PARSE_ERROR) {
-            bc_fail(t, c, &c->ex.res->fail_exceptions, now, c->body.error);
+            bc_fail(t, c, HB_FAIL(fail_exceptions), now, c->body.error);
             return;
         }
-        if (dn > 0 && c->ex.rq->r.expect_body_len > 0)
-            hb_scen_needle_feed(&c->ex.rq->body, &c->ex.found, p + off, dn);
+        if (dn > 0 && hb_bc_current(c)->rq->r.expect_body_len > 0)
+            hb_scen_needle_feed(&hb_bc_current(c)->rq->body, &hb_bc_current(c)->found, p + off, dn);
         p += used;
         n -= used;
         if (rc == HB_PARSE_DONE) {
@@ -626,7 +651,7 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
                 return;
             if (n > 0) {
                 c->got_bytes = 1; /* the next response has begun */
-                c->ex.t_first = now;
+                hb_bc_current(c)->t_first = now;
             }
             continue; /* the pipeline's next response, from the bytes left */
         }
@@ -648,9 +673,9 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         if (n > 0) {
             if (!c->got_bytes) {
                 c->got_bytes = 1;
-                c->ex.t_first = now;
+                hb_bc_current(c)->t_first = now;
             }
-            c->ex.res->bytes_received += (uint64_t)n;
+            hb_bc_current(c)->res->bytes_received += (uint64_t)n;
             take_bytes(t, c, t->scratch, (size_t)n, now);
             /* A short read emptied the socket, unless the transport holds
              * more (a TLS record read whole but not yet handed out). */
@@ -666,7 +691,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             return;
         }
         if (n < 0 && errno == EPROTO) {
-            bc_fail(t, c, &c->ex.res->fail_tls, now, hb_sock_strerror(&c->sock, errno));
+            bc_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
             return;
         }
         if (n == 0 && c->have_head && hb_body_end(&c->body) == HB_PARSE_DONE) {
@@ -679,7 +704,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         char why[96];
         snprintf(why, sizeof why, "connection %s %s", n == 0 ? "closed" : "reset",
                  c->got_bytes ? "before the response was complete" : "before any response byte");
-        bc_fail(t, c, &c->ex.res->fail_receive, now, why);
+        bc_fail(t, c, HB_FAIL(fail_receive), now, why);
         return;
     }
 }
@@ -691,7 +716,7 @@ static void bench_cut_short(bthread *t, bconn *c, int64_t now)
 {
     c->got_bytes = 0;
     if (!retry_stale(t, c, now))
-        bc_fail(t, c, &c->ex.res->fail_receive, now,
+        bc_fail(t, c, HB_FAIL(fail_receive), now,
                 "the server closed the connection with pipelined requests unanswered");
 }
 
@@ -771,16 +796,18 @@ static void tick(bthread *t, int64_t now)
         bconn *c = &t->conns[i];
         if (c->state == BC_DRAIN) {
             /* No FIN within a tick or two: close from this side after all. */
-            if (abandon || now - c->ex.t_start >= TICK_NS)
+            if (abandon || now - c->t_wait >= TICK_NS)
                 drained(t, c);
             continue;
         }
-        if (c->state == BC_RETRY && (abandon || now - c->ex.t_start >= b->timeout_ns ||
-                                     now - c->t_connect >= RETRY_FOR_NS)) {
+        /* The oldest exchange in flight is the first to time out. */
+        int64_t age = now - hb_bc_current(c)->t_start;
+        if (c->state == BC_RETRY &&
+            (abandon || age >= b->timeout_ns || now - c->t_connect >= RETRY_FOR_NS)) {
             t->retrying--;
             c->state = BC_CONNECTING; /* (no socket: what follows closes nothing) */
-            if (!abandon && now - c->ex.t_start < b->timeout_ns) {
-                bc_fail(t, c, &c->ex.res->fail_connect, now,
+            if (!abandon && age < b->timeout_ns) {
+                bc_fail(t, c, HB_FAIL(fail_connect), now,
                         "the server's backlog stayed full (connect: EAGAIN)");
                 continue;
             }
@@ -789,12 +816,13 @@ static void tick(bthread *t, int64_t now)
             if (abandon) {
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
-                c->ex.res->cancelled += (uint64_t)unanswered(c);
+                for (int k = c->answered; k < c->batch; k++)
+                    c->xs[k].res->cancelled++;
                 t->inflight -= unanswered(c);
                 hb_bc_close(c);
                 c->state = BC_IDLE;
-            } else if (now - c->ex.t_start >= b->timeout_ns) {
-                bc_fail(t, c, &c->ex.res->fail_timeout, now, "timed out");
+            } else if (age >= b->timeout_ns) {
+                bc_fail(t, c, HB_FAIL(fail_timeout), now, "timed out");
             }
         }
     }

@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,10 +91,13 @@ enum {
 #define READS_PER_WAKE 16
 
 /* An exchange: one request's ticket, clock and outcome. The connection
- * below carries one at a time (HTTP/1.1), or a pipelined batch sharing one
- * (written together, each answer timed from the write); what an exchange
- * records (exchange_done, count_failed) is the same code whatever carries
- * it. Nothing in it is allocated. */
+ * below carries them in order in its array: one at a time (HTTP/1.1), or
+ * a pipelined batch (written together, each answer timed from the write);
+ * the array has room for what a connection may carry at once, so many
+ * in flight (HTTP/2's streams) are more entries, not another loop. What
+ * an exchange records (hb_br_done, hb_br_failed) is the same code whatever
+ * carries it. The arrays are allocated with the connections, once:
+ * nothing per request. */
 typedef struct {
     const breq *rq;       /* the request under way */
     hb_bench_result *res; /* its figures, this thread's */
@@ -109,7 +113,8 @@ typedef struct {
 } bexch;
 
 typedef struct {
-    bexch ex;     /* the exchange under way (a pipelined batch shares one) */
+    bexch *xs;    /* its exchanges: [answered, batch) in flight, oldest first;
+                   * room for the pipeline's depth */
     hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
     int state;
     int got_bytes; /* a response byte came for this request */
@@ -133,6 +138,7 @@ typedef struct {
     int64_t t_connect;   /* when the socket's connect began */
     int64_t t_handshake; /* when the handshake began */
     int64_t next_try;    /* BC_RETRY: when to connect again */
+    int64_t t_wait;      /* BC_DRAIN: when the wait for the server's FIN began */
     int64_t backoff;     /* and the wait after that */
     int64_t next_at;     /* rate: the next intended start */
     uint64_t seq;        /* a shape: requests this slot has started */
@@ -147,6 +153,7 @@ typedef struct {
     int ep;
     int tick_fd; /* the epoll loop's periodic timerfd */
     bconn *conns;
+    bexch *exchanges; /* every connection's xs, in one allocation */
     int nconns;
     int first_conn; /* the index of conns[0] over all threads */
     int inflight;
@@ -220,20 +227,30 @@ struct hb_bench {
 };
 
 /* Whether the run was asked to stop (stop_at is set by then). */
-/* Whether the run was asked to stop (stop_at is set by then). */
 static inline int stopped(hb_bench *b)
 {
     return __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
 }
+
+/* The exchange c is answering now: the oldest in flight (the first,
+ * between batches). */
+static inline bexch *hb_bc_current(bconn *c)
+{
+    return &c->xs[c->answered < c->batch ? c->answered : 0];
+}
+
+/* A failure class: the offset of its counter in hb_bench_result, so one
+ * class names the same counter in whichever request's figures an
+ * exchange records into. */
+#define HB_FAIL(field) offsetof(hb_bench_result, field)
 
 /* ---- bench_result.c: what a thread records, and the merge of threads */
 
 /* The second `now` falls in, of t's timeline, grown into when need be;
  * NULL when memory ran out (the timeline then stops, nothing else does). */
 hb_second *hb_br_second(bthread *t, int64_t now);
-/* n requests of exchange ex failed at now, in class cls (a field of
- * ex->res). */
-void hb_br_failed(bthread *t, bexch *ex, uint64_t *cls, int n, int64_t now);
+/* Exchange ex failed at now, in class cls (HB_FAIL). */
+void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
 /* Exchange ex completed at now: counted (non_2xx unless ok2xx; a keep-alive
  * request when kept) and timed. */
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept);
@@ -262,8 +279,9 @@ int64_t hb_bp_vus_next(const hb_bench *b, const bconn *c, int64_t now);
  * concurrency/rate seconds, t->interval) or a shape (its next due
  * instant); unchanged in a closed loop. */
 void hb_bp_advance(bthread *t, bconn *c);
-/* Which request c sends next, and which of its variants (scen.h). */
-void hb_bp_choose(bthread *t, bconn *c);
+/* Which request c sends next in exchange x, and which of its variants
+ * (scen.h). */
+void hb_bp_choose(bthread *t, bconn *c, bexch *x);
 /* Every connection of t ready, each with its first intended start. */
 void hb_bp_schedule(bthread *t);
 

@@ -51,7 +51,7 @@ void hb_bp_advance(bthread *t, bconn *c)
 }
 
 /* Which request c sends next, and which of its variants (scen.h). */
-void hb_bp_choose(bthread *t, bconn *c)
+void hb_bp_choose(bthread *t, bconn *c, bexch *x)
 {
     hb_bench *b = t->b;
     int i = 0;
@@ -65,10 +65,10 @@ void hb_bp_choose(bthread *t, bconn *c)
     }
     breq *q = &b->reqs[i];
     uint32_t v = hb_scen_variant(&q->uses, q->r.nvariants, q->r.random, &t->rng);
-    c->ex.rq = q;
-    c->ex.res = &t->res[i];
-    c->ex.req = q->r.variants[v];
-    c->ex.req_len = q->r.lens[v];
+    x->rq = q;
+    x->res = &t->res[i];
+    x->req = q->r.variants[v];
+    x->req_len = q->r.lens[v];
 }
 
 /* Every connection of t to its start: idle, on the ready stack, its

@@ -41,16 +41,14 @@ hb_second *hb_br_second(bthread *t, int64_t now)
     return &t->timeline[s];
 }
 
-/* Every request of c's batch not answered yet failed, in class cls (one
- * reason for all: they shared the socket). */
-void hb_br_failed(bthread *t, bexch *ex, uint64_t *cls, int n, int64_t now)
+void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
 {
-    ex->res->failed += (uint64_t)n;
-    *cls += (uint64_t)n;
+    ex->res->failed++;
+    (*(uint64_t *)((char *)ex->res + cls))++;
     hb_second *sec = hb_br_second(t, now);
     if (sec != NULL)
-        sec->failed += (uint32_t)n;
-    t->failed += (uint64_t)n;
+        sec->failed++;
+    t->failed++;
     __atomic_store_n(&t->live_failed, t->failed, __ATOMIC_RELAXED);
 }
 
