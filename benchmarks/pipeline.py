@@ -93,10 +93,11 @@ def main() -> int:
                 wrk = rows.get(f"wrk {depth}")
                 if wrk:
                     rate = statistics.median(h[0] / w[0] for h, w in zip(hb, wrk, strict=True))
-                    cpu = statistics.median(h[1] / w[1] for h, w in zip(hb, wrk, strict=True))
+                    cpus = [h[1] / w[1] for h, w in zip(hb, wrk, strict=True)]
                     line += (f"; wrk {statistics.median(r[0] for r in wrk):>9,.0f} req/s "
                              f"{statistics.median(r[1] for r in wrk):>6.2f} us; httpbench "
-                             f"{rate:.2f}x wrk's req/s at {cpu:.2f}x its CPU")
+                             f"{rate:.2f}x wrk's req/s at {statistics.median(cpus):.2f}x its CPU "
+                             f"(rounds {', '.join(f'{c:.2f}' for c in cpus)})")
                 print(line)
     return 0
 
