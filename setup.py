@@ -52,15 +52,26 @@ again:
                       PKG_CONFIG_PATH=$(brew --prefix openssl@3)/lib/pkgconfig
 """
 
+NO_NGHTTP2 = ("httpbench's C core speaks HTTP/2 through libnghttp2 (1.52 or later), whose "
+              "headers this machine lacks: apt-get install libnghttp2-dev (Fedora: "
+              "libnghttp2-devel, Alpine: nghttp2-dev), then build again.")
 
-def openssl() -> dict:
-    """libssl and libcrypto as pkg-config finds them, else the defaults."""
-    flags = {"include_dirs": [], "library_dirs": [], "libraries": ["ssl", "crypto"]}
+# What the core links, each with the header a probe compiles first and
+# what to say when it cannot: (pkg-config name, libraries, header, message).
+LIBRARIES = [
+    ("openssl", ["ssl", "crypto"], "openssl/ssl.h", NO_OPENSSL),
+    ("libnghttp2", ["nghttp2"], "nghttp2/nghttp2.h", NO_NGHTTP2),
+]
+
+
+def pkg_config(name: str, libraries: list) -> dict:
+    """A library's flags as pkg-config finds them, else the defaults."""
+    flags = {"include_dirs": [], "library_dirs": [], "libraries": list(libraries)}
     if shutil.which("pkg-config") is None:
         return flags
     try:
         out = subprocess.run(
-            ["pkg-config", "--cflags", "--libs", "openssl"],
+            ["pkg-config", "--cflags", "--libs", name],
             capture_output=True, text=True, check=True,
         ).stdout.split()
     except (OSError, subprocess.CalledProcessError):
@@ -68,6 +79,15 @@ def openssl() -> dict:
     flags["include_dirs"] = [f[2:] for f in out if f.startswith("-I")]
     flags["library_dirs"] = [f[2:] for f in out if f.startswith("-L")]
     flags["libraries"] = [f[2:] for f in out if f.startswith("-l")] or flags["libraries"]
+    return flags
+
+
+def libraries() -> dict:
+    """Every library's flags together."""
+    flags: dict = {"include_dirs": [], "library_dirs": [], "libraries": []}
+    for name, libs, _, _ in LIBRARIES:
+        for key, values in pkg_config(name, libs).items():
+            flags[key] += [v for v in values if v not in flags[key]]
     return flags
 
 
@@ -80,18 +100,19 @@ class always_build_ext(build_ext):
         self.force = True
 
     def build_extensions(self) -> None:
-        # One line of C tried first, so that missing headers read as what
-        # to install rather than as a wall of compiler errors.
-        with tempfile.TemporaryDirectory() as tmp:
-            probe = os.path.join(tmp, "probe.c")
-            with open(probe, "w") as f:
-                f.write("#include <openssl/ssl.h>\nint main(void) { return 0; }\n")
-            try:
-                self.compiler.compile(
-                    [probe], output_dir=tmp, include_dirs=self.extensions[0].include_dirs
-                )
-            except Exception:
-                raise SystemExit(NO_OPENSSL) from None
+        # One line of C per library tried first, so that missing headers
+        # read as what to install rather than as a wall of compiler errors.
+        for _, _, header, message in LIBRARIES:
+            with tempfile.TemporaryDirectory() as tmp:
+                probe = os.path.join(tmp, "probe.c")
+                with open(probe, "w") as f:
+                    f.write(f"#include <{header}>\nint main(void) {{ return 0; }}\n")
+                try:
+                    self.compiler.compile(
+                        [probe], output_dir=tmp, include_dirs=self.extensions[0].include_dirs
+                    )
+                except Exception:
+                    raise SystemExit(message) from None
         super().build_extensions()
 
 
@@ -106,7 +127,7 @@ setup(
             define_macros=[("HB_VERSION", '"%s"' % version())],
             extra_compile_args=compile_args,
             extra_link_args=link_args,
-            **openssl(),
+            **libraries(),
         )
     ],
 )
