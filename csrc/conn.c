@@ -1,6 +1,8 @@
 /* conn.c: one blocking keep-alive HTTP/1.1 client connection. */
 #include "conn.h"
 
+#include "tls.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +46,8 @@ hb_status hb_conn_init(hb_conn *c, const hb_transport *tp, const char *host, con
 void hb_conn_close(hb_conn *c)
 {
     hb_sock_close(&c->sock);
+    hb_h2_free(c->h2); /* the session was the socket's */
+    c->h2 = NULL;
     hb_buf_clear(&c->rx);
     hb_buf_shrink(&c->rx, KEEP_BUF);
     c->pending = 0;
@@ -56,6 +60,10 @@ void hb_conn_free(hb_conn *c)
     hb_conn_close(c);
     hb_sock_release(&c->sock);
     hb_buf_free(&c->rx);
+    hb_h2_req_free(&c->h2_req);
+    hb_buf_free(&c->h2_join);
+    hb_buf_free(&c->h2_out);
+    hb_buf_free(&c->h2_body);
     free(c->host);
     free(c->port);
     free(c->unix_path);
@@ -338,8 +346,247 @@ static int still_open(hb_conn *c, int64_t now)
     return now - c->idle_since < IDLE_CHECK_NS || c->sock.tp->idle_ok(&c->sock);
 }
 
+void hb_conn_set_http2(hb_conn *c, uint32_t window)
+{
+    hb_conn_close(c);
+    c->http2 = 1;
+    c->h2_window = window;
+}
+
+/* ---- HTTP/2: one stream at a time. The response's head is written in
+ * HTTP/1.1's text into rx as its fields are decoded, its body into
+ * h2_body; at the end the head is parsed as any other and the body put
+ * after it, so c->resp and the body read as over HTTP/1.1. */
+
+static void h2_head(void *owner, void *stream, int status)
+{
+    (void)stream;
+    hb_conn *c = owner;
+    hb_buf_clear(&c->rx);
+    char line[32];
+    int n = snprintf(line, sizeof line, "HTTP/1.1 %03d \r\n", status);
+    if (hb_buf_append(&c->rx, line, (size_t)n) != 0)
+        c->h2_over = -1;
+}
+
+static void h2_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
+                     size_t vlen)
+{
+    (void)stream;
+    hb_conn *c = owner;
+    if (nlen > 0 && name[0] == ':')
+        return;
+    if (hb_buf_reserve(&c->rx, nlen + vlen + 4) != 0) {
+        c->h2_over = -1;
+        return;
+    }
+    char *p = hb_buf_wrptr(&c->rx);
+    memcpy(p, name, nlen);
+    memcpy(p + nlen, ": ", 2);
+    memcpy(p + nlen + 2, value, vlen);
+    memcpy(p + nlen + 2 + vlen, "\r\n", 2);
+    hb_buf_commit(&c->rx, nlen + vlen + 4);
+}
+
+static void h2_data(void *owner, void *stream, const char *p, size_t n)
+{
+    (void)stream;
+    hb_conn *c = owner;
+    c->body_len += n;
+    if (c->body_len > c->max_body)
+        c->h2_over = 1;
+    else if (c->h2_over == 0 && !c->h2_discard && hb_buf_append(&c->h2_body, p, n) != 0)
+        c->h2_over = -1;
+}
+
+static void h2_closed(void *owner, void *stream, int how, uint32_t code)
+{
+    (void)stream;
+    hb_conn *c = owner;
+    c->h2_how = how;
+    c->h2_code = code;
+}
+
+static const hb_h2_hooks H2_HOOKS = {h2_head, h2_field, h2_data, h2_closed};
+
+/* A new socket and session; over TLS, ALPN must have agreed on h2. */
+static hb_status h2_open(hb_conn *c, int64_t deadline)
+{
+    hb_conn_close(c);
+    hb_status st = open_socket(c, deadline);
+    if (st != HB_OK)
+        return st;
+    if (c->sock.tp == &hb_net_tls && !hb_tls_alpn_is(&c->sock, "h2"))
+        return conn_fail(c, HB_ERR_PROTOCOL,
+                         "the server did not agree to HTTP/2: ALPN chose %s, not h2",
+                         hb_tls_alpn_is(&c->sock, "http/1.1") ? "http/1.1" : "no protocol");
+    hb_h2_config cfg = {c->h2_window, HB_MAX_HEAD, HB_MAX_HEADERS};
+    c->h2 = hb_h2_new(&cfg, &H2_HOOKS, c);
+    if (c->h2 == NULL)
+        return conn_fail(c, HB_ERR_NOMEM, "out of memory opening an HTTP/2 session");
+    return HB_OK;
+}
+
+/* Writes what the session has to send, all of it, by the deadline. */
+static hb_status h2_flush(hb_conn *c, int64_t deadline)
+{
+    hb_buf_clear(&c->h2_out);
+    if (hb_h2_output(c->h2, &c->h2_out) != 0)
+        return conn_fail(c, HB_ERR_PROTOCOL, "%s", hb_h2_error(c->h2));
+    size_t n = hb_buf_size(&c->h2_out);
+    if (n == 0)
+        return HB_OK;
+    struct iovec iov = {hb_buf_rdptr(&c->h2_out), n};
+    if (hb_sock_writev(&c->sock, &iov, 1, deadline) != 0)
+        return wait_failed(c, errno, "sending HTTP/2 frames");
+    c->bytes_sent += n;
+    return HB_OK;
+}
+
+/* Runs the stream until it closes: frames out, bytes in. */
+static hb_status h2_exchange(hb_conn *c, int64_t deadline)
+{
+    char buf[16384];
+    int got = 0;
+    for (;;) {
+        hb_status st = h2_flush(c, deadline);
+        if (st != HB_OK || c->h2_how >= 0)
+            return st;
+        ssize_t n = hb_sock_read(&c->sock, buf, sizeof buf, deadline);
+        if (n <= 0) {
+            if (hb_h2_stats_of(c->h2)->goaway && !got) {
+                c->h2_how = HB_H2_UNSENT; /* (closed after a GOAWAY before it went) */
+                return HB_OK;
+            }
+            return conn_cut_short(
+                c, n, got ? " before the HTTP/2 stream ended" : " before any HTTP/2 frame came");
+        }
+        got = 1;
+        c->bytes_received += (uint64_t)n;
+        if (hb_h2_input(c->h2, buf, (size_t)n) != 0) {
+            /* Say it to the server (its GOAWAY), then close. */
+            char why[sizeof c->error];
+            snprintf(why, sizeof why, "%s", hb_h2_error(c->h2));
+            hb_buf_clear(&c->h2_out);
+            if (hb_h2_output(c->h2, &c->h2_out) == 0 && hb_buf_size(&c->h2_out) > 0) {
+                struct iovec iov = {hb_buf_rdptr(&c->h2_out), hb_buf_size(&c->h2_out)};
+                hb_sock_writev(&c->sock, &iov, 1, hb_now_ns() + 100000000);
+            }
+            return conn_fail(c, HB_ERR_PROTOCOL, "%s", why);
+        }
+        if (c->h2_over < 0)
+            return conn_fail(c, HB_ERR_NOMEM, "out of memory reading the response");
+        if (c->h2_over > 0 && c->h2_how < 0) {
+            /* No use reading the rest: the stream goes, and the socket. */
+            hb_h2_cancel(c->h2, c->h2_stream);
+            h2_flush(c, deadline);
+            return conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
+                             (unsigned long long)c->max_body);
+        }
+    }
+}
+
+/* The response of a stream that ended well: its head parsed, its body
+ * after it in rx. */
+static hb_status h2_response(hb_conn *c, int flags)
+{
+    if (hb_buf_append(&c->rx, "\r\n", 2) != 0)
+        return conn_fail(c, HB_ERR_NOMEM, "out of memory reading the response");
+    hb_response_reset(&c->resp);
+    if (hb_parse_response(&c->resp, hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx),
+                          (flags & HB_REQ_HEAD) ? HB_PARSE_HEAD_REQUEST : 0) != HB_PARSE_DONE)
+        return conn_fail(c, HB_ERR_PROTOCOL, "the HTTP/2 response's head: %s",
+                         c->resp.error ? c->resp.error : "incomplete");
+    c->body_off = c->resp.head_len;
+    if (hb_buf_append(&c->rx, hb_buf_rdptr(&c->h2_body), hb_buf_size(&c->h2_body)) != 0)
+        return conn_fail(c, HB_ERR_NOMEM, "out of memory reading the response");
+    hb_buf_clear(&c->h2_body);
+    hb_buf_shrink(&c->h2_body, KEEP_BUF);
+    c->pending = hb_buf_size(&c->rx);
+    c->reusable = !hb_h2_done(c->h2) && !hb_h2_stats_of(c->h2)->goaway;
+    c->requests++;
+    c->served++;
+    c->idle_since = hb_now_ns();
+    if (!c->reusable) {
+        /* Give the socket back now; the response stays in rx. */
+        hb_sock_close(&c->sock);
+        hb_h2_free(c->h2);
+        c->h2 = NULL;
+        c->served = 0;
+    }
+    return HB_OK;
+}
+
+static hb_status h2_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags)
+{
+    int64_t deadline = hb_now_ns() + c->sock.timeout;
+    hb_buf_clear(&c->h2_join);
+    for (int i = 0; i < iovcnt; i++)
+        if (hb_buf_append(&c->h2_join, req[i].iov_base, req[i].iov_len) != 0)
+            return HB_ERR_NOMEM;
+    hb_h2_req_free(&c->h2_req);
+    const char *scheme = c->sock.tp == &hb_net_tls ? "https" : "http";
+    int rc = hb_h2_req_from_http1(&c->h2_req, hb_buf_rdptr(&c->h2_join), hb_buf_size(&c->h2_join),
+                                  scheme, c->error, sizeof c->error);
+    if (rc != 0)
+        return rc == -2 ? HB_ERR_NOMEM : HB_ERR_PROTOCOL;
+    for (int attempt = 0;; attempt++) {
+        if (c->h2 == NULL || !hb_h2_can_submit(c->h2)) {
+            hb_status st = h2_open(c, deadline);
+            if (st != HB_OK)
+                return st;
+        }
+        hb_buf_clear(&c->rx);
+        hb_buf_clear(&c->h2_body);
+        c->body_len = 0;
+        c->h2_over = 0;
+        c->h2_discard = (flags & HB_REQ_DISCARD) != 0;
+        c->h2_how = -1;
+        c->h2_code = 0;
+        int32_t id;
+        if ((c->h2_stream = hb_h2_submit(c->h2, &c->h2_req, c, &id)) == NULL) {
+            if (errno == ENOMEM)
+                return conn_fail(c, HB_ERR_NOMEM, "out of memory submitting the request");
+            hb_conn_close(c); /* (a GOAWAY came between requests) */
+            continue;
+        }
+        hb_status st = h2_exchange(c, deadline);
+        if (st != HB_OK)
+            return st;
+        switch (c->h2_how) {
+        case HB_H2_DONE:
+            if (c->h2_over > 0)
+                return conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
+                                 (unsigned long long)c->max_body);
+            return h2_response(c, flags);
+        case HB_H2_RESET:
+            snprintf(c->error, sizeof c->error, "the server reset the stream: RST_STREAM %s",
+                     hb_h2_code_name(c->h2_code));
+            return HB_ERR_RESET;
+        case HB_H2_BROKEN:
+            snprintf(c->error, sizeof c->error, "%s", hb_h2_error(c->h2));
+            return HB_ERR_PROTOCOL;
+        default: /* REFUSED, UNSENT: not processed, so sent again (RFC 9113 section 8.7) */
+            if (attempt >= 2)
+                return conn_fail(c, HB_ERR_RESET, "the server refused the stream three times (%s)",
+                                 c->h2_how == HB_H2_REFUSED ? "RST_STREAM REFUSED_STREAM"
+                                                            : "GOAWAY");
+            c->retries++;
+            if (c->h2_how == HB_H2_UNSENT)
+                hb_conn_close(c);
+        }
+    }
+}
+
 hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags)
 {
+    if (c->http2) {
+        if (c->pending > 0) {
+            hb_buf_consume(&c->rx, c->pending);
+            c->pending = 0;
+        }
+        return h2_request(c, req, iovcnt, flags);
+    }
     int64_t now = hb_now_ns(), deadline = now + c->sock.timeout;
     size_t req_len = 0;
 

@@ -10,6 +10,7 @@
 #define HB_CONN_H
 
 #include "buf.h"
+#include "h2.h"
 #include "net.h"
 #include "parser.h"
 #include "request.h"
@@ -48,6 +49,19 @@ typedef struct {
     uint64_t retries;  /* stale keep-alives sent again */
     uint64_t bytes_sent, bytes_received;
     char error[256]; /* after a failure: what went wrong */
+    /* HTTP/2 (hb_conn_set_http2): one stream at a time on a session of
+     * the socket's life; the response's head is rendered in HTTP/1.1's
+     * text into rx, so what reads a response reads either. */
+    int http2;
+    uint32_t h2_window;
+    hb_h2 *h2;
+    hb_h2_stream *h2_stream; /* the stream under way */
+    hb_h2_req h2_req;
+    hb_buf h2_join, h2_out, h2_body;
+    int h2_how; /* the stream's end (HB_H2_*), -1 while open */
+    uint32_t h2_code;
+    int h2_over;    /* its body passed max_body (1), or memory ran out (-1) */
+    int h2_discard; /* its body is counted, not kept */
 } hb_conn;
 
 /* Sets c up, closed, to reach host:port over transport tp. Resolution
@@ -66,11 +80,19 @@ hb_status hb_conn_set_unix(hb_conn *c, const char *path);
  * CONNECT, copied. Returns HB_OK or HB_ERR_NOMEM. */
 hb_status hb_conn_set_tunnel(hb_conn *c, const char *request, size_t len);
 
+/* Speaks HTTP/2 from the next socket on (h2c by prior knowledge over
+ * plain TCP, RFC 9113 section 3.3; over TLS the transport offers h2 by
+ * ALPN and a server that picks another protocol is a protocol error),
+ * the client's windows `window` bytes (0: wide). */
+void hb_conn_set_http2(hb_conn *c, uint32_t window);
+
 /* Sends the request made of req[0..iovcnt) (iovcnt at most
  * HB_CONN_MAX_IOV; req itself is left as it was) and reads the response,
  * skipping interim 1xx responses. Returns HB_OK with c->resp and the body
  * set, or another status with c->error set and the socket closed, so the
- * next request starts on a new one. Blocks at most the timeout, less
+ * next request starts on a new one; over HTTP/2 a stream the server
+ * reset is HB_ERR_RESET (its code in c->h2_code) and a response that
+ * broke the rules HB_ERR_PROTOCOL, the connection kept for the next. Blocks at most the timeout, less
  * when interrupted (c->sock.interrupted). */
 hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags);
 

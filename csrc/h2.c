@@ -541,6 +541,11 @@ const char *hb_h2_error(const hb_h2 *h)
     return h->error;
 }
 
+const char *hb_h2_code_name(uint32_t code)
+{
+    return nghttp2_http2_strerror(code);
+}
+
 const char *hb_h2_library(void)
 {
     return nghttp2_version(0)->version_str;

@@ -181,6 +181,10 @@ const hb_h2_stats *hb_h2_stats_of(const hb_h2 *h);
  * when neither). */
 const char *hb_h2_error(const hb_h2 *h);
 
+/* An error code's name (RFC 9113 section 7: "PROTOCOL_ERROR"), or
+ * "unknown". */
+const char *hb_h2_code_name(uint32_t code);
+
 /* libnghttp2's version as it names itself ("1.52.0"). */
 const char *hb_h2_library(void);
 

@@ -25,6 +25,7 @@ static int core_exec(PyObject *m)
     st->ProtocolError = PyObject_GetAttrString(exc, "ProtocolError");
     st->IncompleteResponse = PyObject_GetAttrString(exc, "IncompleteResponse");
     st->TLSError = PyObject_GetAttrString(exc, "TLSError");
+    st->StreamReset = PyObject_GetAttrString(exc, "StreamReset");
     Py_DECREF(exc);
     if (PyErr_Occurred())
         return -1;
@@ -80,6 +81,7 @@ static int core_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->ProtocolError);
     Py_VISIT(st->IncompleteResponse);
     Py_VISIT(st->TLSError);
+    Py_VISIT(st->StreamReset);
     Py_VISIT(st->TLS);
     Py_VISIT(st->Connection);
     Py_VISIT(st->Response);
@@ -98,6 +100,7 @@ static int core_clear(PyObject *m)
     Py_CLEAR(st->ProtocolError);
     Py_CLEAR(st->IncompleteResponse);
     Py_CLEAR(st->TLSError);
+    Py_CLEAR(st->StreamReset);
     Py_CLEAR(st->TLS);
     Py_CLEAR(st->Connection);
     Py_CLEAR(st->Response);

@@ -44,6 +44,7 @@ typedef enum {
     HB_ERR_NOMEM,
     HB_ERR_INTERRUPTED, /* the interrupt callback asked to stop */
     HB_ERR_TLS,         /* the TLS handshake or a record failed */
+    HB_ERR_RESET,       /* the server reset the HTTP/2 stream (RST_STREAM) */
 } hb_status;
 
 /* One resolved address. */

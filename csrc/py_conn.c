@@ -46,28 +46,29 @@ static void Connection_dealloc(ConnectionObject *self)
 }
 
 static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
-                            PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
-                            PyObject *cafile, PyObject *server_hostname, PyObject *certfile,
-                            PyObject *keyfile, PyObject *unix_socket, PyObject *plan);
+                            PyObject *timeout_obj, PyObject *max_body_obj, int tls, int http2,
+                            int verify, PyObject *cafile, PyObject *server_hostname,
+                            PyObject *certfile, PyObject *keyfile, PyObject *unix_socket,
+                            PyObject *plan);
 
 static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"host",     "port",    "timeout",     "max_body",
                              "tls",      "verify",  "cafile",      "server_hostname",
-                             "certfile", "keyfile", "unix_socket", "_via",
-                             NULL};
+                             "certfile", "keyfile", "unix_socket", "http2",
+                             "_via",     NULL};
     PyObject *host, *port_obj, *timeout_obj = NULL, *max_body_obj = NULL;
     PyObject *cafile = NULL, *server_hostname = NULL, *certfile = NULL, *keyfile = NULL;
     PyObject *unix_socket = NULL; /* bytes, from PyUnicode_FSConverter */
     PyObject *plan = Py_None;
-    int tls = 0, verify = 1;
+    int tls = 0, verify = 1, http2 = 0;
 
     /* Every conversion (which may run Python code, and so let another
      * thread in) comes before the object is looked at or changed. */
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOOO&O:Connection", kwlist, &host,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO|O$OppOOOOO&pO:Connection", kwlist, &host,
                                      &port_obj, &timeout_obj, &max_body_obj, &tls, &verify, &cafile,
                                      &server_hostname, &certfile, &keyfile, hbpy_unix_path_arg,
-                                     &unix_socket, &plan))
+                                     &unix_socket, &http2, &plan))
         return -1;
     /* _via: httpbench._url.ProxyPlan (host, port, tunnel, origin, auth,
      * label), decided in Python (httpbench.Connection's proxy=). */
@@ -78,8 +79,8 @@ static int Connection_init(ConnectionObject *self, PyObject *args, PyObject *kwd
         PyErr_SetString(PyExc_ValueError,
                         "proxy and unix_socket are two ways to the server: give one");
     else
-        rc = Connection_setup(self, host, port_obj, timeout_obj, max_body_obj, tls, verify, cafile,
-                              server_hostname, certfile, keyfile, unix_socket,
+        rc = Connection_setup(self, host, port_obj, timeout_obj, max_body_obj, tls, http2, verify,
+                              cafile, server_hostname, certfile, keyfile, unix_socket,
                               plan != Py_None ? plan : NULL);
     Py_XDECREF(unix_socket);
     return rc;
@@ -164,9 +165,10 @@ static const char *host_of(PyObject *host)
 
 /* Connection_init's work once its arguments are parsed. */
 static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *port_obj,
-                            PyObject *timeout_obj, PyObject *max_body_obj, int tls, int verify,
-                            PyObject *cafile, PyObject *server_hostname, PyObject *certfile,
-                            PyObject *keyfile, PyObject *unix_socket, PyObject *plan)
+                            PyObject *timeout_obj, PyObject *max_body_obj, int tls, int http2,
+                            int verify, PyObject *cafile, PyObject *server_hostname,
+                            PyObject *certfile, PyObject *keyfile, PyObject *unix_socket,
+                            PyObject *plan)
 {
     long long port, max_body = DEFAULT_MAX_BODY;
     double timeout = 30.0;
@@ -195,8 +197,8 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
     if (tls) {
         /* The name sent and checked: the host, unless told otherwise. */
         PyObject *name = given(server_hostname) ? server_hostname : host;
-        t = hbpy_tls_make(st, 0, verify, 0, cafile, certfile, keyfile, name, NULL, NULL, NULL, NULL,
-                          NULL);
+        t = hbpy_tls_make(st, http2 ? HBPY_TLS_H2 : 0, verify, 0, cafile, certfile, keyfile, name,
+                          NULL, NULL, NULL, NULL, NULL);
         if (t == NULL) {
             Py_DECREF(host_header);
             return -1;
@@ -213,6 +215,8 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
         goto error;
     }
     self->conn.sock.shared = t;
+    if (http2)
+        hb_conn_set_http2(&self->conn, 0);
     if (plan != NULL && take_plan(self, plan) != 0)
         goto error;
     hb_status us =
@@ -264,6 +268,14 @@ static PyObject *raise_status(core_state *st, hb_conn *c, hb_status s)
     case HB_ERR_PROTOCOL: exc = st->ProtocolError; break;
     case HB_ERR_INCOMPLETE: exc = st->IncompleteResponse; break;
     case HB_ERR_TLS: exc = st->TLSError; break;
+    case HB_ERR_RESET: {
+        PyObject *e = PyObject_CallFunction(st->StreamReset, "sI", c->error, c->h2_code);
+        if (e != NULL) {
+            PyErr_SetObject(st->StreamReset, e);
+            Py_DECREF(e);
+        }
+        return NULL;
+    }
     case HB_ERR_NOMEM: return PyErr_NoMemory();
     case HB_ERR_INTERRUPTED:
         /* A signal handler raised; its exception stands. */
@@ -413,6 +425,12 @@ static PyObject *Connection_get_is_open(ConnectionObject *self, void *closure)
     return PyBool_FromLong(self->ready && self->conn.sock.fd >= 0);
 }
 
+static PyObject *Connection_get_http2(ConnectionObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->conn.http2);
+}
+
 static PyObject *Connection_get_tls(ConnectionObject *self, void *closure)
 {
     (void)closure;
@@ -458,6 +476,7 @@ static PyGetSetDef Connection_getset[] = {
      NULL},
     {"is_open", (getter)Connection_get_is_open, NULL, "Whether a socket is open now.", NULL},
     {"tls", (getter)Connection_get_tls, NULL, "Whether the connection speaks TLS.", NULL},
+    {"http2", (getter)Connection_get_http2, NULL, "Whether the connection speaks HTTP/2.", NULL},
     {"proxy", (getter)Connection_get_proxy, NULL,
      "The forward proxy's host:port it goes through, or None.", NULL},
     {"unix_socket", (getter)Connection_get_unix_socket, NULL,
@@ -494,8 +513,10 @@ static PyType_Slot Connection_slots[] = {
     {Py_tp_getset, Connection_getset},
     {Py_tp_methods, Connection_methods},
     {Py_tp_doc, "Connection(host, port, timeout=30.0, *, max_body=2**30, tls=False, verify=True, "
-                "cafile=None, server_hostname=None, certfile=None, keyfile=None)\n\n"
-                "One blocking keep-alive HTTP/1.1 connection, over TLS with tls=True."},
+                "cafile=None, server_hostname=None, certfile=None, keyfile=None, unix_socket=None, "
+                "http2=False)\n\n"
+                "One blocking keep-alive HTTP/1.1 connection, over TLS with tls=True; one HTTP/2 "
+                "stream at a time with http2=True."},
     {0, NULL},
 };
 

@@ -45,7 +45,7 @@
  * types. */
 typedef struct {
     PyObject *HttpbenchError, *ConnectError, *Timeout, *ProtocolError, *IncompleteResponse;
-    PyObject *TLSError;
+    PyObject *TLSError, *StreamReset;
     PyTypeObject *Connection, *Response, *ServerCore, *Histogram, *Bench, *TLS;
 } core_state;
 
@@ -95,10 +95,13 @@ int hbpy_unix_path_arg(PyObject *o, void *out);
 
 /* ---- py_tls.c */
 
-/* Makes an hb_tls from Python arguments (any may be NULL or None).
- * Returns it, or NULL with an exception: TLSError for what OpenSSL
- * refused. */
-hb_tls *hbpy_tls_make(core_state *st, int server, int verify, int resume, PyObject *cafile,
+/* Makes an hb_tls from Python arguments (any may be NULL or None), for
+ * a server (HBPY_TLS_SERVER) or a client, offering h2 by ALPN
+ * (HBPY_TLS_H2) or http/1.1. Returns it, or NULL with an exception:
+ * TLSError for what OpenSSL refused. */
+#define HBPY_TLS_SERVER 1
+#define HBPY_TLS_H2 2
+hb_tls *hbpy_tls_make(core_state *st, int flags, int verify, int resume, PyObject *cafile,
                       PyObject *certfile, PyObject *keyfile, PyObject *server_hostname,
                       PyObject *cert_host, PyObject *min_v, PyObject *max_v, PyObject *ciphers,
                       PyObject *ciphersuites);

@@ -9,6 +9,7 @@ typedef struct {
     PyObject *headers; /* tuple of (name, value), built on first use */
     int status;
     int minor_version;
+    int http2; /* it came over HTTP/2 (its head rendered as HTTP/1.1's) */
     uint32_t reason_off, reason_len;
     int folded;
     hb_header fields[1];
@@ -96,6 +97,8 @@ static PyObject *Response_get_reason(ResponseObject *self, void *closure)
 static PyObject *Response_get_version(ResponseObject *self, void *closure)
 {
     (void)closure;
+    if (self->http2)
+        return PyUnicode_FromString("HTTP/2");
     return PyUnicode_FromFormat("HTTP/1.%d", self->minor_version);
 }
 
@@ -167,7 +170,7 @@ static PyMemberDef Response_members[] = {
 
 static PyGetSetDef Response_getset[] = {
     {"reason", (getter)Response_get_reason, NULL, "The reason phrase.", NULL},
-    {"version", (getter)Response_get_version, NULL, "'HTTP/1.1' or 'HTTP/1.0'.", NULL},
+    {"version", (getter)Response_get_version, NULL, "'HTTP/1.1', 'HTTP/1.0' or 'HTTP/2'.", NULL},
     {"headers", (getter)Response_get_headers, NULL,
      "The header fields as a list of (name, value) pairs, in order.", NULL},
     {0},
@@ -214,6 +217,7 @@ PyObject *hbpy_make_response(core_state *st, const hb_conn *c)
     }
     self->status = r->status;
     self->minor_version = r->minor_version;
+    self->http2 = c->http2;
     self->reason_off = r->reason_off;
     self->reason_len = r->reason_len;
     memcpy(self->fields, r->headers, r->num_headers * sizeof(hb_header));

@@ -54,12 +54,15 @@ static int tls_text(PyObject *o, const char *name, const char **out)
 /* Makes an hb_tls from Python arguments (any may be NULL or None).
  * Returns it, or NULL with an exception: TLSError for what OpenSSL
  * refused. */
-hb_tls *hbpy_tls_make(core_state *st, int server, int verify, int resume, PyObject *cafile,
+hb_tls *hbpy_tls_make(core_state *st, int flags, int verify, int resume, PyObject *cafile,
                       PyObject *certfile, PyObject *keyfile, PyObject *server_hostname,
                       PyObject *cert_host, PyObject *min_v, PyObject *max_v, PyObject *ciphers,
                       PyObject *ciphersuites)
 {
-    hb_tls_config cfg = {.server = server, .verify = verify, .resume = resume};
+    hb_tls_config cfg = {.server = (flags & HBPY_TLS_SERVER) != 0,
+                         .http2 = (flags & HBPY_TLS_H2) != 0,
+                         .verify = verify,
+                         .resume = resume};
     PyObject *ca = NULL, *cert = NULL, *key = NULL;
     hb_tls *t = NULL;
     long long v;
@@ -106,19 +109,20 @@ static int TLS_init(TLSObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"server",          "verify",    "cafile",  "certfile", "keyfile",
                              "server_hostname", "cert_host", "tls_min", "tls_max",  "ciphers",
-                             "ciphersuites",    "resume",    NULL};
-    int server = 0, verify = 1, resume = 1;
+                             "ciphersuites",    "resume",    "http2",   NULL};
+    int server = 0, verify = 1, resume = 1, http2 = 0;
     PyObject *o[10] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p$pOOOOOOOOOp:_TLS", kwlist, &server, &verify,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p$pOOOOOOOOOpp:_TLS", kwlist, &server, &verify,
                                      &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                                     &resume))
+                                     &resume, &http2))
         return -1;
     if (self->tls != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
         return -1;
     }
     core_state *st = type_state(Py_TYPE(self));
-    self->tls = hbpy_tls_make(st, server, verify, resume, o[0], o[1], o[2], o[3], o[4], o[5], o[6],
+    int flags = (server ? HBPY_TLS_SERVER : 0) | (http2 ? HBPY_TLS_H2 : 0);
+    self->tls = hbpy_tls_make(st, flags, verify, resume, o[0], o[1], o[2], o[3], o[4], o[5], o[6],
                               o[7], o[8]);
     return self->tls != NULL ? 0 : -1;
 }

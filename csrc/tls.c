@@ -251,7 +251,10 @@ static int trust_any(X509_STORE_CTX *store, void *arg)
 
 static int client_settings(hb_tls *t, const hb_tls_config *cfg, char *err, size_t errlen)
 {
-    static const unsigned char alpn[] = "\x08http/1.1";
+    /* ALPN offers the one protocol the client will speak (RFC 7301). */
+    static const unsigned char http1[] = "\x08http/1.1", h2[] = "\x02h2";
+    const unsigned char *alpn = cfg->http2 ? h2 : http1;
+    unsigned alpn_len = cfg->http2 ? sizeof h2 - 1 : sizeof http1 - 1;
     t->verify = cfg->verify;
     t->resume = cfg->resume;
     if (cfg->server_hostname != NULL && cfg->server_hostname[0] != 0) {
@@ -262,7 +265,7 @@ static int client_settings(hb_tls *t, const hb_tls_config *cfg, char *err, size_
         }
         t->name_ip = is_address(t->name);
     }
-    if (SSL_CTX_set_alpn_protos(t->ctx, alpn, sizeof alpn - 1) != 0) {
+    if (SSL_CTX_set_alpn_protos(t->ctx, alpn, alpn_len) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -685,6 +688,17 @@ static const char *tls_error(hb_sock *s)
 {
     (void)s;
     return last_error;
+}
+
+int hb_tls_alpn_is(hb_sock *s, const char *proto)
+{
+    tls_conn *c = s->ctx;
+    const unsigned char *p = NULL;
+    unsigned n = 0;
+    if (c == NULL || !c->opened)
+        return 0;
+    SSL_get0_alpn_selected(c->ssl, &p, &n);
+    return n == strlen(proto) && memcmp(p, proto, n) == 0;
 }
 
 static int tls_describe(hb_sock *s, hb_sock_info *out)

@@ -28,6 +28,7 @@ from .exceptions import (
     HttpbenchError,
     IncompleteResponse,
     ProtocolError,
+    StreamReset,
     Timeout,
     TLSError,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "Timeout",
     "ProtocolError",
     "IncompleteResponse",
+    "StreamReset",
     "TLSError",
     "ClusterError",
 ]

@@ -56,6 +56,7 @@ class _TLS:
         ciphers: str | None = None,
         ciphersuites: str | None = None,
         resume: bool = True,
+        http2: bool = False,
     ) -> None: ...
     def cert_pem(self) -> str | None: ...
 
@@ -98,10 +99,14 @@ class Connection:
         certfile: _Path | None = None,
         keyfile: _Path | None = None,
         unix_socket: _Path | None = None,
+        http2: bool = False,
         _via: tuple[str, int, bytes | None, str | None, str | None, str] | None = None,
     ) -> None: ...
     @property
     def tls(self) -> bool: ...
+    @property
+    def http2(self) -> bool:
+        """Whether it speaks HTTP/2 (one stream at a time)."""
     @property
     def proxy(self) -> str | None:
         """The forward proxy's host:port it goes through, or None."""

@@ -105,16 +105,18 @@ class ProxyRoute(NamedTuple):
     label: str
 
 
-def proxy_route(proxy: str, host: str, port: int, tls: bool, user_agent: str = "") -> ProxyRoute:
-    """The ProxyRoute for reaching host:port (over TLS if tls) through proxy
-    (see split_proxy)."""
+def proxy_route(proxy: str, host: str, port: int, tunnel: bool,
+                user_agent: str = "") -> ProxyRoute:
+    """The ProxyRoute for reaching host:port through proxy (see
+    split_proxy): by a CONNECT tunnel when tunnel (TLS, or HTTP/2, which
+    goes inside one even to an http:// server), else in absolute form."""
     via = split_proxy(proxy)
     auth = None
     if via.credentials is not None:
         token = base64.b64encode(":".join(via.credentials).encode()).decode("ascii")
         auth = "Basic " + token
     name = f"[{host}]" if ":" in host else host
-    if tls:
+    if tunnel:
         # RFC 9110 section 9.3.6: CONNECT names the authority, port always.
         lines = [f"CONNECT {name}:{port} HTTP/1.1", f"Host: {name}:{port}"]
         lines += [f"User-Agent: {user_agent}"] if user_agent else []

@@ -14,9 +14,12 @@ __all__ = ["Connection"]
 
 class Connection(_core.Connection):
     """One blocking keep-alive HTTP/1.1 connection to host:port (see
-    docs/client.md). proxy="http://[user:pass@]host:port" goes through a
-    forward proxy: an http:// server's requests in absolute form with the
-    proxy's credentials, an https:// server's through a CONNECT tunnel."""
+    docs/client.md), or with http2=True one HTTP/2 stream at a time (h2 by
+    ALPN over TLS, h2c by prior knowledge over plain TCP).
+    proxy="http://[user:pass@]host:port" goes through a forward proxy: an
+    http:// server's HTTP/1.1 requests in absolute form with the proxy's
+    credentials, an https:// server's (and HTTP/2) through a CONNECT
+    tunnel."""
 
     __slots__ = ()
     __module__ = "httpbench"  # its public home, as the core's other types say
@@ -26,7 +29,8 @@ class Connection(_core.Connection):
         via = None
         # Wrong types go on to the core, which names them.
         if proxy is not None and isinstance(host, str) and isinstance(port, int):
-            via = proxy_route(proxy, host, port, bool(options.get("tls", False)))
+            tunnel = bool(options.get("tls", False)) or bool(options.get("http2", False))
+            via = proxy_route(proxy, host, port, tunnel)
         super().__init__(host, port, timeout, _via=via, **options)
 
     @classmethod
@@ -39,5 +43,6 @@ class Connection(_core.Connection):
 
     def __repr__(self) -> str:
         where = self.unix_socket if self.unix_socket is not None else f"{self.host}:{self.port}"
-        return f"<httpbench.Connection to {where!s}{' (TLS)' if self.tls else ''}>"
+        how = " ".join(w for w, on in (("TLS", self.tls), ("HTTP/2", self.http2)) if on)
+        return f"<httpbench.Connection to {where!s}{f' ({how})' if how else ''}>"
 

@@ -11,6 +11,7 @@ __all__ = [
     "Timeout",
     "ProtocolError",
     "IncompleteResponse",
+    "StreamReset",
     "TLSError",
     "ClusterError",
 ]
@@ -34,6 +35,17 @@ class ProtocolError(HttpbenchError):
 
 class IncompleteResponse(ProtocolError):
     """The peer closed or reset the connection before the response was complete."""
+
+
+class StreamReset(ProtocolError):
+    """The server reset an HTTP/2 stream (RST_STREAM) before its response
+    was whole; error_code is the frame's code (RFC 9113 section 7:
+    1 PROTOCOL_ERROR, 2 INTERNAL_ERROR, 8 CANCEL, ...). The connection
+    stays open for the next request."""
+
+    def __init__(self, message: str, error_code: int = 0) -> None:
+        super().__init__(message)
+        self.error_code = error_code
 
 
 class TLSError(HttpbenchError):
