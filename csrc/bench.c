@@ -162,7 +162,9 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         hb_br_init(&t->res[k]);
     hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
     /* Each connection's exchanges: as many as it may have in flight. */
-    int depth = cfg->pipeline > 1 ? cfg->pipeline : 1;
+    int depth = cfg->http2          ? (cfg->streams > 0 ? cfg->streams : 1)
+                : cfg->pipeline > 1 ? cfg->pipeline
+                                    : 1;
     t->exchanges = calloc((size_t)t->nconns * (size_t)depth, sizeof *t->exchanges);
     if (t->exchanges == NULL && t->nconns > 0)
         return -1;
@@ -171,8 +173,11 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         hb_sock_init(&c->sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
         c->sock.shared = cfg->transport_shared;
         c->xs = &t->exchanges[(size_t)j * (size_t)depth];
-        c->xs[0].rq = &b->reqs[0];
-        c->xs[0].res = &t->res[0];
+        for (int k = 0; k < depth; k++) {
+            c->xs[k].rq = &b->reqs[0];
+            c->xs[k].res = &t->res[0];
+        }
+        c->thr = t;
     }
     t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
     t->scratch = malloc(SCRATCH);
@@ -183,7 +188,7 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         return -1;
     /* A pipeline writes and reads at once: the event loop's. */
     t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL &&
-                  cfg->pipeline <= 1;
+                  cfg->pipeline <= 1 && !cfg->http2;
     if (!t->blocking) {
         struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -245,6 +250,10 @@ int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen)
         broken = "concurrency_stages run closed loop: no rate";
     else if (cfg->scenario != NULL && cfg->pipeline > 1)
         broken = "pipeline with a scenario is not supported";
+    else if (cfg->http2 && cfg->pipeline > 1)
+        broken = "pipeline with http2 is not supported: HTTP/2 has streams";
+    else if (!cfg->http2 && cfg->streams > 1)
+        broken = "streams are HTTP/2's: pass http2";
     /* Under a rate a connection starts every concurrency/rate seconds. */
     else if (cfg->rate > 0 && (double)cfg->concurrency / cfg->rate > HB_BENCH_MAX_SECONDS)
         broken = "the rate is too low for the connections";
@@ -279,6 +288,9 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
         b->vus = NULL;
     }
     if (setup_requests(b, cfg) != 0)
+        goto error;
+    char why[160];
+    if (cfg->http2 && hb_h2l_prepare(b, why, sizeof why) != 0)
         goto error;
     if (b->cfg.pipeline > 1) {
         /* The whole pipeline's bytes, for one write of any part of it. */
@@ -421,6 +433,7 @@ void hb_bench_free(hb_bench *b)
                 hb_bc_close(&t->conns[j]);
                 hb_sock_release(&t->conns[j].sock);
                 hb_buf_free(&t->conns[j].head);
+                hb_buf_free(&t->conns[j].tx);
             }
         }
         if (t->ep >= 0)
@@ -451,5 +464,8 @@ void hb_bench_free(hb_bench *b)
     free(b->ptrs);
     free(b->lens);
     free(b->fails);
+    for (int i = 0; i < b->nh2reqs; i++)
+        hb_h2_req_free(&b->h2reqs[i]);
+    free(b->h2reqs);
     free(b);
 }

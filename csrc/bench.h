@@ -43,6 +43,11 @@
 #define HB_BENCH_MAX_PIPELINE 1024
 #define HB_BENCH_MAX_REQUESTS 1000000000000LL /* in a run, and in a warmup: a trillion */
 #define HB_BENCH_MAX_RATE 1e9                 /* requests a second */
+#define HB_BENCH_MAX_STREAMS 10000            /* HTTP/2 streams per connection (h2.h's) */
+#define HB_BENCH_MAX_WINDOW 2147483647        /* HTTP/2 window, bytes (RFC 9113 section 6.9.1) */
+/* RST_STREAM codes counted apart (RFC 9113 section 7 defines 0..13);
+ * a code above lands in the last. */
+#define HB_BENCH_RESET_CODES 15
 /* What requests in flight get after a stop or a duration's end before
  * they are cancelled; the Python agents keep the same. */
 #define HB_BENCH_GRACE_NS 1000000000LL
@@ -114,6 +119,13 @@ typedef struct {
     uint64_t warmup_requests;     /* the warmup's requests; 0 with no warmup_seconds:
                                    * one per connection, so every one is open */
     double warmup_seconds;        /* or its length, at most HB_BENCH_MAX_SECONDS */
+    int http2;                    /* HTTP/2: h2 by ALPN over TLS (the transport offering it),
+                                   * else h2c by prior knowledge; pipeline must be 1 */
+    int streams;                  /* HTTP/2: the most streams in flight on a connection,
+                                   * 1..HB_BENCH_MAX_STREAMS (0: 1), lowered by the server's
+                                   * SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint64_t window;              /* HTTP/2: the client's windows, bytes
+                                   * (1..HB_BENCH_MAX_WINDOW; 0: wide open) */
 } hb_bench_config;
 
 /* Per second of the run: outcomes and a coarse latency histogram (hist.h's
@@ -155,7 +167,11 @@ void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *
     X(keepalive_requests, "keepalive_requests")                                                    \
     X(connects, "connects")                                                                        \
     X(reconnects, "reconnects")                                                                    \
-    X(closing, "closing_responses") /* final heads that ended keep-alive (close, HTTP/1.0) */
+    X(closing, "closing_responses") /* final heads that ended keep-alive (close, HTTP/1.0) */      \
+    X(fail_reset, "reset")          /* HTTP/2: a stream the server reset (RST_STREAM) */           \
+    X(refused, "refused")           /* HTTP/2: streams refused (REFUSED_STREAM), sent again */     \
+    X(header_bytes_wire, "header_bytes_wire")       /* HTTP/2: HEADERS payloads received */        \
+    X(header_bytes_decoded, "header_bytes_decoded") /* and the fields they decoded to */
 
 #define HB_BENCH_COUNT_FIELD(field, name) uint64_t field;
 
@@ -168,15 +184,25 @@ typedef struct {
     hb_sock_info tls;               /* what the first handshake agreed on (empty: none) */
     double elapsed;                 /* seconds from start to the last outcome */
     double cpu_user, cpu_sys;       /* the loop threads' CPU time, seconds */
-    hb_hist total;                  /* latency: from the intended start under a rate */
-    hb_hist uncorrected;            /* latency from the actual send */
-    hb_hist connect;                /* connect time per request, a handshake included
+    /* HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (the lowest
+     * any connection heard; 0 until one did), the most streams one
+     * connection had in flight, and RST_STREAMs by error code. */
+    uint32_t streams_allowed;
+    uint32_t streams_max_used;
+    int streams_heard;
+    uint64_t reset_codes[HB_BENCH_RESET_CODES];
+    /* Each connection's req/s over the run (h2load's min, max, mean and
+     * standard deviation); the whole run's figures only. */
+    double conn_rps_min, conn_rps_max, conn_rps_mean, conn_rps_sd;
+    hb_hist total;         /* latency: from the intended start under a rate */
+    hb_hist uncorrected;   /* latency from the actual send */
+    hb_hist connect;       /* connect time per request, a handshake included
                                      * (0 when reused) */
-    hb_hist waiting;                /* send to first response byte */
-    hb_hist processing;             /* total less connect, as ab's Processing row */
-    hb_hist tls_handshake;          /* each handshake's time (inside connect's) */
-    char error[160];                /* the first exception's text, for the report */
-    hb_second *timeline;            /* seconds[0..nseconds), malloc'ed; NULL if none */
+    hb_hist waiting;       /* send to first response byte */
+    hb_hist processing;    /* total less connect, as ab's Processing row */
+    hb_hist tls_handshake; /* each handshake's time (inside connect's) */
+    char error[160];       /* the first exception's text, for the report */
+    hb_second *timeline;   /* seconds[0..nseconds), malloc'ed; NULL if none */
     int nseconds;
 } hb_bench_result;
 

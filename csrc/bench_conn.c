@@ -59,7 +59,7 @@ static const struct {
     [BC_CONNECTING] = {st_connecting, LONE_POLL}, [BC_TUNNEL] = {st_tunnel, LONE_POLL},
     [BC_HANDSHAKE] = {st_handshake, LONE_POLL},   [BC_WRITING] = {st_writing, LONE_POLL},
     [BC_READING] = {st_reading, LONE_RECV},       [BC_DRAIN] = {st_drain, LONE_RECV},
-    [BC_RETRY] = {st_between, LONE_SLEEP},
+    [BC_RETRY] = {st_between, LONE_SLEEP},        [BC_H2] = {hb_h2l_event, LONE_NONE},
 };
 
 static void write_request(bthread *t, bconn *c, int64_t now);
@@ -68,7 +68,7 @@ static void retry_later(bthread *t, bconn *c, int64_t now);
 static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now);
 static void bench_cut_short(bthread *t, bconn *c, int64_t now);
 
-static void bc_events(bthread *t, bconn *c, unsigned events)
+void hb_bc_watch(bthread *t, bconn *c, unsigned events)
 {
     if (c->events == events)
         return;
@@ -84,9 +84,9 @@ static void watch_wants(bthread *t, bconn *c)
     if (t->blocking)
         return;
     if (c->read_ahead)
-        bc_events(t, c, EPOLLIN | EPOLLOUT);
+        hb_bc_watch(t, c, EPOLLIN | EPOLLOUT);
     else
-        bc_events(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
+        hb_bc_watch(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
 }
 
 void hb_bc_close(bconn *c)
@@ -98,6 +98,9 @@ void hb_bc_close(bconn *c)
     c->served = 0;
     hb_buf_clear(&c->head);
     hb_buf_shrink(&c->head, 65536);
+    hb_h2_free(c->h2); /* the session was the socket's */
+    c->h2 = NULL;
+    hb_buf_clear(&c->tx);
 }
 
 /* Requests in flight on c: those of its batch not answered yet. */
@@ -107,8 +110,12 @@ static int unanswered(const bconn *c)
 }
 
 /* The connect's time, in each exchange the new socket carries. */
-static void set_connect_ns(bconn *c, int64_t ns)
+static void set_connect_ns(bthread *t, bconn *c, int64_t ns)
 {
+    if (t->b->cfg.http2) {
+        hb_h2l_connect_ns(c, ns);
+        return;
+    }
     for (int i = c->answered; i < c->batch; i++)
         c->xs[i].connect_ns = ns;
 }
@@ -128,6 +135,10 @@ static void end_batch(bthread *t, bconn *c, int n, int64_t now)
  * for all, they shared the socket), the first saying why; c closes. */
 static void bc_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
 {
+    if (t->b->cfg.http2) {
+        hb_h2l_fail_all(t, c, cls, now, why);
+        return;
+    }
     hb_bench_result *res = hb_bc_current(c)->res;
     int n = unanswered(c);
     for (int i = c->answered; i < c->batch; i++)
@@ -154,6 +165,10 @@ static void begin_reading(bconn *c)
  * bring the thread back every tick to look at deadlines and the stop flag. */
 static void connected(bthread *t, bconn *c, int64_t now)
 {
+    if (t->b->cfg.http2) {
+        hb_h2l_opened(t, c, now);
+        return;
+    }
     if (t->blocking && hb_sock_set_blocking(&c->sock, t->b->tick_ns) != 0) {
         bc_fail(t, c, HB_FAIL(fail_connect), now, strerror(errno));
         return;
@@ -196,7 +211,7 @@ static void handshake(bthread *t, bconn *c, int64_t now)
     now = hb_now_ns();
     hb_bench_result *res = hb_bc_current(c)->res;
     hb_hist_record(&res->tls_handshake, (uint64_t)(now - c->t_handshake));
-    set_connect_ns(c, now - c->t_connect);
+    set_connect_ns(t, c, now - c->t_connect);
     if (c->sock.tp->describe(&c->sock, NULL) == 1)
         res->tls_resumed++;
     else
@@ -211,7 +226,7 @@ static void handshake(bthread *t, bconn *c, int64_t now)
  * transport's handshake, else the request. */
 static void opened(bthread *t, bconn *c, int64_t now)
 {
-    set_connect_ns(c, now - c->t_connect);
+    set_connect_ns(t, c, now - c->t_connect);
     if (c->sock.tp->handshake != NULL) {
         c->t_handshake = now;
         handshake(t, c, now);
@@ -231,6 +246,13 @@ static void tunnel(bthread *t, bconn *c, int64_t now)
     } else if (rc == HB_TUNNEL_WAIT) {
         c->state = BC_TUNNEL;
         watch_wants(t, c);
+    } else if (rc == HB_TUNNEL_REFUSED && t->b->cfg.http2) {
+        /* No stream to answer: what the proxy said fails them all. */
+        char why[160];
+        const hb_response *r = &c->tn->head;
+        snprintf(why, sizeof why, "the proxy answered CONNECT with %d %.*s", r->status,
+                 (int)r->reason_len, hb_buf_rdptr(&c->tn->reply) + r->reason_off);
+        bc_fail(t, c, HB_FAIL(fail_connect), now, why);
     } else if (rc == HB_TUNNEL_REFUSED) {
         const char *p = hb_buf_rdptr(&c->tn->reply);
         size_t n = hb_buf_size(&c->tn->reply);
@@ -325,7 +347,7 @@ static int64_t retry_due(bthread *t, int64_t now)
 /* A new socket for c: the resolved addresses in turn, from the one that
  * worked last (as getaddrinfo's order and Connection have it: a name with
  * ::1 first and a server on 127.0.0.1 alone still connects). */
-static void begin_connect(bthread *t, bconn *c, int64_t now)
+void hb_bc_begin_connect(bthread *t, bconn *c, int64_t now)
 {
     hb_bc_current(c)->res->connects++;
     if (c->opened++ > 0)
@@ -356,7 +378,7 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
     c->answered = 0;
     c->sent = 0;
     hb_bc_close(c);
-    begin_connect(t, c, now);
+    hb_bc_begin_connect(t, c, now);
     return 1;
 }
 
@@ -405,6 +427,10 @@ static void write_request(bthread *t, bconn *c, int64_t now)
 static void start_request(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
+    if (b->cfg.http2) {
+        hb_h2l_start(t, c, now);
+        return;
+    }
     if (c->state == BC_RATE)
         t->rate_waiting--;
     if (b->vus != NULL && !stopped(b) && !(b->end && now >= b->end)) {
@@ -451,7 +477,7 @@ static void start_request(bthread *t, bconn *c, int64_t now)
         c->xs[i] = *x;
     c->sent = 0;
     if (c->sock.fd < 0)
-        begin_connect(t, c, now);
+        hb_bc_begin_connect(t, c, now);
     else
         write_request(t, c, now);
 }
@@ -477,7 +503,7 @@ static void drain(bthread *t, bconn *c)
         n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
     while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !t->blocking) {
-        bc_events(t, c, EPOLLIN);
+        hb_bc_watch(t, c, EPOLLIN);
         return;
     }
     drained(t, c);
@@ -519,48 +545,51 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
     end_batch(t, c, 0, now);
 }
 
-/* A response is whole: counted, timed, and the socket kept or closed. With
- * more of a pipeline to come (c->answered < c->batch after it) the
- * connection reads on, from the bytes after this response. */
-static void finish(bthread *t, bconn *c, int64_t now, int leftover)
+void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
 {
     hb_bench *b = t->b;
-    bexch *x = hb_bc_current(c);
     hb_bench_result *res = x->res;
     const hb_bench_config *cfg = &b->cfg;
     breq *q = (breq *)x->rq;
 
     res->status[x->status < 600 ? x->status : 0]++;
-    res->body_bytes += c->body.got;
-    c->served++;
+    res->body_bytes += got;
     int ok2xx = x->status >= 200 && x->status < 300;
     /* A HEAD response's document length is 0: no body, by definition. */
     size_t failed = 0; /* a class (HB_FAIL), 0: none */
     if (ok2xx) {
         int64_t expect = -1;
-        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
+        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
-        if (!b->scen && !cfg->lengths_vary && expect >= 0 && (uint64_t)expect != c->body.got)
+        if (!b->scen && !cfg->lengths_vary && expect >= 0 && (uint64_t)expect != got)
             failed = HB_FAIL(fail_length);
         expect = -1;
-        __atomic_compare_exchange_n(&q->doc_len, &expect, (int64_t)c->body.got, 0, __ATOMIC_RELAXED,
+        __atomic_compare_exchange_n(&q->doc_len, &expect, (int64_t)got, 0, __ATOMIC_RELAXED,
                                     __ATOMIC_RELAXED);
     }
     /* A scenario's checks; the body's search ran as the body came. An
      * answer past the deadline timed out, though it came between ticks. */
     if (now - x->t_start >= b->timeout_ns)
         failed = HB_FAIL(fail_timeout);
-    else if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != c->body.got)
+    else if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != got)
         failed = HB_FAIL(fail_length);
     else if ((q->r.status_ok != NULL && !q->r.status_ok[x->status < 600 ? x->status : 0]) ||
              (q->r.expect_body_len > 0 && x->found < q->r.expect_body_len))
         failed = HB_FAIL(fail_check);
-    if (failed != 0) {
+    if (failed != 0)
         hb_br_failed(t, x, failed, now);
-        next_response(t, c, now, leftover);
-        return;
-    }
-    hb_br_done(t, x, now, ok2xx, c->reuse && cfg->keepalive);
+    else
+        hb_br_done(t, x, now, ok2xx, kept);
+}
+
+/* A response is whole: counted, timed, and the socket kept or closed. With
+ * more of a pipeline to come (c->answered < c->batch after it) the
+ * connection reads on, from the bytes after this response. */
+static void finish(bthread *t, bconn *c, int64_t now, int leftover)
+{
+    c->served++;
+    c->done_total++;
+    hb_bc_judge(t, hb_bc_current(c), c->body.got, now, c->reuse && t->b->cfg.keepalive);
     next_response(t, c, now, leftover);
 }
 
@@ -800,6 +829,10 @@ static void tick(bthread *t, int64_t now)
                 drained(t, c);
             continue;
         }
+        if (b->cfg.http2) {
+            hb_h2l_tick(t, c, now, abandon);
+            continue;
+        }
         /* The oldest exchange in flight is the first to time out. */
         int64_t age = now - hb_bc_current(c)->t_start;
         if (c->state == BC_RETRY &&
@@ -839,7 +872,7 @@ static int64_t start_due(bthread *t, int64_t now)
     int64_t next = INT64_MAX;
     for (int i = 0; i < t->nconns && t->rate_waiting > 0; i++) {
         bconn *c = &t->conns[i];
-        if (c->state != BC_RATE)
+        if (c->state != BC_RATE && !c->h2_due)
             continue;
         if (now >= c->next_at || stopped(b) || (b->end && now >= b->end))
             start_request(t, c, now);

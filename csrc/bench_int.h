@@ -8,6 +8,7 @@
 #include "bench.h"
 
 #include "buf.h"
+#include "h2.h"
 #include "parser.h"
 #include "tunnel.h"
 
@@ -76,7 +77,8 @@ enum {
     BC_WRITING,
     BC_READING,
     BC_DRAIN,
-    BC_RETRY /* a Unix socket's backlog was full (EAGAIN): connect again at next_try */
+    BC_RETRY, /* a Unix socket's backlog was full (EAGAIN): connect again at next_try */
+    BC_H2     /* an HTTP/2 session is open: streams come and go (bench_h2.c) */
 };
 
 /* BC_RETRY's waits: from RETRY_FIRST_NS doubling to RETRY_MAX_NS, for at
@@ -98,6 +100,11 @@ enum {
  * an exchange records (hb_br_done, hb_br_failed) is the same code whatever
  * carries it. The arrays are allocated with the connections, once:
  * nothing per request. */
+/* An HTTP/2 exchange's place (bexch.h2): free, taken and waiting for a
+ * stream (a socket, a session, a slot under the server's limit, or to be
+ * sent again), or on a stream. */
+enum { BX_FREE = 0, BX_WAITING, BX_OPEN };
+
 typedef struct {
     const breq *rq;       /* the request under way */
     hb_bench_result *res; /* its figures, this thread's */
@@ -110,6 +117,14 @@ typedef struct {
     int status;
     int retried;    /* it was sent again once already */
     uint32_t found; /* expect_body's search: the match so far */
+    /* HTTP/2: where it is (BX_*), its stream, its variant as h2 sends it,
+     * the body bytes so far, and the times the server refused it. */
+    int h2;
+    int32_t sid; /* its stream's id */
+    hb_h2_stream *stream;
+    const hb_h2_req *h2req;
+    uint64_t got;
+    int refusals;
 } bexch;
 
 typedef struct {
@@ -144,9 +159,21 @@ typedef struct {
     uint64_t seq;        /* a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
     int next_req;        /* order by sequence: the next request */
+    /* HTTP/2 (bench_h2.c): the session of the socket's life, the frames
+     * not yet written, exchanges taken (active: waiting or on a stream),
+     * whether it waits for a rate's start (h2_due) or is on the ready
+     * stack, the read's clock for the session's hooks. */
+    hb_h2 *h2;
+    hb_buf tx;
+    int active;
+    int h2_due;
+    int in_ready;
+    uint64_t done_total; /* responses over the run, every socket (per-connection req/s) */
+    int64_t h2_now;
+    struct bthread *thr;
 } bconn;
 
-typedef struct {
+typedef struct bthread {
     hb_bench *b;
     pthread_t thread;
     int started;
@@ -224,6 +251,8 @@ struct hb_bench {
     int64_t warm_end; /* a warmup by time: its end */
     int paced_measured;
     hb_shape *vus_measured;
+    hb_h2_req *h2reqs; /* HTTP/2: each variant as h2 sends it, as ptrs */
+    int nh2reqs;
 };
 
 /* Whether the run was asked to stop (stop_at is set by then). */
@@ -256,6 +285,8 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept);
 /* The first final response's head and Server field, once for the run. */
 void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head);
+/* An HTTP/2 response's Server field, the first for the run. */
+void hb_br_note_server_h2(hb_bench *b, const char *value, size_t len);
 /* The first handshake's agreement, once for the run. */
 void hb_br_note_tls(hb_bench *b, bconn *c);
 /* r zeroed, its histograms empty. */
@@ -290,8 +321,40 @@ void hb_bp_schedule(bthread *t);
 /* Runs t's connections until its tickets are spent and nothing is in
  * flight: in recv for a lone connection, else in epoll. */
 void hb_bc_run(bthread *t);
-/* Closes c's socket (taking it out of the epoll set) and forgets what it
- * read; the next request opens another. */
+/* Closes c's socket (taking it out of the epoll set), its HTTP/2 session,
+ * and forgets what it read; the next request opens another. */
 void hb_bc_close(bconn *c);
+/* A new socket for c (connects counted), whose exchanges wait for it. */
+void hb_bc_begin_connect(bthread *t, bconn *c, int64_t now);
+/* Waits (epoll) for what c's transport said its last call wanted. */
+void hb_bc_watch(bthread *t, bconn *c, unsigned events);
+/* c's response for exchange x is whole at now with `got` body bytes:
+ * counted in its status and judged (its length against the run's or the
+ * request's, its deadline, a scenario's checks), then recorded done (kept:
+ * a keep-alive request) or failed. */
+void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept);
+
+/* ---- bench_h2.c: the connection machine's HTTP/2 part */
+
+/* c takes what its streams allow: tickets due, sent on streams (or
+ * waiting for a socket, which it opens); the start_request of HTTP/2. */
+void hb_h2l_start(bthread *t, bconn *c, int64_t now);
+/* c's socket is open (through any tunnel and handshake): its session
+ * begins and the exchanges waiting go out. */
+void hb_h2l_opened(bthread *t, bconn *c, int64_t now);
+/* BC_H2's event handler. */
+void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now);
+/* Every exchange c has taken failed in class cls (HB_FAIL), the first
+ * saying why; c closes. */
+void hb_h2l_fail_all(bthread *t, bconn *c, size_t cls, int64_t now, const char *why);
+/* The connect time of every exchange waiting for c's new socket. */
+void hb_h2l_connect_ns(bconn *c, int64_t ns);
+/* Deadlines on c's streams (each its own), and the end of a stop's grace
+ * (abandon: what is in flight is cancelled). */
+void hb_h2l_tick(bthread *t, bconn *c, int64_t now, int abandon);
+/* The run's requests as HTTP/2 sends them (b->h2reqs), once before it
+ * starts. Returns 0, or -1 with errno (EINVAL: one cannot be sent, said in
+ * err). */
+int hb_h2l_prepare(hb_bench *b, char *err, size_t errlen);
 
 #endif

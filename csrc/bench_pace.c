@@ -69,6 +69,8 @@ void hb_bp_choose(bthread *t, bconn *c, bexch *x)
     x->res = &t->res[i];
     x->req = q->r.variants[v];
     x->req_len = q->r.lens[v];
+    if (b->h2reqs != NULL)
+        x->h2req = &b->h2reqs[(q->r.variants - b->ptrs) + v];
 }
 
 /* Every connection of t to its start: idle, on the ready stack, its

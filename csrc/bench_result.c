@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "bench_int.h"
 
+#include <math.h>
+
 void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *p99)
 {
     uint64_t p[2] = {0, 0},
@@ -104,6 +106,20 @@ void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head)
     pthread_mutex_unlock(&b->mu);
 }
 
+void hb_br_note_server_h2(hb_bench *b, const char *value, size_t len)
+{
+    if (__atomic_load_n(&b->server_set, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&b->mu);
+    if (!b->server_set) {
+        size_t n = len < sizeof b->server - 1 ? len : sizeof b->server - 1;
+        memcpy(b->server, value, n);
+        b->server[n] = 0;
+        __atomic_store_n(&b->server_set, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
 /* Keeps what the first handshake of the run agreed on, for the report. */
 void hb_br_note_tls(hb_bench *b, bconn *c)
 {
@@ -145,6 +161,14 @@ void hb_br_add(hb_bench_result *out, const hb_bench_result *r)
 #undef ADD_COUNT
     for (int s = 0; s < 600; s++)
         out->status[s] += r->status[s];
+    for (int k = 0; k < HB_BENCH_RESET_CODES; k++)
+        out->reset_codes[k] += r->reset_codes[k];
+    if (r->streams_heard && (!out->streams_heard || r->streams_allowed < out->streams_allowed)) {
+        out->streams_allowed = r->streams_allowed;
+        out->streams_heard = 1;
+    }
+    if (r->streams_max_used > out->streams_max_used)
+        out->streams_max_used = r->streams_max_used;
     hb_hist_merge(&out->total, &r->total);
     hb_hist_merge(&out->uncorrected, &r->uncorrected);
     hb_hist_merge(&out->connect, &r->connect);
@@ -163,6 +187,32 @@ static void result_common(hb_bench *b, hb_bench_result *out)
     memcpy(out->first_head, b->first_head, sizeof out->first_head);
     out->tls = b->tls;
     out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
+}
+
+/* Each connection's responses over the run's length, as h2load reports
+ * them: min, max, mean and the standard deviation (Welford's). */
+static void conn_rates(hb_bench *b, hb_bench_result *out)
+{
+    double mean = 0, m2 = 0, lo = 0, hi = 0;
+    uint64_t n = 0;
+    if (out->elapsed <= 0)
+        return;
+    for (int i = 0; i < b->nthreads; i++) {
+        const bthread *t = &b->threads[i];
+        for (int k = 0; t->conns != NULL && k < t->nconns; k++) {
+            double r = (double)t->conns[k].done_total / out->elapsed;
+            lo = n == 0 || r < lo ? r : lo;
+            hi = n == 0 || r > hi ? r : hi;
+            n++;
+            double d = r - mean;
+            mean += d / (double)n;
+            m2 += d * (r - mean);
+        }
+    }
+    out->conn_rps_min = lo;
+    out->conn_rps_max = hi;
+    out->conn_rps_mean = mean;
+    out->conn_rps_sd = n > 1 ? sqrt(m2 / (double)(n - 1)) : 0;
 }
 
 void hb_bench_collect(hb_bench *b, hb_bench_result *out)
@@ -193,6 +243,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
     }
     out->document_length = b->doc_len;
     result_common(b, out);
+    conn_rates(b, out);
 }
 
 void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out)

@@ -220,6 +220,9 @@ static const setting SETTINGS[] = {
     {"prepared", S_FLAG, AT(prepared), 0, 0},
     {"warmup_requests", S_U64, AT(warmup_requests), HB_BENCH_MAX_REQUESTS, 0},
     {"warmup_seconds", S_REAL_OR_0, AT(warmup_seconds), HB_BENCH_MAX_SECONDS, 0},
+    {"http2", S_FLAG, AT(http2), 0, 0},
+    {"streams", S_COUNT, AT(streams), HB_BENCH_MAX_STREAMS, 0},
+    {"window", S_U64, AT(window), HB_BENCH_MAX_WINDOW, 0},
 };
 #undef AT
 static const char *const OBJECT_SETTINGS[] = {
@@ -547,9 +550,10 @@ typedef struct {
 static const result_field RESULT_COUNTS[] = {HB_BENCH_COUNTS(COUNT_ROW)};
 #undef COUNT_ROW
 static const result_field RESULT_SECONDS[] = {
-    RESULT_AT("time_taken", elapsed),
-    RESULT_AT("cpu_user", cpu_user),
-    RESULT_AT("cpu_sys", cpu_sys),
+    RESULT_AT("time_taken", elapsed),        RESULT_AT("cpu_user", cpu_user),
+    RESULT_AT("cpu_sys", cpu_sys),           RESULT_AT("conn_rps_min", conn_rps_min),
+    RESULT_AT("conn_rps_max", conn_rps_max), RESULT_AT("conn_rps_mean", conn_rps_mean),
+    RESULT_AT("conn_rps_sd", conn_rps_sd),
 };
 static const result_field RESULT_HISTOGRAMS[] = {
     RESULT_AT("latency", total),         RESULT_AT("latency_uncorrected", uncorrected),
@@ -702,6 +706,20 @@ static PyObject *status_dict(const hb_bench_result *r)
     return d;
 }
 
+/* {code name: count} of the RST_STREAMs, those counted only. */
+static PyObject *reset_codes_dict(const hb_bench_result *r)
+{
+    PyObject *d = PyDict_New();
+    for (int k = 0; d != NULL && k < HB_BENCH_RESET_CODES; k++) {
+        if (r->reset_codes[k] == 0)
+            continue;
+        const char *name = k == HB_BENCH_RESET_CODES - 1 ? "other" : hb_h2_code_name((uint32_t)k);
+        if (put_item(d, name, PyLong_FromUnsignedLongLong(r->reset_codes[k])))
+            Py_CLEAR(d);
+    }
+    return d;
+}
+
 static PyObject *result_dict(core_state *st, const hb_bench_result *r)
 {
     PyObject *d = PyDict_New();
@@ -726,6 +744,12 @@ static PyObject *result_dict(core_state *st, const hb_bench_result *r)
                      PyUnicode_DecodeLatin1(text, (Py_ssize_t)strlen(text), NULL)))
             goto error;
     }
+    if (put_item(d, "streams_allowed",
+                 r->streams_heard ? PyLong_FromUnsignedLong(r->streams_allowed)
+                                  : Py_NewRef(Py_None)) ||
+        put_item(d, "streams_max_used", PyLong_FromUnsignedLong(r->streams_max_used)) ||
+        put_item(d, "reset_codes", reset_codes_dict(r)))
+        goto error;
     if (put_item(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
         put_item(d, "status_counts", status_dict(r)) || put_item(d, "timeline", timeline_list(r)) ||
         put_item(d, "timeline_buckets", timeline_buckets(r)))

@@ -18,6 +18,8 @@ from . import _core
 __all__ = [
     "YEAR", "MAX_REQUESTS", "MAX_CONCURRENCY", "MAX_THREADS", "MAX_BYTES", "MAX_RATE",
     "MAX_PIPELINE",
+    "MAX_STREAMS",
+    "MAX_WINDOW",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
     "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages", "shape_total",
 ]
@@ -32,6 +34,8 @@ MAX_THREADS = _core.MAX_THREADS
 MAX_BYTES = _core.MAX_BYTES
 MAX_RATE = _core.MAX_RATE
 MAX_PIPELINE = _core.MAX_PIPELINE
+MAX_STREAMS = _core.MAX_STREAMS
+MAX_WINDOW = _core.MAX_WINDOW
 
 
 def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:

@@ -80,9 +80,11 @@ def tls_context(target: Target, verify: bool = True, cafile: Path | None = None,
                 certfile: Path | None = None, keyfile: Path | None = None,
                 server_hostname: str | None = None, tls_min: str | None = "1.2",
                 tls_max: str | None = None, ciphers: str | None = None,
-                ciphersuites: str | None = None, tls_resume: bool = True) -> _core._TLS | None:
+                ciphersuites: str | None = None, tls_resume: bool = True,
+                http2: bool = False) -> _core._TLS | None:
     """The C loop's TLS settings for an https:// target (None for http://,
-    where the TLS-only arguments are an error rather than silently unused).
+    where the TLS-only arguments are an error rather than silently unused),
+    offering h2 by ALPN with http2, else http/1.1.
     Files are checked here, so a wrong path is a FileNotFoundError naming
     it before anything is sent."""
     only_tls = {"cafile": cafile, "certfile": certfile, "keyfile": keyfile,
@@ -104,7 +106,8 @@ def tls_context(target: Target, verify: bool = True, cafile: Path | None = None,
         verify=bool(verify), cafile=cafile, certfile=certfile, keyfile=keyfile,
         server_hostname=_check.text("server_hostname", server_hostname) or target.host,
         tls_min=lo, tls_max=hi, ciphers=_check.text("ciphers", ciphers),
-        ciphersuites=_check.text("ciphersuites", ciphersuites), resume=bool(tls_resume))
+        ciphersuites=_check.text("ciphersuites", ciphersuites), resume=bool(tls_resume),
+        http2=http2)
 
 
 def public_url(url: str) -> str:

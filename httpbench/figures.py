@@ -5,7 +5,7 @@ JSON layout's version."""
 __all__ = ["FAILURE_CLASSES", "PERCENTILES", "SCHEMA", "OLDEST_SCHEMA"]
 
 FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls", "check",
-                   "worker")
+                   "reset", "worker")
 # The JSON layout's version: 2 added schema, start_time, named timeline
 # fields and each latency's histogram as (value, count) pairs; 3 the tls
 # failure class and the TLS figures (tls_*); 4 unix_socket, pipeline, proxy;
@@ -14,8 +14,11 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # a run over a cluster's workers (workers, not_run, the worker class); 8
 # time_taken under a rate or a shape is the schedule's length at least, and
 # non_2xx counts complete responses only (one failing a check is failed); 9
-# counts (the loop's counters without a field of their own, by name).
-SCHEMA = 9
+# counts (the loop's counters without a field of their own, by name); 10
+# HTTP/2: the reset class, http_version, streams, streams_allowed,
+# streams_max_used, refused, reset_codes, header_bytes_wire and
+# header_bytes_decoded, and per-connection req/s (conn_rps_*).
+SCHEMA = 10
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

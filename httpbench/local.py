@@ -156,10 +156,11 @@ def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyR
                          f"files, above the open-file limit ({limit}); raise it with ulimit -n")
     tls = tls_context(t, spec.verify, spec.cafile, spec.certfile, spec.keyfile,
                       spec.server_hostname, spec.tls_min, spec.tls_max, spec.ciphers,
-                      spec.ciphersuites, spec.tls_resume)
+                      spec.ciphersuites, spec.tls_resume, spec.http2)
     route = None
     if spec.proxy is not None:
-        route = proxy_route(spec.proxy, t.host, t.port, t.tls, USER_AGENT)
+        # HTTP/2 goes inside a CONNECT tunnel, to an http:// server too.
+        route = proxy_route(spec.proxy, t.host, t.port, t.tls or spec.http2, USER_AGENT)
     warmup = spec.warmup
     settings = {
         "host": route.host if route else t.host, "port": route.port if route else t.port,
@@ -171,6 +172,7 @@ def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyR
         "stages": spec.stages, "vus": spec.concurrency_stages, "prepared": prepared,
         "warmup_requests": warmup if isinstance(warmup, int) else 0,
         "warmup_seconds": warmup if isinstance(warmup, float) else 0.0,
+        "http2": spec.http2, "streams": spec.streams, "window": spec.window or 0,
         **_requests(spec, route)}
     return settings, route
 
@@ -233,7 +235,8 @@ def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupte
         concurrency=spec.concurrency, threads=spec.loop_threads, rate=spec.rate,
         interrupted=interrupted, unix_socket=spec.unix_socket or "", pipeline=spec.pipeline,
         proxy=route.label if route else "", stages=list(spec.stages or []),
-        concurrency_stages=list(spec.concurrency_stages or []))
+        concurrency_stages=list(spec.concurrency_stages or []),
+        http_version="2" if spec.http2 else "1.1", streams=spec.streams)
     method, path = spec.method, t.path
     if scenario is not None:
         methods = {r.method for r in scenario.requests}
@@ -268,6 +271,10 @@ def _result(raw: dict[str, Any], **about: Any) -> Result:
     for name in _core.RESULT_HISTOGRAMS:
         fields[name] = Latency(raw[name])
     doc = raw["document_length"]
+    for name in ("streams_allowed", "streams_max_used", "reset_codes", "conn_rps_min",
+                 "conn_rps_max", "conn_rps_mean", "conn_rps_sd"):
+        if name in raw:
+            fields[name] = raw[name]
     return Result(
         failures={name: raw.get(name, 0) for name in FAILURE_CLASSES},
         status_counts=raw["status_counts"],

@@ -113,7 +113,12 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "tls_temp_key": "", "tls_server_name": "", "tls_full_handshakes": 0,
                           "tls_resumed_handshakes": 0, "unix_socket": "",
                           "pipeline": 1, "proxy": "", "stages": [],
-                          "concurrency_stages": [], "not_run": 0, "counts": {}}
+                          "concurrency_stages": [], "not_run": 0, "counts": {},
+                          "http_version": "1.1", "streams": 1, "streams_allowed": None,
+                          "streams_max_used": 0, "refused": 0, "reset_codes": {},
+                          "header_bytes_wire": 0, "header_bytes_decoded": 0,
+                          "conn_rps_min": 0.0, "conn_rps_max": 0.0, "conn_rps_mean": 0.0,
+                          "conn_rps_sd": 0.0}
 
 
 class Second(NamedTuple):
@@ -210,6 +215,28 @@ class Result:
     # distributed); the loop's own, not kept in the JSON.
     timeline_buckets: list[list[tuple[int, int]]] = dataclasses.field(default_factory=list,
                                                                       repr=False)
+    # The protocol spoken: "1.1", or "2" (HTTP/2: h2 by ALPN over TLS, h2c
+    # by prior knowledge over plain TCP).
+    http_version: str = "1.1"
+    # HTTP/2: the streams asked for per connection, the server's
+    # SETTINGS_MAX_CONCURRENT_STREAMS (the lowest any connection heard;
+    # None until one did), the most one connection had in flight; streams
+    # the server refused (REFUSED_STREAM: sent again, not failed) and the
+    # RST_STREAMs that failed streams in the reset class, by error code;
+    # the response heads' bytes on the wire (HPACK) and decoded.
+    streams: int = 1
+    streams_allowed: int | None = None
+    streams_max_used: int = 0
+    refused: int = 0
+    reset_codes: dict[str, int] = dataclasses.field(default_factory=dict)
+    header_bytes_wire: int = 0
+    header_bytes_decoded: int = 0
+    # Each connection's req/s over the run, as h2load prints them (min,
+    # max, mean, standard deviation); 0 when not measured.
+    conn_rps_min: float = 0.0
+    conn_rps_max: float = 0.0
+    conn_rps_mean: float = 0.0
+    conn_rps_sd: float = 0.0
     # The loop's counters that have no field of their own, by name: a count
     # added to csrc/py_bench.c's table lands here (CONTRIBUTING.md). Summed
     # in a merge; empty for the comparison's agents.

@@ -54,6 +54,9 @@ def run(
     stages: Iterable[tuple[float, float]] | None = None,
     concurrency_stages: Iterable[tuple[float, float]] | None = None,
     scenario: Scenario | None = None,
+    http2: bool = False,
+    streams: int = 1,
+    window: int | None = None,
     cluster: Any = None,
     workers: int | None = None,
     _coordinator: Coordinator | None = None,
@@ -76,7 +79,11 @@ def run(
     ab and wrk; tls_min/tls_max, ciphers, ciphersuites, certfile/keyfile
     and tls_resume tune it. unix_socket connects to a Unix socket, proxy
     goes through a forward proxy, pipeline keeps N requests in flight per
-    connection, scenario runs several requests (httpbench.Scenario), and
+    connection, scenario runs several requests (httpbench.Scenario),
+    http2 speaks HTTP/2 (h2 by ALPN over https://, h2c by prior knowledge
+    over http://) with up to `streams` requests in flight on each
+    connection and the client's windows `window` bytes (wide open unless
+    given), and
     cluster (a dask.distributed.Client or an address) spreads the run over
     `workers` of a Dask cluster's workers, merged exactly.
 

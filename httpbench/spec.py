@@ -66,6 +66,9 @@ class RunSpec:
     stages: Shape | None = None
     concurrency_stages: Shape | None = None
     scenario: Scenario | None = None
+    http2: bool = False
+    streams: int = 1
+    window: int | None = None
 
     @classmethod
     def from_arguments(cls, url: str, **given: Any) -> RunSpec:
@@ -148,6 +151,10 @@ def _numbers(a: dict[str, Any]) -> None:
     a["unix_socket"] = _check.unix_socket("unix_socket", a["unix_socket"])
     a["pipeline"] = _check.count("pipeline", a["pipeline"], 1, _check.MAX_PIPELINE)
     a["warmup"] = _check.warmup(a["warmup"])
+    a["http2"] = bool(a["http2"])
+    a["streams"] = _check.count("streams", a["streams"], 1, _check.MAX_STREAMS)
+    if a["window"] is not None:
+        a["window"] = _check.count("window", a["window"], 1, _check.MAX_WINDOW)
 
 
 def _combinations(a: dict[str, Any]) -> None:
@@ -156,6 +163,14 @@ def _combinations(a: dict[str, Any]) -> None:
         split_proxy(a["proxy"])  # its form checked here, before anything is sent
     if a["proxy"] is not None and a["unix_socket"] is not None:
         raise ValueError("proxy and unix_socket are two ways to the server: give one")
+    if a["http2"] and a["pipeline"] > 1:
+        raise ValueError("pipeline with http2 is not supported: HTTP/2 carries many requests "
+                         "at once on streams (streams=N)")
+    if not a["http2"]:
+        given = [n for n in ("streams", "window") if a[n] not in (1, None)]
+        if given:
+            raise ValueError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} "
+                             "HTTP/2's: pass http2=True")
     if a["pipeline"] > 1 and a["rate"] is not None:
         raise ValueError("pipeline with rate is not supported: an open loop's requests start "
                          "on their own schedule, not in batches")

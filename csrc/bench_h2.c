@@ -1,0 +1,528 @@
+/* bench_h2.c: the timing loop's HTTP/2 connections (bench_int.h). A
+ * connection's socket is opened as any other (connect, tunnel, TLS by the
+ * states of bench_conn.c); then its session (h2.h) carries up to
+ * cfg.streams exchanges at once, each in a fixed slot of c->xs for its
+ * life (the session's hooks carry its pointer): taken with a ticket,
+ * waiting for a stream (a socket, a session, room under the server's
+ * limit, or to be sent again), then on a stream until it closes. Reading
+ * a batch of frames ends in one refill: new tickets, the waiting sent,
+ * and one write of everything the session has. */
+#define _GNU_SOURCE
+#include "bench_int.h"
+
+#include "tls.h"
+
+/* A stream the server refuses (REFUSED_STREAM) goes again this many
+ * times, then fails as reset: a server that refuses everything must not
+ * keep the loop resending. */
+#define MAX_REFUSALS 100
+
+#define FOR_TAKEN(c, x, depth)                                                                     \
+    for (bexch *x = (c)->xs; x < (c)->xs + (depth); x++)                                           \
+        if (x->h2 != BX_FREE)
+
+static int depth_of(const hb_bench *b)
+{
+    return b->cfg.streams > 0 ? b->cfg.streams : 1;
+}
+
+static void push_ready(bthread *t, bconn *c)
+{
+    if (!c->in_ready) {
+        c->in_ready = 1;
+        t->ready[t->nready++] = c;
+    }
+}
+
+/* x is over (counted by the caller): its slot is free. */
+static void release(bthread *t, bconn *c, bexch *x, int64_t now)
+{
+    x->h2 = BX_FREE;
+    x->stream = NULL;
+    c->active--;
+    t->inflight--;
+    __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+}
+
+static void note_error(bexch *x, const char *fmt, const char *what)
+{
+    if (x->res->error[0] == 0)
+        snprintf(x->res->error, sizeof x->res->error, fmt, what);
+}
+
+void hb_h2l_fail_all(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
+{
+    FOR_TAKEN(c, x, depth_of(t->b))
+    {
+        hb_br_failed(t, x, cls, now);
+        if (why != NULL)
+            note_error(x, "%s", why);
+        release(t, c, x, now);
+    }
+    hb_bc_close(c);
+    c->state = BC_IDLE;
+    push_ready(t, c);
+}
+
+void hb_h2l_connect_ns(bconn *c, int64_t ns)
+{
+    FOR_TAKEN(c, x, c->thr->b->cfg.streams > 0 ? c->thr->b->cfg.streams : 1)
+    if (x->h2 == BX_WAITING)
+        x->connect_ns = ns;
+}
+
+/* ---- the session's hooks: owner is the connection, stream the exchange */
+
+static void on_head(void *owner, void *stream, int status)
+{
+    bconn *c = owner;
+    bexch *x = stream;
+    x->status = status;
+    if (x->t_first == 0)
+        x->t_first = c->h2_now;
+}
+
+static void on_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
+                     size_t vlen)
+{
+    (void)stream;
+    bconn *c = owner;
+    if (nlen == 6 && memcmp(name, "server", 6) == 0)
+        hb_br_note_server_h2(c->thr->b, value, vlen);
+}
+
+static void on_data(void *owner, void *stream, const char *p, size_t n)
+{
+    (void)owner;
+    bexch *x = stream;
+    x->got += n;
+    if (x->rq->r.expect_body_len > 0)
+        hb_scen_needle_feed(&x->rq->body, &x->found, p, n);
+}
+
+static void on_closed(void *owner, void *stream, int how, uint32_t code)
+{
+    bconn *c = owner;
+    bexch *x = stream;
+    bthread *t = c->thr;
+    int64_t now = c->h2_now;
+    x->stream = NULL;
+    switch (how) {
+    case HB_H2_DONE:
+        c->served++;
+        c->done_total++;
+        hb_bc_judge(t, x, x->got, now, t->b->cfg.keepalive);
+        release(t, c, x, now);
+        return;
+    case HB_H2_REFUSED:
+    case HB_H2_RESET:
+        /* Refused, it was not processed (RFC 9113 section 8.7): sent
+         * again, up to MAX_REFUSALS times. */
+        if (how == HB_H2_REFUSED) {
+            x->res->refused++;
+            if (++x->refusals <= MAX_REFUSALS) {
+                x->h2 = BX_WAITING;
+                return;
+            }
+        }
+        x->res->reset_codes[code < HB_BENCH_RESET_CODES ? code : HB_BENCH_RESET_CODES - 1]++;
+        hb_br_failed(t, x, HB_FAIL(fail_reset), now);
+        note_error(x, "the server reset a stream: RST_STREAM %s", hb_h2_code_name(code));
+        release(t, c, x, now);
+        return;
+    case HB_H2_UNSENT:
+        x->h2 = BX_WAITING; /* above the GOAWAY's last stream: on the next socket */
+        return;
+    default: /* HB_H2_BROKEN */
+        hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
+        note_error(x, "%s", hb_h2_error(c->h2));
+        release(t, c, x, now);
+        return;
+    }
+}
+
+static const hb_h2_hooks HOOKS = {on_head, on_field, on_data, on_closed};
+
+/* ---- streams in and out */
+
+/* How many exchanges c may have taken: the streams asked for, no more
+ * than the server allows, one per socket without keep-alive, none on a
+ * session a GOAWAY ends (the next socket takes them). */
+static int streams_wanted(const hb_bench *b, const bconn *c)
+{
+    int n = depth_of(b);
+    if (!b->cfg.keepalive)
+        n = 1;
+    if (c->h2 != NULL) {
+        uint32_t allowed = hb_h2_streams_allowed(c->h2);
+        if (allowed < (uint32_t)n)
+            n = (int)allowed;
+        if (hb_h2_stats_of(c->h2)->goaway)
+            n = 0;
+    }
+    return n;
+}
+
+static bexch *take_slot(const hb_bench *b, bconn *c)
+{
+    int depth = depth_of(b);
+    for (int k = 0; k < depth; k++) {
+        int i = (c->batch + k) % depth; /* (batch: the next slot to look at) */
+        if (c->xs[i].h2 == BX_FREE) {
+            c->batch = (i + 1) % depth;
+            return &c->xs[i];
+        }
+    }
+    return NULL;
+}
+
+/* A ticket's exchange in a free slot of c, waiting for its stream. */
+static void take(bthread *t, bconn *c, int64_t now)
+{
+    hb_bench *b = t->b;
+    bexch *x = take_slot(b, c);
+    hb_bp_choose(t, c, x);
+    x->res->issued++;
+    __atomic_store_n(&t->live_issued, t->live_issued + 1, __ATOMIC_RELAXED);
+    t->inflight++;
+    x->t_intended = b->paced ? c->next_at : now;
+    hb_bp_advance(t, c);
+    x->t_start = now;
+    x->t_first = 0;
+    x->connect_ns = 0;
+    x->status = 0;
+    x->found = 0;
+    x->got = 0;
+    x->refusals = 0;
+    x->h2 = BX_WAITING;
+    c->active++;
+    if ((uint32_t)c->active > x->res->streams_max_used)
+        x->res->streams_max_used = (uint32_t)c->active;
+}
+
+/* The exchanges waiting go on streams, while the session takes them. */
+static void submit_waiting(bthread *t, bconn *c, int64_t now)
+{
+    FOR_TAKEN(c, x, depth_of(t->b))
+    {
+        if (x->h2 != BX_WAITING)
+            continue;
+        if (!hb_h2_can_submit(c->h2))
+            return;
+        x->stream = hb_h2_submit(c->h2, x->h2req, x, &x->sid);
+        if (x->stream != NULL) {
+            x->h2 = BX_OPEN;
+        } else if (errno == ENOMEM) {
+            hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
+            note_error(x, "%s", "out of memory");
+            release(t, c, x, now);
+        } else {
+            return;
+        }
+    }
+}
+
+static void session_over(bthread *t, bconn *c, int64_t now);
+
+/* Writes what the session has to send. Returns 0, or -1 when c closed
+ * (its exchanges failed, or the session is over). */
+static int flush(bthread *t, bconn *c, int64_t now)
+{
+    if (hb_h2_output(c->h2, &c->tx) != 0) {
+        const char *why = hb_h2_error(c->h2);
+        hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now, why[0] ? why : "out of memory");
+        return -1;
+    }
+    while (hb_buf_size(&c->tx) > 0) {
+        struct iovec v = {hb_buf_rdptr(&c->tx), hb_buf_size(&c->tx)};
+        ssize_t n = c->sock.tp->writev(&c->sock, &v, 1, 0);
+        if (n > 0) {
+            hb_buf_consume(&c->tx, (size_t)n);
+            t->res[0].bytes_sent += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            hb_bc_watch(t, c, EPOLLIN | EPOLLOUT);
+            return 0;
+        }
+        if (n < 0 && errno == EPROTO)
+            hb_h2l_fail_all(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+        else
+            hb_h2l_fail_all(t, c, HB_FAIL(fail_receive), now,
+                            n < 0 ? strerror(errno) : "send failed");
+        return -1;
+    }
+    hb_buf_shrink(&c->tx, 65536);
+    hb_bc_watch(t, c, EPOLLIN);
+    if (hb_h2_done(c->h2)) {
+        session_over(t, c, now);
+        return -1;
+    }
+    return 0;
+}
+
+/* Tickets into free slots while c may take them (and, under a rate, while
+ * they are due), the waiting sent, one write. */
+static void refill(bthread *t, bconn *c, int64_t now)
+{
+    hb_bench *b = t->b;
+    int ending = stopped(b) || (b->end && now >= b->end);
+    int want = streams_wanted(b, c);
+    if (b->vus != NULL && !ending) {
+        int64_t at = hb_bp_vus_next(b, c, now);
+        if (at > now) {
+            /* Not among the connections the shape asks for now: once its
+             * streams are over, its socket closes and it waits for its
+             * turn (start_due brings it back). */
+            want = 0;
+            if (c->active == 0) {
+                hb_bc_close(c);
+                c->state = BC_RATE;
+                c->next_at = at;
+                t->rate_waiting++;
+                return;
+            }
+        }
+    }
+    while (c->active < want) {
+        if (b->paced && c->next_at > now && !ending) {
+            if (!c->h2_due) {
+                c->h2_due = 1; /* start_due comes back at next_at */
+                t->rate_waiting++;
+            }
+            break;
+        }
+        if (!hb_bp_ticket(b, now))
+            break;
+        take(t, c, now);
+    }
+    if (c->active == 0 && c->sock.fd < 0)
+        return;
+    if (c->sock.fd < 0) {
+        if (c->state == BC_IDLE)
+            hb_bc_begin_connect(t, c, now);
+        return;
+    }
+    if (c->state != BC_H2)
+        return; /* still opening: the waiting go once it is open */
+    submit_waiting(t, c, now);
+    if (flush(t, c, now) == 0 && !b->cfg.keepalive && c->active == 0 && c->served > 0) {
+        /* One stream per socket without keep-alive. */
+        hb_bc_close(c);
+        c->state = BC_IDLE;
+        push_ready(t, c);
+    }
+}
+
+void hb_h2l_start(bthread *t, bconn *c, int64_t now)
+{
+    c->in_ready = 0;
+    c->thr = t;
+    if (c->state == BC_RATE) {
+        t->rate_waiting--;
+        c->state = BC_IDLE;
+    }
+    if (c->h2_due) {
+        c->h2_due = 0;
+        t->rate_waiting--;
+    }
+    refill(t, c, now);
+}
+
+void hb_h2l_opened(bthread *t, bconn *c, int64_t now)
+{
+    const hb_bench_config *cfg = &t->b->cfg;
+    if (cfg->transport == &hb_net_tls && !hb_tls_alpn_is(&c->sock, "h2")) {
+        hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now,
+                        hb_tls_alpn_is(&c->sock, "http/1.1")
+                            ? "the server did not agree to HTTP/2: ALPN chose http/1.1, not h2"
+                            : "the server did not agree to HTTP/2: ALPN chose no protocol");
+        return;
+    }
+    hb_h2_config hc = {(uint32_t)cfg->window, HB_MAX_HEAD, HB_MAX_HEADERS};
+    c->h2 = hb_h2_new(&hc, &HOOKS, c);
+    if (c->h2 == NULL) {
+        hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
+        return;
+    }
+    c->served = 0;
+    c->state = BC_H2;
+    refill(t, c, now);
+}
+
+/* The socket is closing (the server closed it, or a GOAWAY ended the
+ * session): streams above a GOAWAY's last stream go again on the next
+ * socket, others in flight failed (receive); the waiting wait on. */
+static void socket_gone(bthread *t, bconn *c, int64_t now, const char *why)
+{
+    const hb_h2_stats *st = hb_h2_stats_of(c->h2);
+    int goaway = st->goaway;
+    int32_t last = st->goaway_last;
+    FOR_TAKEN(c, x, depth_of(t->b))
+    {
+        if (x->h2 != BX_OPEN)
+            continue;
+        if (goaway && x->sid > last) {
+            x->h2 = BX_WAITING;
+            x->stream = NULL;
+            continue;
+        }
+        hb_br_failed(t, x, HB_FAIL(fail_receive), now);
+        note_error(x, "%s", why);
+        release(t, c, x, now);
+    }
+    hb_bc_close(c);
+    c->state = BC_IDLE;
+    if (c->active > 0)
+        hb_bc_begin_connect(t, c, now);
+    else
+        push_ready(t, c);
+}
+
+static void session_over(bthread *t, bconn *c, int64_t now)
+{
+    socket_gone(t, c, now, "the HTTP/2 session ended before the stream did");
+}
+
+/* The session broke on what came: it says so to the server (its GOAWAY,
+ * one try) and every exchange taken failed. */
+static void broken(bthread *t, bconn *c, int64_t now)
+{
+    char why[sizeof c->xs[0].res->error];
+    snprintf(why, sizeof why, "%s", hb_h2_error(c->h2));
+    hb_buf_clear(&c->tx);
+    if (hb_h2_output(c->h2, &c->tx) == 0 && hb_buf_size(&c->tx) > 0) {
+        struct iovec v = {hb_buf_rdptr(&c->tx), hb_buf_size(&c->tx)};
+        (void)c->sock.tp->writev(&c->sock, &v, 1, HB_SOCK_DONTWAIT);
+    }
+    hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now, why);
+}
+
+void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    if ((events & EPOLLOUT) && flush(t, c, now) != 0)
+        return;
+    if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+        return;
+    c->h2_now = now;
+    hb_bench_result *res = &t->res[0];
+    for (int reads = 0; reads < READS_PER_WAKE; reads++) {
+        ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+        if (n > 0) {
+            res->bytes_received += (uint64_t)n;
+            const hb_h2_stats *st = hb_h2_stats_of(c->h2);
+            uint64_t wire = st->header_bytes_wire, decoded = st->header_bytes_decoded;
+            int rc = hb_h2_input(c->h2, t->scratch, (size_t)n);
+            res->header_bytes_wire += st->header_bytes_wire - wire;
+            res->header_bytes_decoded += st->header_bytes_decoded - decoded;
+            if (st->settings) {
+                uint32_t allowed = hb_h2_streams_allowed(c->h2);
+                if (!res->streams_heard || allowed < res->streams_allowed)
+                    res->streams_allowed = allowed;
+                res->streams_heard = 1;
+            }
+            if (rc != 0) {
+                broken(t, c, now);
+                return;
+            }
+            if (n < SCRATCH && !(c->sock.tp->pending && c->sock.tp->pending(&c->sock)))
+                break;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n < 0 && errno == EPROTO) {
+            hb_h2l_fail_all(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+            return;
+        }
+        socket_gone(t, c, now,
+                    n == 0 ? "connection closed before the HTTP/2 stream ended"
+                           : "connection reset before the HTTP/2 stream ended");
+        return;
+    }
+    refill(t, c, now);
+}
+
+void hb_h2l_tick(bthread *t, bconn *c, int64_t now, int abandon)
+{
+    hb_bench *b = t->b;
+    int depth = depth_of(b);
+    if (c->active == 0 || c->state < BC_CONNECTING)
+        return;
+    if (abandon) {
+        /* Not finished within the grace: cancelled, which is no failure
+         * (issued == complete + failed + cancelled). */
+        FOR_TAKEN(c, x, depth)
+        {
+            x->res->cancelled++;
+            release(t, c, x, now);
+        }
+        if (c->state == BC_RETRY)
+            t->retrying--;
+        hb_bc_close(c);
+        c->state = BC_IDLE;
+        return;
+    }
+    if (c->state != BC_H2) {
+        /* Opening: the oldest exchange's deadline is the socket's. */
+        int64_t oldest = INT64_MAX;
+        FOR_TAKEN(c, x, depth)
+        if (x->t_start < oldest)
+            oldest = x->t_start;
+        int late = now - oldest >= b->timeout_ns;
+        if (c->state == BC_RETRY) {
+            if (!late && now - c->t_connect < RETRY_FOR_NS)
+                return;
+            t->retrying--;
+            c->state = BC_CONNECTING;
+            if (!late) {
+                hb_h2l_fail_all(t, c, HB_FAIL(fail_connect), now,
+                                "the server's backlog stayed full (connect: EAGAIN)");
+                return;
+            }
+        }
+        if (late)
+            hb_h2l_fail_all(t, c, HB_FAIL(fail_timeout), now, "timed out");
+        return;
+    }
+    /* Each stream its own deadline: one late stream is reset (CANCEL),
+     * the others go on. */
+    int late = 0;
+    FOR_TAKEN(c, x, depth)
+    {
+        if (now - x->t_start < b->timeout_ns)
+            continue;
+        if (x->h2 == BX_OPEN)
+            hb_h2_cancel(c->h2, x->stream);
+        hb_br_failed(t, x, HB_FAIL(fail_timeout), now);
+        note_error(x, "%s", "timed out");
+        release(t, c, x, now);
+        late = 1;
+    }
+    if (late)
+        refill(t, c, now);
+}
+
+int hb_h2l_prepare(hb_bench *b, char *err, size_t errlen)
+{
+    size_t n = 0;
+    for (int i = 0; i < b->nreqs; i++)
+        n += b->reqs[i].r.nvariants;
+    b->h2reqs = calloc(n, sizeof *b->h2reqs);
+    if (b->h2reqs == NULL)
+        return -1;
+    b->nh2reqs = (int)n;
+    const char *scheme = b->cfg.transport == &hb_net_tls ? "https" : "http";
+    for (size_t i = 0; i < n; i++) {
+        int rc = hb_h2_req_from_http1(&b->h2reqs[i], b->ptrs[i], b->lens[i], scheme, err, errlen);
+        if (rc != 0) {
+            errno = rc == -2 ? ENOMEM : EINVAL;
+            return -1;
+        }
+    }
+    return 0;
+}
