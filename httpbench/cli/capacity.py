@@ -34,7 +34,8 @@ def capacity_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, default=1.25, help="rate factor per stage (1.25)")
     p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
                    help="each stage's length (default 5)")
-    add_common(p, "concurrency", "threads", "timeout", "headers", "json",
+    add_common(p, "concurrency", "threads", "timeout", "headers", "json", "http2", "streams",
+               "window",
                concurrency={"default": 50,
                             "help": "connections (default 50, not 1 as for a run: one "
                                     "connection waits for each answer, so it cannot reach most "
@@ -54,7 +55,8 @@ def capacity_main(argv: Sequence[str]) -> int:
         c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
                      start=args.start, step=args.step, stage_s=args.stage,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
-                     headers=args.headers, scenario=scenario)
+                     headers=args.headers, scenario=scenario, http2=args.http2,
+                     streams=args.streams, window=args.window)
     except (ValueError, UsageError, HttpbenchError, OSError) as e:
         print(one_line("httpbench capacity", e), file=sys.stderr)
         return 2 if isinstance(e, (ValueError, UsageError)) else 1

@@ -42,6 +42,18 @@ COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
     "proxy": (("-X", "--proxy"), {
         "metavar": "PROXY",
         "help": "as ab: through the forward proxy host:port or http://[user:pass@]host:port"}),
+    "http2": (("--http2",), {
+        "action": "store_true",
+        "help": "as curl: speak HTTP/2 (h2 by ALPN over https://; over http://, h2c by prior "
+                "knowledge, as curl's --http2-prior-knowledge)"}),
+    "streams": (("--streams",), {
+        "type": int, "default": 1, "metavar": "N",
+        "help": "with --http2: requests in flight on each connection (h2load's -m; default 1), "
+                "at most what the server allows"}),
+    "window": (("--window",), {
+        "type": int, "metavar": "BYTES",
+        "help": "with --http2: the client's flow-control windows (default: wide open, as "
+                "h2load's)"}),
 }
 
 
@@ -70,6 +82,14 @@ def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CON
         args.timeout = parse_time("-s", args.timeout)
     if "headers" in given:
         args.headers = parse_headers(args.headers)
+    if "streams" in given:
+        args.streams = _check.count("--streams", args.streams, 1, _check.MAX_STREAMS)
+        if args.streams > 1 and not args.http2:
+            raise UsageError("--streams is HTTP/2's: add --http2")
+    if given.get("window") is not None:
+        args.window = _check.count("--window", args.window, 1, _check.MAX_WINDOW)
+        if not args.http2:
+            raise UsageError("--window is HTTP/2's: add --http2")
 
 
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,8 @@ def _report_lines(r: Result) -> Iterable[str]:
         yield f"Unix Socket:            {r.unix_socket}"
     if r.proxy:
         yield f"Proxy:                  {r.proxy}"
+    if r.http_version == "2":
+        yield f"Protocol:               {'h2 (TLS ALPN)' if r.tls_protocol else 'h2c'}"
     if r.tls_protocol:
         yield f"SSL/TLS Protocol:       {r.tls_protocol}"
         if r.tls_temp_key:
@@ -59,6 +61,10 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"Concurrency Level:      {r.concurrency}"
     if r.pipeline > 1:
         yield f"Pipeline Depth:         {r.pipeline}"
+    if r.http_version == "2":
+        allowed = r.streams_allowed if r.streams_allowed is not None else "(no SETTINGS heard)"
+        yield (f"Streams:                {r.streams} per connection asked, {allowed} allowed, "
+               f"{r.streams_max_used} most used")
     yield f"Time taken for tests:   {r.time_taken:.3f} seconds"
     yield f"Complete requests:      {r.complete}"
     yield f"Failed requests:        {r.failed}"
@@ -67,8 +73,13 @@ def _report_lines(r: Result) -> Iterable[str]:
         tls = f", TLS: {f['tls']}" if f["tls"] or r.tls_protocol else ""
         check = f", Check: {f['check']}" if f["check"] or r.by_name else ""
         worker = f", Worker: {f['worker']}" if f["worker"] or r.workers else ""
+        reset = f", Reset: {f['reset']}" if f["reset"] or r.http_version == "2" else ""
         yield (f"   (Connect: {f['connect']}, Receive: {f['receive']}, Length: {f['length']}, "
-               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls}{check}{worker})")
+               f"Exceptions: {f['exceptions']}, Timeout: {f['timeout']}{tls}{check}{reset}"
+               f"{worker})")
+        if r.reset_codes:
+            codes = ", ".join(f"{k} {v}" for k, v in sorted(r.reset_codes.items()))
+            yield f"   (RST_STREAM by code: {codes})"
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
@@ -78,7 +89,14 @@ def _report_lines(r: Result) -> Iterable[str]:
     if shakes:
         yield (f"TLS handshakes:         {shakes} ({r.tls_full_handshakes} full, "
                f"{r.tls_resumed_handshakes} resumed), mean {_ms(r.tls_handshake.mean)} [ms]")
+    if r.refused:
+        yield f"Refused streams:        {r.refused} (REFUSED_STREAM, sent again)"
     yield f"Total transferred:      {r.bytes_received} bytes"
+    if r.http_version == "2":
+        # h2load's "headers (space savings N%)": what HPACK saved.
+        saved = 1 - r.header_bytes_wire / r.header_bytes_decoded if r.header_bytes_decoded else 0
+        yield (f"Headers transferred:    {r.header_bytes_wire} bytes on the wire, "
+               f"{r.header_bytes_decoded} decoded (space savings {saved:.2%})")
     yield f"HTML transferred:       {r.body_bytes} bytes"
     yield f"Requests per second:    {r.rps:.2f} [#/sec] (mean)"
     per = r.time_taken / r.complete if r.complete else 0.0
@@ -96,6 +114,9 @@ def _report_lines(r: Result) -> Iterable[str]:
         user_us = r.cpu_user / r.complete * 1e6
         yield (f"Client CPU per request: {cpu_us:.2f} [us] (user {user_us:.2f}"
                f" + system {r.cpu_sys / r.complete * 1e6:.2f})")
+    if r.http_version == "2" and r.complete:
+        yield (f"Req/s per connection:   min {r.conn_rps_min:.2f}, max {r.conn_rps_max:.2f}, "
+               f"mean {r.conn_rps_mean:.2f}, sd {r.conn_rps_sd:.2f}")
     if r.interrupted:
         yield "Interrupted:            the run was stopped before its end"
     if r.rate:
