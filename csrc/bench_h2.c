@@ -146,8 +146,10 @@ static const hb_h2_hooks HOOKS = {on_head, on_field, on_data, on_closed};
 /* ---- streams in and out */
 
 /* How many exchanges c may have taken: the streams asked for, no more
- * than the server allows, one per socket without keep-alive, none on a
- * session a GOAWAY ends (the next socket takes them). */
+ * than the server allows (one before its SETTINGS come: h2.c), one per
+ * socket without keep-alive, none on a session a GOAWAY ends (the next
+ * socket takes them). A server that allows none has them all wait, and
+ * time out, as HTTP/1.1's requests wait on a server that never answers. */
 static int streams_wanted(const hb_bench *b, const bconn *c)
 {
     int n = depth_of(b);
@@ -155,7 +157,7 @@ static int streams_wanted(const hb_bench *b, const bconn *c)
         n = 1;
     if (c->h2 != NULL) {
         uint32_t allowed = hb_h2_streams_allowed(c->h2);
-        if (allowed < (uint32_t)n)
+        if (allowed > 0 && allowed < (uint32_t)n)
             n = (int)allowed;
         if (hb_h2_stats_of(c->h2)->goaway)
             n = 0;
@@ -223,6 +225,7 @@ static void submit_waiting(bthread *t, bconn *c, int64_t now)
 }
 
 static void session_over(bthread *t, bconn *c, int64_t now);
+static void broken(bthread *t, bconn *c, int64_t now);
 
 /* Writes what the session has to send. Returns 0, or -1 when c closed
  * (its exchanges failed, or the session is over). */
@@ -269,6 +272,11 @@ static void refill(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     int ending = stopped(b) || (b->end && now >= b->end);
+    if (!b->cfg.keepalive && c->h2 != NULL && c->served > 0 && c->active == 0) {
+        /* Without keep-alive one stream per socket: the next opens another. */
+        hb_bc_close(c);
+        c->state = BC_IDLE;
+    }
     int want = streams_wanted(b, c);
     if (b->vus != NULL && !ending) {
         int64_t at = hb_bp_vus_next(b, c, now);
@@ -308,12 +316,7 @@ static void refill(bthread *t, bconn *c, int64_t now)
     if (c->state != BC_H2)
         return; /* still opening: the waiting go once it is open */
     submit_waiting(t, c, now);
-    if (flush(t, c, now) == 0 && !b->cfg.keepalive && c->active == 0 && c->served > 0) {
-        /* One stream per socket without keep-alive. */
-        hb_bc_close(c);
-        c->state = BC_IDLE;
-        push_ready(t, c);
-    }
+    flush(t, c, now);
 }
 
 void hb_h2l_start(bthread *t, bconn *c, int64_t now)
@@ -349,6 +352,17 @@ void hb_h2l_opened(bthread *t, bconn *c, int64_t now)
     }
     c->served = 0;
     c->state = BC_H2;
+    /* Through a proxy's tunnel, what the server said before it was asked
+     * (its SETTINGS) may have come with the proxy's answer. */
+    if (c->tn != NULL && cfg->tunnel != NULL && hb_buf_size(&c->tn->reply) > 0) {
+        c->h2_now = now;
+        int rc = hb_h2_input(c->h2, hb_buf_rdptr(&c->tn->reply), hb_buf_size(&c->tn->reply));
+        hb_buf_clear(&c->tn->reply);
+        if (rc != 0) {
+            broken(t, c, now);
+            return;
+        }
+    }
     refill(t, c, now);
 }
 

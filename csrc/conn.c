@@ -424,6 +424,15 @@ static hb_status h2_open(hb_conn *c, int64_t deadline)
     c->h2 = hb_h2_new(&cfg, &H2_HOOKS, c);
     if (c->h2 == NULL)
         return conn_fail(c, HB_ERR_NOMEM, "out of memory opening an HTTP/2 session");
+    /* Through a proxy's tunnel, the server's unasked SETTINGS may have come
+     * with the proxy's answer. */
+    size_t early = c->tunnel_req != NULL ? hb_buf_size(&c->tn.reply) : 0;
+    if (early > 0) {
+        int rc = hb_h2_input(c->h2, hb_buf_rdptr(&c->tn.reply), early);
+        hb_buf_clear(&c->tn.reply);
+        if (rc != 0)
+            return conn_fail(c, HB_ERR_PROTOCOL, "%s", hb_h2_error(c->h2));
+    }
     return HB_OK;
 }
 
@@ -443,18 +452,23 @@ static hb_status h2_flush(hb_conn *c, int64_t deadline)
     return HB_OK;
 }
 
-/* Runs the stream until it closes: frames out, bytes in. */
-static hb_status h2_exchange(hb_conn *c, int64_t deadline)
+/* Runs the session until the stream closes (for_slot: until a stream may
+ * open, or a GOAWAY says none will): frames out, bytes in. */
+static hb_status h2_exchange(hb_conn *c, int64_t deadline, int for_slot)
 {
     char buf[16384];
     int got = 0;
     for (;;) {
         hb_status st = h2_flush(c, deadline);
-        if (st != HB_OK || c->h2_how >= 0)
+        if (st != HB_OK)
             return st;
+        if (for_slot ? hb_h2_can_submit(c->h2) || hb_h2_stats_of(c->h2)->goaway : c->h2_how >= 0)
+            return HB_OK;
         ssize_t n = hb_sock_read(&c->sock, buf, sizeof buf, deadline);
+        if (n < 0 && errno == ETIMEDOUT && for_slot)
+            return wait_failed(c, errno, "waiting for the server to allow a stream");
         if (n <= 0) {
-            if (hb_h2_stats_of(c->h2)->goaway && !got) {
+            if (hb_h2_stats_of(c->h2)->goaway && (!got || for_slot)) {
                 c->h2_how = HB_H2_UNSENT; /* (closed after a GOAWAY before it went) */
                 return HB_OK;
             }
@@ -531,6 +545,15 @@ static hb_status h2_request(hb_conn *c, const struct iovec *req, int iovcnt, int
     if (rc != 0)
         return rc == -2 ? HB_ERR_NOMEM : HB_ERR_PROTOCOL;
     for (int attempt = 0;; attempt++) {
+        if (c->h2 != NULL && !hb_h2_can_submit(c->h2) && !hb_h2_stats_of(c->h2)->goaway &&
+            !hb_h2_done(c->h2)) {
+            /* The server's limit is reached (SETTINGS_MAX_CONCURRENT_STREAMS
+             * 0): the request waits, by its deadline, for it to rise. */
+            c->h2_how = -1;
+            hb_status st = h2_exchange(c, deadline, 1);
+            if (st != HB_OK)
+                return st;
+        }
         if (c->h2 == NULL || !hb_h2_can_submit(c->h2)) {
             hb_status st = h2_open(c, deadline);
             if (st != HB_OK)
@@ -550,7 +573,7 @@ static hb_status h2_request(hb_conn *c, const struct iovec *req, int iovcnt, int
             hb_conn_close(c); /* (a GOAWAY came between requests) */
             continue;
         }
-        hb_status st = h2_exchange(c, deadline);
+        hb_status st = h2_exchange(c, deadline, 0);
         if (st != HB_OK)
             return st;
         switch (c->h2_how) {

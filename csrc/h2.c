@@ -187,6 +187,7 @@ struct hb_h2 {
     uint32_t block_len; /* its size so far, as RFC 7541 section 4.1 counts */
     uint32_t block_fields;
     int32_t rst_id; /* the stream the RST_STREAM being handled is for */
+    hb_buf pending; /* frames made inside hb_h2_input, for hb_h2_output */
     char error[200];
 };
 
@@ -340,6 +341,21 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
     return 0;
 }
 
+/* A GOAWAY of ours with an error code: the session ended itself on what
+ * the server sent (a connection error, RFC 9113 section 5.4.1). */
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+    (void)s;
+    hb_h2 *h = arg;
+    if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR) {
+        h->broken = 1;
+        if (h->error[0] == 0)
+            snprintf(h->error, sizeof h->error, "HTTP/2: the server broke the protocol (%s)",
+                     nghttp2_http2_strerror(f->goaway.error_code));
+    }
+    return 0;
+}
+
 /* nghttp2's own words for what broke a frame or a stream: the most
  * precise reason there is. */
 static int on_error(nghttp2_session *s, int lib_error, const char *msg, size_t len, void *arg)
@@ -371,6 +387,7 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
 {
     hb_h2 *h = calloc(1, sizeof *h);
     nghttp2_session_callbacks *cb = NULL;
+    nghttp2_option *opt = NULL;
     if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0)
         goto fail;
     h->hooks = *hooks;
@@ -383,8 +400,18 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
     nghttp2_session_callbacks_set_error_callback2(cb, on_error);
-    if (nghttp2_session_client_new(&h->s, cb, h) != 0)
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    /* Until the server's SETTINGS come, one stream: RFC 9113 section 6.5.2
+     * lets a client assume no limit, but a server may then treat the
+     * streams over its own as a connection error (the h2 package does);
+     * the first request still goes with the preface. */
+    if (nghttp2_option_new(&opt) != 0)
         goto fail;
+    nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
+    if (nghttp2_session_client_new2(&h->s, cb, h, opt) != 0)
+        goto fail;
+    nghttp2_option_del(opt);
+    opt = NULL;
     nghttp2_session_callbacks_del(cb);
     cb = NULL;
     uint32_t window = cfg->window ? cfg->window : HB_H2_MAX_WINDOW;
@@ -400,6 +427,8 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
 fail:
     if (cb != NULL)
         nghttp2_session_callbacks_del(cb);
+    if (opt != NULL)
+        nghttp2_option_del(opt);
     hb_h2_free(h);
     return NULL;
 }
@@ -409,6 +438,7 @@ void hb_h2_free(hb_h2 *h)
     if (h == NULL)
         return;
     nghttp2_session_del(h->s); /* (NULL is fine) */
+    hb_buf_free(&h->pending);
     while (h->chunks != NULL) {
         h2_chunk *next = h->chunks->next;
         free(h->chunks);
@@ -463,6 +493,24 @@ static int answered_http1(hb_h2 *h, const char *p, size_t n)
     return 1;
 }
 
+/* What the session has to send, appended to out. */
+static int drain(hb_h2 *h, hb_buf *out)
+{
+    for (;;) {
+        const uint8_t *p;
+        h2_ssize n = H2_MEM_SEND(h->s, &p);
+        if (n < 0) {
+            set_error(h, "HTTP/2: %s", nghttp2_strerror((int)n));
+            h->broken = 1;
+            return -1;
+        }
+        if (n == 0)
+            return 0;
+        if (hb_buf_append(out, p, (size_t)n) != 0)
+            return -1;
+    }
+}
+
 int hb_h2_input(hb_h2 *h, const char *p, size_t n)
 {
     if (h->broken)
@@ -482,33 +530,22 @@ int hb_h2_input(hb_h2 *h, const char *p, size_t n)
         h->broken = 1;
         return -1;
     }
-    /* A session that stops reading without a GOAWAY from the server ended
-     * itself: a connection error of the server's making (its GOAWAY to
-     * the server waits in the output). */
-    if (!nghttp2_session_want_read(h->s) && !h->st.goaway) {
-        if (h->error[0] == 0)
-            set_error(h, "HTTP/2: %s", "the connection broke the protocol");
-        h->broken = 1;
+    /* What the input made the session say comes out now: a GOAWAY of its
+     * own (on_frame_send) is how a connection error shows. */
+    if (drain(h, &h->pending) != 0 || h->broken)
         return -1;
-    }
     return 0;
 }
 
 int hb_h2_output(hb_h2 *h, hb_buf *out)
 {
-    for (;;) {
-        const uint8_t *p;
-        h2_ssize n = H2_MEM_SEND(h->s, &p);
-        if (n < 0) {
-            set_error(h, "HTTP/2: %s", nghttp2_strerror((int)n));
-            h->broken = 1;
+    if (hb_buf_size(&h->pending) > 0) {
+        if (hb_buf_append(out, hb_buf_rdptr(&h->pending), hb_buf_size(&h->pending)) != 0)
             return -1;
-        }
-        if (n == 0)
-            return 0;
-        if (hb_buf_append(out, p, (size_t)n) != 0)
-            return -1;
+        hb_buf_clear(&h->pending);
+        hb_buf_shrink(&h->pending, 65536);
     }
+    return drain(h, out);
 }
 
 int hb_h2_can_submit(const hb_h2 *h)

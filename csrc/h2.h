@@ -166,8 +166,8 @@ int hb_h2_can_submit(const hb_h2 *h);
 /* Streams open now (submitted, not yet closed). */
 int hb_h2_open_streams(const hb_h2 *h);
 
-/* The server's SETTINGS_MAX_CONCURRENT_STREAMS (before its SETTINGS come,
- * RFC 9113 section 6.5.2's initial value: unlimited, as UINT32_MAX). */
+/* The server's SETTINGS_MAX_CONCURRENT_STREAMS; 1 until its SETTINGS
+ * come (h2.c says why). */
 uint32_t hb_h2_streams_allowed(const hb_h2 *h);
 
 /* Whether the session is over: broken, or nothing left to read or write

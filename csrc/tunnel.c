@@ -50,8 +50,10 @@ static int take_reply(hb_tunnel *t)
         }
         /* Any 2xx opens the tunnel, whatever framing it claims (RFC 9110
          * section 9.3.6): the bytes after it are the origin's. */
-        if (t->head.status < 300)
+        if (t->head.status < 300) {
+            hb_buf_consume(&t->reply, t->head.head_len); /* what is left is theirs */
             return HB_TUNNEL_OPEN;
+        }
         t->have_head = 1;
     }
     size_t off = t->head.head_len, used, doff, dlen;

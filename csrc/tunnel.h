@@ -30,7 +30,11 @@ typedef struct {
 void hb_tunnel_begin(hb_tunnel *t, const char *request, size_t len);
 
 /* Step results. */
-#define HB_TUNNEL_OPEN 0 /* a 2xx came: the tunnel is open, the handshake is next */
+#define HB_TUNNEL_OPEN                                                                             \
+    0                    /* a 2xx came: the tunnel is open, the handshake is next; bytes
+       * the origin sent after the answer (an h2c server's SETTINGS,
+       * which it sends unasked) are left in t->reply, to be taken
+       * before the socket is read */
 #define HB_TUNNEL_WAIT 1 /* wait for s->wants, then step again */
 #define HB_TUNNEL_REFUSED                                                                          \
     2 /* the proxy answered otherwise: its whole answer is in

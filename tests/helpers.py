@@ -460,13 +460,16 @@ def find_nginx() -> str | None:
 
 @contextmanager
 def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 100_000_000,
-          extra: str = "", tls: str = "",
-          unix_socket: str | None = None) -> Iterator[tuple[int, Path] | None]:
+          extra: str = "", tls: str = "", unix_socket: str | None = None,
+          http2: bool = False, h2c_port: int | None = None) -> Iterator[tuple[int, Path] | None]:
     """nginx with one worker and no access log, serving /rnd (any query) as
     `size` random printable bytes from its root. Yields (port, root), or
     None if nginx is not installed; `extra` is added to the http block. With
     `tls` (ssl_* directives: at least ssl_certificate and its key) it
-    listens with ssl. With `unix_socket` (a path) it listens there too."""
+    listens with ssl. With `unix_socket` (a path) it listens there too.
+    With http2 the port speaks HTTP/2 (h2 by ALPN beside ssl, else h2c by
+    prior knowledge, when it refuses HTTP/1.1); h2c_port (a free port) adds
+    a server block of its own speaking h2c there, from the same root."""
     binary = find_nginx()
     if binary is None:
         print("nginx: skipped (apt-get install nginx-light)", file=sys.stderr)
@@ -482,15 +485,20 @@ def nginx(cpu: int | None = None, size: int = 2048, keepalive_requests: int = 10
         unix = f"listen unix:{unix_socket}{' ssl' if tls else ''};" if unix_socket else ""
         user = "user root;" if os.geteuid() == 0 else ""
         conf = Path(tmp) / "nginx.conf"
+        if h2c_port is not None:
+            extra += f"\nserver {{ listen 127.0.0.1:{h2c_port} http2; root {tmp}/www; }}\n"
         conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, unix=unix, user=user, extra=extra,
                                           keepalive_requests=keepalive_requests,
-                                          listen=" ssl" if tls else "", server=tls))
+                                          listen=(" ssl" if tls else "") +
+                                          (" http2" if http2 else ""), server=tls))
         proc = subprocess.Popen(pinned(cpu, [binary, "-p", tmp, "-c", str(conf)]),
                                 stderr=subprocess.DEVNULL, env=tool_env())
         try:
             wait_for_port(port, proc)
             if unix_socket is not None:
                 wait_for_port(unix_socket, proc)
+            if h2c_port is not None:
+                wait_for_port(h2c_port, proc)
             yield port, www
         finally:
             proc.terminate()

@@ -1,0 +1,233 @@
+"""A strict HTTP/2 server on the `h2` package (no code of ours in it),
+scripted to misbehave: the hostile and odd servers the HTTP/2 client and
+loop are tested against. One thread per connection; each connection runs
+the server's behaviour from the first byte."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.settings
+
+__all__ = ["H2Server", "PREFACE", "frame"]
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    """One raw frame (RFC 9113 section 4.1)."""
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+class H2Server:
+    """Listens on 127.0.0.1 (over TLS with `context`, ALPN h2) and serves
+    each connection by `mode`:
+
+    ok           every request 200 with `body` (a POST's body echoed)
+    reset        as ok, but every `every`-th stream gets RST_STREAM `code`
+    refuse       as ok, but every `every`-th stream gets REFUSED_STREAM
+    goaway       answers `every` streams per connection, then GOAWAY with
+                 the last one's id, drops the rest and closes
+    limit        SETTINGS_MAX_CONCURRENT_STREAMS = `streams`
+    zero         SETTINGS_MAX_CONCURRENT_STREAMS = 0, and a stream opened before
+                 it came refused (REFUSED_STREAM, RFC 9113 section 5.1.2)
+    nowindow     an initial window of 0, never raised: no DATA can come
+    badhpack     a HEADERS frame whose block is not HPACK
+    bigheaders   a head of `fields` fields of `value_len` bytes each
+    nosettings   a response, with no SETTINGS before it
+    http1        answers the preface in HTTP/1.1
+    midframe     half a frame, then a close
+    silent       reads, never writes
+
+    Counts what it served in `answered` and the connections in `accepted`.
+    """
+
+    def __init__(self, mode: str = "ok", *, every: int = 3, code: int = 2,
+                 streams: int = 100, body: bytes = b"x" * 2048, fields: int = 1,
+                 value_len: int = 10, context: ssl.SSLContext | None = None) -> None:
+        self.mode, self.every, self.code, self.streams = mode, every, code, streams
+        self.body, self.fields, self.value_len = body, fields, value_len
+        self.context = context
+        if context is not None:
+            context.set_alpn_protocols(["h2"])
+        self.answered = 0
+        self.accepted = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"{'https' if context else 'http'}://127.0.0.1:{self.port}"
+        self.conns: list[socket.socket] = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def __enter__(self) -> H2Server:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self.sock.close()
+        for c in list(self.conns):
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        try:
+            sock: Any = raw
+            if self.context is not None:
+                sock = self.context.wrap_socket(raw, server_side=True)
+            handler: Callable[[Any], None] = getattr(self, f"_raw_{self.mode}", self._h2)
+            handler(sock)
+        except (OSError, ssl.SSLError, h2.exceptions.ProtocolError):
+            pass
+        finally:
+            try:
+                raw.close()
+            except OSError:
+                pass
+
+    # ---- behaviours on raw bytes, after the preface
+
+    def _read_preface(self, sock: Any) -> bytes:
+        got = b""
+        while len(got) < len(PREFACE):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+    def _raw_http1(self, sock: Any) -> None:
+        self._read_preface(sock)
+        sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+    def _raw_midframe(self, sock: Any) -> None:
+        self._read_preface(sock)
+        sock.sendall(frame(4, 0, 0, b"") + frame(4, 1, 0, b"")[:5])
+
+    def _raw_silent(self, sock: Any) -> None:
+        while sock.recv(65536):
+            pass
+
+    def _raw_nosettings(self, sock: Any) -> None:
+        self._read_preface(sock)
+        # ":status: 200" (static index 8), END_HEADERS | END_STREAM on stream 1.
+        sock.sendall(frame(1, 0x5, 1, b"\x88"))
+        self._raw_silent(sock)
+
+    def _raw_zero(self, sock: Any) -> None:
+        got = self._read_preface(sock)[len(PREFACE):]
+        sock.sendall(frame(4, 0, 0, struct.pack(">HI", 3, 0)))
+        while True:
+            while len(got) >= 9:
+                size = int.from_bytes(got[:3], "big")
+                if len(got) < 9 + size:
+                    break
+                kind, flags = got[3], got[4]
+                sid = int.from_bytes(got[5:9], "big") & 0x7FFFFFFF
+                got = got[9 + size:]
+                if kind == 4 and not flags & 1:
+                    sock.sendall(frame(4, 1, 0, b""))  # SETTINGS ack
+                elif kind == 1:
+                    sock.sendall(frame(3, 0, sid, struct.pack(">I", 7)))  # REFUSED_STREAM
+            chunk = sock.recv(65536)
+            if not chunk:
+                return
+            got += chunk
+
+    def _raw_badhpack(self, sock: Any) -> None:
+        self._read_preface(sock)
+        sock.sendall(frame(4, 0, 0, b""))
+        # Index 0x7fff... past any table: a COMPRESSION_ERROR (RFC 7541 2.3.3).
+        sock.sendall(frame(1, 0x5, 1, b"\xff\xff\xff\xff\x0f"))
+        self._raw_silent(sock)
+
+    # ---- behaviours on the h2 package
+
+    def _h2(self, sock: Any) -> None:
+        config = h2.config.H2Configuration(client_side=False, validate_inbound_headers=True)
+        conn = h2.connection.H2Connection(config=config)
+        settings: dict[int, int] = {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.streams}
+        if self.mode == "limit":
+            settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = self.streams
+        if self.mode == "nowindow":
+            settings[h2.settings.SettingCodes.INITIAL_WINDOW_SIZE] = 0
+        conn.local_settings = h2.settings.Settings(client=False, initial_values=settings)
+        conn.initiate_connection()
+        sock.sendall(conn.data_to_send())
+        bodies: dict[int, bytes] = {}
+        served = 0
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return
+            try:
+                events = conn.receive_data(data)
+            except h2.exceptions.ProtocolError:
+                sock.sendall(conn.data_to_send())
+                return
+            for ev in events:
+                if isinstance(ev, h2.events.RequestReceived):
+                    bodies[ev.stream_id] = b""
+                elif isinstance(ev, h2.events.DataReceived):
+                    bodies[ev.stream_id] = bodies.get(ev.stream_id, b"") + ev.data
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded):
+                    served += 1
+                    if not self._answer(conn, ev.stream_id, bodies.pop(ev.stream_id, b""),
+                                        served):
+                        sock.sendall(conn.data_to_send())
+                        return
+            sock.sendall(conn.data_to_send())
+
+    def _answer(self, conn: Any, sid: int, body: bytes, n: int) -> bool:
+        """Answers stream sid, the connection's n-th; False to close."""
+        if self.mode == "reset" and n % self.every == 0:
+            conn.reset_stream(sid, self.code)
+            return True
+        if self.mode == "refuse" and n % self.every == 0:
+            conn.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+            return True
+        if self.mode == "goaway" and n > self.every:
+            return True  # (dropped: above the GOAWAY's last stream)
+        out = body or self.body
+        headers = [(":status", "200"), ("content-length", str(len(out))),
+                   ("server", "h2peer")]
+        if self.mode == "bigheaders":
+            headers += [(f"x-field-{i}", "v" * self.value_len) for i in range(self.fields)]
+        conn.send_headers(sid, headers)
+        conn.send_data(sid, out, end_stream=True)
+        with self.lock:
+            self.answered += 1
+        if self.mode == "goaway" and n == self.every:
+            conn.close_connection(last_stream_id=sid)
+        return True

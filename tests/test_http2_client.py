@@ -1,0 +1,311 @@
+"""HTTP/2 in the client and the loop, against peers no one here wrote:
+nginx with http2 (h2 over TLS, h2c by prior knowledge), nghttpd, and the
+`h2` package scripted to misbehave (tests/h2peer.py). Every run's counts
+are exact (helpers.exact)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from h2peer import H2Server
+from helpers import exact, free_port, nginx, tool_env, wait_for_port
+
+import httpbench
+
+NGHTTPD = shutil.which("nghttpd")
+
+
+@pytest.fixture(scope="module")
+def nghttpd() -> Iterator[str]:
+    """nghttpd (Debian's nghttp2-server) serving /rnd (2048 bytes) over
+    h2c; yields its URL."""
+    if NGHTTPD is None:
+        pytest.skip("nghttpd: apt-get install nghttp2-server")
+    with tempfile.TemporaryDirectory() as www:
+        Path(www, "rnd").write_bytes(os.urandom(2048))
+        port = free_port()
+        proc = subprocess.Popen([NGHTTPD, "--no-tls", "-d", www, str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=tool_env())
+        try:
+            wait_for_port(port, proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def nginx_h2(pki: dict[str, Path]) -> Iterator[dict[str, str]]:
+    """nginx with http2 on a TLS port and, in a server block of its own
+    (nginx's h2c port refuses HTTP/1.1), on a plain port."""
+    plain = free_port()
+    tls = f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};"
+    with nginx(tls=tls, http2=True, h2c_port=plain) as got:
+        if got is None:
+            pytest.skip("nginx: apt-get install nginx-light")
+        yield {"h2": f"https://127.0.0.1:{got[0]}", "h2c": f"http://127.0.0.1:{plain}",
+               "ca": str(pki["ca"])}
+
+
+# ---- Connection
+
+def test_connection_speaks_h2c_by_prior_knowledge(nghttpd: str) -> None:
+    c = httpbench.Connection.from_url(nghttpd, http2=True)
+    assert c.http2
+    for _ in range(3):
+        r = c.request("GET", "/rnd")
+        assert r.status == 200 and r.version == "HTTP/2" and len(r.body) == 2048
+        assert r.header("server").startswith("nghttpd")
+    assert c.connects == 1 and c.requests == 3
+    missing = c.request("GET", "/nothere")
+    assert missing.status == 404
+    posted = c.request("POST", "/rnd", body=b"x" * 5000)
+    assert posted.status == 200 and c.connects == 1
+
+
+def test_connection_speaks_h2_by_alpn_and_h2c_to_nginx(nginx_h2: dict[str, str]) -> None:
+    c = httpbench.Connection.from_url(nginx_h2["h2"], http2=True, cafile=nginx_h2["ca"])
+    r = c.request("GET", "/rnd")
+    assert r.status == 200 and r.version == "HTTP/2" and len(r.body) == 2048
+    assert c.tls_info is not None
+    c2 = httpbench.Connection.from_url(nginx_h2["h2c"], http2=True)
+    r2 = c2.request("GET", "/rnd")
+    assert r2.status == 200 and r2.version == "HTTP/2" and r2.body == r.body
+
+
+def test_a_server_that_will_not_speak_h2_is_named_at_once() -> None:
+    """An HTTP/1.1 answer to the preface, and ALPN choosing http/1.1: a
+    ProtocolError in their own words, in well under a second."""
+    with httpbench.Server() as srv:
+        c = httpbench.Connection("127.0.0.1", srv.port, http2=True, timeout=30)
+        t = time.monotonic()
+        with pytest.raises(httpbench.ProtocolError, match="preface in HTTP/1"):
+            c.request("GET", "/rnd?c=10")
+        assert time.monotonic() - t < 1
+    with httpbench.Server(tls=True) as srv:
+        c = httpbench.Connection("127.0.0.1", srv.port, http2=True, tls=True, verify=False)
+        with pytest.raises(httpbench.ProtocolError, match="ALPN chose"):
+            c.request("GET", "/rnd?c=10")
+
+
+@pytest.mark.parametrize("mode, kwargs, exc, words", [
+    ("reset", {"every": 1, "code": 2}, httpbench.StreamReset, "RST_STREAM INTERNAL_ERROR"),
+    ("badhpack", {}, httpbench.ProtocolError, "COMPRESSION_ERROR"),
+    ("bigheaders", {"fields": 150}, httpbench.ProtocolError, "header list is over the limit"),
+    ("bigheaders", {"value_len": 70000}, httpbench.ProtocolError, "header list is over"),
+    ("nosettings", {}, httpbench.ProtocolError, "expected SETTINGS"),
+    ("http1", {}, httpbench.ProtocolError, "preface in HTTP/1"),
+    ("midframe", {}, httpbench.IncompleteResponse, "before the HTTP/2 stream ended"),
+    ("zero", {}, httpbench.Timeout, "waiting for the server to allow a stream"),
+    ("silent", {}, httpbench.Timeout, "timed out"),
+])
+def test_hostile_servers_raise_the_named_exception(mode: str, kwargs: dict, exc: type,
+                                                   words: str) -> None:
+    with H2Server(mode, **kwargs) as s:
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True, timeout=1)
+        with pytest.raises(exc, match=words) as got:
+            c.request("GET", "/x")
+        if exc is httpbench.StreamReset:
+            assert got.value.error_code == 2
+
+
+def test_a_reset_stream_leaves_the_connection_open() -> None:
+    with H2Server("reset", every=2, code=8) as s:
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        assert c.request("GET", "/1").status == 200
+        with pytest.raises(httpbench.StreamReset) as got:
+            c.request("GET", "/2")
+        assert got.value.error_code == 8
+        assert c.request("GET", "/3").status == 200
+        assert c.connects == 1
+
+
+def test_refused_and_unsent_streams_are_sent_again() -> None:
+    with H2Server("refuse", every=2) as s:
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        assert [c.request("GET", "/").status for _ in range(4)] == [200] * 4
+        assert c.connects == 1 and c.retries == 3  # streams 2, 4 and 6 refused
+    with H2Server("goaway", every=2) as s:
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        assert [c.request("GET", "/").status for _ in range(5)] == [200] * 5
+        assert c.connects == 3
+
+
+def test_a_window_never_granted_times_out_a_body() -> None:
+    """The server's window stays 0 after its SETTINGS: a body cannot go, the
+    request times out; a GET on the same connection still answers."""
+    with H2Server("nowindow") as s:
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True, timeout=0.5)
+        assert c.request("GET", "/").status == 200
+        with pytest.raises(httpbench.Timeout):
+            c.request("POST", "/", body=b"y" * 100)
+
+
+def test_http2_with_a_proxy_goes_through_connect(nghttpd: str) -> None:
+    from helpers import tinyproxy
+    with tinyproxy() as proxy:
+        if proxy is None:
+            pytest.skip("tinyproxy: apt-get install tinyproxy")
+        port = int(nghttpd.rsplit(":", 1)[1])
+        proxy = f"127.0.0.1:{proxy}"
+        c = httpbench.Connection("127.0.0.1", port, http2=True, proxy=proxy)
+        assert c.request("GET", "/rnd").status == 200
+        r = httpbench.run(nghttpd + "/rnd", requests=200, concurrency=2, http2=True, streams=4,
+                          proxy=proxy, progress=False)
+        exact(r)
+        assert r.complete == 200, r.first_error
+
+
+# ---- the loop
+
+@pytest.mark.parametrize("concurrency, streams", [(1, 1), (3, 10), (2, 100)])
+def test_run_over_h2c_is_exact_and_uses_its_streams(nghttpd: str, concurrency: int,
+                                                    streams: int) -> None:
+    r = httpbench.run(nghttpd + "/rnd", requests=3000, concurrency=concurrency, http2=True,
+                      streams=streams, progress=False)
+    exact(r)
+    assert r.complete == 3000 and r.failed == 0, r.first_error
+    assert r.http_version == "2" and r.streams == streams
+    assert r.streams_allowed == 100  # nghttpd's SETTINGS_MAX_CONCURRENT_STREAMS
+    assert r.streams_max_used == min(streams, 100)
+    assert r.connects == concurrency
+    assert r.body_bytes == 3000 * 2048 and r.document_length == 2048
+    assert r.header_bytes_decoded > r.header_bytes_wire > 0
+    assert r.bytes_received > r.body_bytes
+    assert r.server_software.startswith("nghttpd")
+    text = r.report()
+    assert "Protocol:               h2c" in text and "space savings" in text
+
+
+def test_run_over_h2_to_nginx_and_the_json_says_so(nginx_h2: dict[str, str]) -> None:
+    r = httpbench.run(nginx_h2["h2"] + "/rnd", requests=2000, concurrency=4, http2=True,
+                      streams=8, cafile=nginx_h2["ca"], progress=False)
+    exact(r)
+    assert r.complete == 2000, r.first_error
+    assert r.tls_protocol and "h2 (TLS ALPN)" in r.report()
+    assert r.streams_allowed == 128  # nginx's http2_max_concurrent_streams
+    d = r.to_dict()
+    assert d["schema"] == 10 and d["http_version"] == "2" and d["streams"] == 8
+    back = httpbench.Result.from_dict(d)
+    assert back.streams_allowed == 128 and back.http_version == "2"
+    r2 = httpbench.run(nginx_h2["h2c"] + "/rnd", requests=500, concurrency=2, http2=True,
+                       streams=4, progress=False)
+    exact(r2)
+    assert r2.complete == 500, r2.first_error
+
+
+def test_open_loop_over_streams_counts_from_intended_starts(nghttpd: str) -> None:
+    r = httpbench.run(nghttpd + "/rnd", requests=1000, concurrency=2, http2=True, streams=10,
+                      rate=2000, progress=False)
+    exact(r)
+    assert r.complete == 1000
+    assert 0.45 < r.time_taken < 1.0
+    assert r.latency.count == r.latency_uncorrected.count == 1000
+    assert r.latency.p50 >= r.latency_uncorrected.p50
+    assert "corrected" in r.report()
+
+
+def test_a_request_due_while_every_stream_is_busy_waits_and_its_wait_counts() -> None:
+    """One stream on one connection, a rate above what it can carry: the
+    corrected latency grows with the backlog, the uncorrected does not."""
+    with H2Server("ok", streams=1) as s:
+        r = httpbench.run(s.url + "/", requests=300, concurrency=1, http2=True, streams=4,
+                          rate=20000, progress=False)
+    exact(r)
+    assert r.complete == 300
+    assert r.streams_allowed == 1 and r.streams_max_used == 1
+    assert r.latency.p99 > 5 * r.latency_uncorrected.p50
+
+
+def test_resets_refusals_and_goaway_are_counted_exactly() -> None:
+    with H2Server("reset", every=3, code=2) as s:
+        r = httpbench.run(s.url + "/", requests=300, concurrency=2, http2=True, streams=5,
+                          progress=False)
+    exact(r)
+    assert r.failures["reset"] == r.failed > 0 and r.reset_codes == {"INTERNAL_ERROR": r.failed}
+    assert r.complete + r.failures["reset"] == 300
+    assert "RST_STREAM by code: INTERNAL_ERROR" in r.report()
+    with H2Server("refuse", every=4) as s:
+        r = httpbench.run(s.url + "/", requests=300, concurrency=2, http2=True, streams=5,
+                          progress=False)
+    exact(r)
+    assert r.complete == 300 and r.refused > 0 and r.failed == 0
+    with H2Server("goaway", every=7) as s:
+        r = httpbench.run(s.url + "/", requests=300, concurrency=2, http2=True, streams=5,
+                          progress=False)
+    exact(r)
+    assert r.complete == 300 and r.failed == 0, r.first_error
+    assert r.reconnects > 0 and r.connects == s.accepted
+
+
+@pytest.mark.parametrize("mode, kwargs, cls", [
+    ("badhpack", {}, "exceptions"),
+    ("bigheaders", {"fields": 150}, "exceptions"),
+    ("nosettings", {}, "exceptions"),
+    ("http1", {}, "exceptions"),
+    ("midframe", {}, "receive"),
+    ("zero", {}, "timeout"),
+    ("silent", {}, "timeout"),
+])
+def test_hostile_servers_fail_a_run_in_the_right_class(mode: str, kwargs: dict, cls: str) -> None:
+    with H2Server(mode, **kwargs) as s:
+        t = time.monotonic()
+        r = httpbench.run(s.url + "/", requests=20, concurrency=2, http2=True, streams=3,
+                          timeout=0.5, progress=False)
+    exact(r)
+    assert r.failures[cls] == r.failed == 20, (r.failures, r.first_error)
+    assert time.monotonic() - t < 15
+
+
+def test_a_never_granted_window_times_out_the_bodies_only() -> None:
+    scenario = httpbench.Scenario([httpbench.Request("GET", "/", name="get"),
+                                   httpbench.Request("POST", "/", body=b"y" * 10, name="post")],
+                                  order="sequence")
+    with H2Server("nowindow") as s:
+        r = httpbench.run(s.url, requests=20, concurrency=1, http2=True, scenario=scenario,
+                          timeout=0.3, progress=False)
+    exact(r)
+    assert r.by_name["get"].complete == 10
+    assert r.by_name["post"].failures["timeout"] == 10
+
+
+def test_keepalive_off_is_one_stream_per_connection(nghttpd: str) -> None:
+    r = httpbench.run(nghttpd + "/rnd", requests=50, concurrency=2, http2=True, keepalive=False,
+                      progress=False)
+    exact(r)
+    assert r.complete == 50 and r.connects == 50
+
+
+def test_http2_combinations_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="pipeline with http2"):
+        httpbench.run("http://127.0.0.1:1/", http2=True, pipeline=2)
+    with pytest.raises(ValueError, match="streams is HTTP/2's"):
+        httpbench.run("http://127.0.0.1:1/", streams=4)
+    with pytest.raises(ValueError, match="window is HTTP/2's"):
+        httpbench.run("http://127.0.0.1:1/", window=1000)
+    for bad in (0, -1, 10**6, 1.5, float("nan"), True):
+        with pytest.raises(ValueError, match="streams"):
+            httpbench.run("http://127.0.0.1:1/", http2=True, streams=bad)
+    for bad in (0, 2**31, -5, float("inf")):
+        with pytest.raises(ValueError, match="window"):
+            httpbench.run("http://127.0.0.1:1/", http2=True, window=bad)
+
+
+def test_the_command_line_takes_curls_and_h2loads_words(nghttpd: str) -> None:
+    from helpers import hb
+    out = hb("-n", "500", "-c", "2", "--http2", "--streams", "5", "-q", nghttpd + "/rnd",
+             cwd=tempfile.gettempdir())
+    assert out.returncode == 0, out.stderr
+    assert "Protocol:               h2c" in out.stdout
+    assert "Complete requests:      500" in out.stdout
+    assert "5 per connection asked, 100 allowed" in out.stdout
+    bad = hb("-n", "5", "--streams", "5", nghttpd + "/rnd", cwd=tempfile.gettempdir())
+    assert bad.returncode == 2 and "--streams is HTTP/2's" in bad.stderr
