@@ -337,9 +337,9 @@ void hb_h2l_start(bthread *t, bconn *c, int64_t now)
 void hb_h2l_opened(bthread *t, bconn *c, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
-    if (cfg->transport == &hb_net_tls && !hb_tls_alpn_is(&c->sock, "h2")) {
+    if (cfg->transport == &hb_net_tls && !hb_sock_alpn_is(&c->sock, "h2")) {
         hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now,
-                        hb_tls_alpn_is(&c->sock, "http/1.1")
+                        hb_sock_alpn_is(&c->sock, "http/1.1")
                             ? "the server did not agree to HTTP/2: ALPN chose http/1.1, not h2"
                             : "the server did not agree to HTTP/2: ALPN chose no protocol");
         return;

@@ -416,10 +416,10 @@ static hb_status h2_open(hb_conn *c, int64_t deadline)
     hb_status st = open_socket(c, deadline);
     if (st != HB_OK)
         return st;
-    if (c->sock.tp == &hb_net_tls && !hb_tls_alpn_is(&c->sock, "h2"))
+    if (c->sock.tp == &hb_net_tls && !hb_sock_alpn_is(&c->sock, "h2"))
         return conn_fail(c, HB_ERR_PROTOCOL,
                          "the server did not agree to HTTP/2: ALPN chose %s, not h2",
-                         hb_tls_alpn_is(&c->sock, "http/1.1") ? "http/1.1" : "no protocol");
+                         hb_sock_alpn_is(&c->sock, "http/1.1") ? "http/1.1" : "no protocol");
     hb_h2_config cfg = {c->h2_window, HB_MAX_HEAD, HB_MAX_HEADERS};
     c->h2 = hb_h2_new(&cfg, &H2_HOOKS, c);
     if (c->h2 == NULL)

@@ -233,6 +233,12 @@ int hb_sock_writev(hb_sock *s, struct iovec *iov, int iovcnt, int64_t deadline)
     return 0;
 }
 
+int hb_sock_alpn_is(hb_sock *s, const char *proto)
+{
+    const char *got = s->tp->alpn != NULL ? s->tp->alpn(s) : NULL;
+    return got != NULL && strcmp(got, proto) == 0;
+}
+
 void hb_sock_close(hb_sock *s)
 {
     if (s->fd >= 0)

@@ -121,7 +121,15 @@ typedef struct {
     int (*describe)(hb_sock *s, hb_sock_info *out);
     /* Frees s->keep, what the transport keeps across reconnects. */
     void (*release)(hb_sock *s);
+    /* The protocol the opening agreed on by ALPN (RFC 7301: "h2",
+     * "http/1.1"), "" when none, NULL-able for a transport with no such
+     * thing (plain TCP: then the caller's own choice stands). */
+    const char *(*alpn)(hb_sock *s);
 } hb_transport;
+
+/* Whether s's transport agreed on ALPN protocol `proto` ("h2"): 0 for a
+ * transport without ALPN. */
+int hb_sock_alpn_is(hb_sock *s, const char *proto);
 
 struct hb_sock {
     int fd; /* -1 when closed */

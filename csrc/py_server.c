@@ -132,21 +132,28 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
                              "proxy",
                              "allow",
                              "upstream_timeout",
+                             "http2",
+                             "max_streams",
                              NULL};
     hb_srv_config cfg;
     int threaded;
     PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3], *tls_o = Py_None;
-    PyObject *allow_o = Py_None, *upstream_o = NULL;
+    PyObject *allow_o = Py_None, *upstream_o = NULL, *streams_o = NULL;
     hb_relay_allow *allow = NULL;
     hb_tls *tls;
     core_state *st = type_state(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "sOpOzpOOOOsO|OzpOO:_ServerCore", kwlist,
-                                     &cfg.host, &port, &threaded, &threads, &cfg.static_dir,
-                                     &cfg.zero_copy, &max_body, &timeouts[0], &timeouts[1],
-                                     &timeouts[2], &cfg.version, &max_buffered, &tls_o,
-                                     &cfg.unix_path, &cfg.proxy, &allow_o, &upstream_o))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwds, "sOpOzpOOOOsO|OzpOOpO:_ServerCore", kwlist, &cfg.host, &port, &threaded,
+            &threads, &cfg.static_dir, &cfg.zero_copy, &max_body, &timeouts[0], &timeouts[1],
+            &timeouts[2], &cfg.version, &max_buffered, &tls_o, &cfg.unix_path, &cfg.proxy, &allow_o,
+            &upstream_o, &cfg.http2, &streams_o))
         return -1;
+    long long streams = 100;
+    if (streams_o != NULL &&
+        hbpy_arg_int(streams_o, "max_streams", 1, HB_SRV_MAX_STREAMS, &streams) != 0)
+        return -1;
+    cfg.max_streams = (uint32_t)streams;
     if (server_numbers(&cfg, port, threads, max_body, max_buffered, timeouts, upstream_o) != 0 ||
         hbpy_tls_of(st, tls_o, &tls) != 0)
         return -1;
@@ -194,17 +201,20 @@ static PyObject *ServerCore_get_port(ServerCoreObject *self, void *closure)
     return PyLong_FromLong(hb_srv_port(self->srv));
 }
 
-/* stats() -> (connections, requests, rejected, timeouts, relayed, tunnels) */
+/* stats() -> (connections, requests, rejected, timeouts, relayed, tunnels,
+ * h2_connections, h2_streams, h2_calmed) */
 static PyObject *ServerCore_stats(ServerCoreObject *self, PyObject *unused)
 {
     (void)unused;
-    hb_srv_stats st = {0, 0, 0, 0, 0, 0};
+    hb_srv_stats st;
+    memset(&st, 0, sizeof st);
     if (self->srv != NULL)
         hb_srv_get_stats(self->srv, &st);
-    return Py_BuildValue("(KKKKKK)", (unsigned long long)st.connections,
+    return Py_BuildValue("(KKKKKKKKK)", (unsigned long long)st.connections,
                          (unsigned long long)st.requests, (unsigned long long)st.rejected,
                          (unsigned long long)st.timeouts, (unsigned long long)st.relayed,
-                         (unsigned long long)st.tunnels);
+                         (unsigned long long)st.tunnels, (unsigned long long)st.h2_connections,
+                         (unsigned long long)st.h2_streams, (unsigned long long)st.h2_calmed);
 }
 
 static PyGetSetDef ServerCore_getset[] = {

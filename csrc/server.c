@@ -247,7 +247,19 @@ static void drive(hb_loop *l, hb_sess *s, int64_t now)
     hb_want want = hb_sess_advance(s, now);
     if (want != HB_WANT_CLOSE)
         watch_upstream(l, s);
+    /* A session waiting on readable and a timer both is in the heap and
+     * the set; once it waits for something else it leaves the heap. */
+    s->read_timer = want == HB_WANT_READ_TIMER;
+    if (want != HB_WANT_READ_TIMER && want != HB_WANT_TIMER && want != HB_WANT_CLOSE)
+        heap_remove(l, s);
     switch (want) {
+    case HB_WANT_READ_TIMER:
+        loop_events(l, s, EPOLLIN);
+        if (s->heap_index >= 0)
+            heap_sift(l, s->heap_index); /* its wake_at may have moved */
+        else if (heap_push(l, s) != 0)
+            close_session(l, s);
+        break;
     case HB_WANT_READ: loop_events(l, s, EPOLLIN); break;
     case HB_WANT_WRITE: loop_events(l, s, EPOLLOUT); break;
     case HB_WANT_IO: loop_events(l, s, epoll_bits(s->io_client)); break;
@@ -353,7 +365,7 @@ static void *loop_main(void *arg)
                 /* (the tags above are chars: tested first, as their
                  * addresses may be odd) */
                 hb_sess *s = (hb_sess *)((uintptr_t)tag & ~(uintptr_t)1);
-                if (s->heap_index < 0)
+                if (s->heap_index < 0 || s->read_timer)
                     drive(l, s, now);
             } else {
                 hb_sess *s = tag;
@@ -364,7 +376,7 @@ static void *loop_main(void *arg)
                     close_session(l, s);
                     continue;
                 }
-                if (s->heap_index < 0)
+                if (s->heap_index < 0 || s->read_timer)
                     drive(l, s, now);
             }
         }
@@ -420,9 +432,9 @@ static int wait_poll(hb_srv *srv, hb_sess *s, hb_want want)
 {
     struct pollfd p[3];
     int n = 0;
-    int client = want == HB_WANT_READ    ? HB_SOCK_WANT_READ
-                 : want == HB_WANT_WRITE ? HB_SOCK_WANT_WRITE
-                                         : s->io_client;
+    int client = want == HB_WANT_READ || want == HB_WANT_READ_TIMER ? HB_SOCK_WANT_READ
+                 : want == HB_WANT_WRITE                            ? HB_SOCK_WANT_WRITE
+                                                                    : s->io_client;
     p[n++] = (struct pollfd){.fd = s->sock.fd,
                              .events = (short)((client & HB_SOCK_WANT_READ ? POLLIN : 0) |
                                                (client & HB_SOCK_WANT_WRITE ? POLLOUT : 0))};
@@ -457,8 +469,9 @@ static void *conn_main(void *arg)
         hb_want want = hb_sess_advance(s, now);
         if (want == HB_WANT_CLOSE)
             break;
-        if ((want == HB_WANT_READ || want == HB_WANT_WRITE || want == HB_WANT_IO) && !s->blocking &&
-            wait_poll(srv, s, want) != 0)
+        if ((want == HB_WANT_READ || want == HB_WANT_READ_TIMER || want == HB_WANT_WRITE ||
+             want == HB_WANT_IO) &&
+            !s->blocking && wait_poll(srv, s, want) != 0)
             break;
         if (want == HB_WANT_TIMER) {
             /* Sleep out the delay, waking early only to stop. */
@@ -671,6 +684,8 @@ static int share_settings(hb_srv *srv)
     sh->header_timeout = (int64_t)(cfg->header_timeout * 1e9);
     sh->send_timeout = (int64_t)(cfg->send_timeout * 1e9);
     sh->idle_timeout = (int64_t)(cfg->idle_timeout * 1e9);
+    sh->http2 = cfg->http2;
+    sh->h2_max_streams = cfg->max_streams > 0 ? cfg->max_streams : 100;
     sh->server_field_len = (size_t)snprintf(sh->server_field, sizeof sh->server_field,
                                             "Server: httpbench/%s\r\n", cfg->version);
     if (cfg->proxy) {
@@ -805,6 +820,9 @@ void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out)
     out->timeouts = __atomic_load_n(&srv->sh.timeouts, __ATOMIC_RELAXED);
     out->relayed = __atomic_load_n(&srv->relay.relayed, __ATOMIC_RELAXED);
     out->tunnels = __atomic_load_n(&srv->relay.tunnels, __ATOMIC_RELAXED);
+    out->h2_connections = __atomic_load_n(&srv->sh.h2_connections, __ATOMIC_RELAXED);
+    out->h2_streams = __atomic_load_n(&srv->sh.h2_streams, __ATOMIC_RELAXED);
+    out->h2_calmed = __atomic_load_n(&srv->sh.h2_calmed, __ATOMIC_RELAXED);
 }
 
 void hb_srv_stop(hb_srv *srv)

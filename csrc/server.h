@@ -26,6 +26,9 @@ typedef enum { HB_SRV_EPOLL = 0, HB_SRV_THREADS = 1 } hb_srv_mode;
 /* Most event loops a server may have. */
 #define HB_SRV_MAX_THREADS 1024
 
+/* The most streams a connection may have open that a server can allow. */
+#define HB_SRV_MAX_STREAMS 10000
+
 typedef struct {
     const char *host;      /* address to bind */
     int port;              /* 0: any free port */
@@ -48,17 +51,24 @@ typedef struct {
     const hb_relay_allow *allow;   /* destinations allowed besides loopback (copied) */
     size_t nallow;
     double upstream_timeout; /* seconds an upstream may stall before 504 */
+    int http2;               /* serve HTTP/2 too (h2srv.h): the preface on a plain port, h2
+                              * by ALPN over TLS (its hb_tls made with http2) */
+    uint32_t max_streams;    /* HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS,
+                              * 1..HB_SRV_MAX_STREAMS */
 } hb_srv_config;
 
 typedef struct hb_srv hb_srv;
 
 typedef struct {
-    uint64_t connections; /* accepted (counted before the first read) */
-    uint64_t requests;    /* responses (counted before their first byte is sent) */
-    uint64_t rejected;    /* of which answers to bad requests */
-    uint64_t timeouts;    /* connections cut off by a deadline */
-    uint64_t relayed;     /* responses relayed from an upstream (proxy) */
-    uint64_t tunnels;     /* CONNECT tunnels opened (proxy) */
+    uint64_t connections;    /* accepted (counted before the first read) */
+    uint64_t requests;       /* responses (counted before their first byte is sent) */
+    uint64_t rejected;       /* of which answers to bad requests */
+    uint64_t timeouts;       /* connections cut off by a deadline */
+    uint64_t relayed;        /* responses relayed from an upstream (proxy) */
+    uint64_t tunnels;        /* CONNECT tunnels opened (proxy) */
+    uint64_t h2_connections; /* connections that spoke HTTP/2 */
+    uint64_t h2_streams;     /* HTTP/2 streams clients opened */
+    uint64_t h2_calmed;      /* HTTP/2 connections ended for a flood */
 } hb_srv_stats;
 
 /* Binds, listens and starts serving. Returns the server, or NULL with a

@@ -37,12 +37,15 @@
 #define _GNU_SOURCE
 #include "session.h"
 
+#include "h2.h"
+#include "h2srv.h"
 #include "head.h"
 #include "relay.h"
 
 #include "net.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sendfile.h>
@@ -51,7 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_FAILED };
+enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_H2, S_FAILED };
 
 /* What a state function returns to go on to the next state at once; any
  * other value is the hb_want the driver waits for. */
@@ -66,6 +69,9 @@ enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_FAILED };
  * client reads the response before it sees a reset (lingering close). */
 #define LINGER_NS 2000000000LL
 #define LINGER_MAX (1u << 20)
+/* What an HTTP/2 session's output may stage in tx at a time: a client
+ * that does not read holds no more of the server's memory than this. */
+#define H2_OUT_BUDGET (256u * 1024)
 /* The answer when the bodies held server-wide reach max_buffered. */
 #define BUSY_TEXT "the server holds as many request bodies as it may; try again later\n"
 
@@ -143,36 +149,47 @@ static void wait_from(hb_sess *s, int64_t since, int64_t timeout)
  * or -2 on error. */
 static int bound_wait(hb_sess *s, int opt)
 {
-    if (!s->blocking || s->deadline == 0)
+    /* An HTTP/2 connection's read ends at its next /delay too. */
+    int64_t until = s->deadline;
+    if (s->state == S_H2 && opt == SO_RCVTIMEO && s->wake_at != 0 &&
+        (until == 0 || s->wake_at < until))
+        until = s->wake_at;
+    if (!s->blocking || until == 0)
         return 0;
     int64_t *cur = opt == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo;
-    if (hb_net_bound_wait(s->sock.fd, opt, cur, s->deadline - hb_now_ns()) == 0)
+    if (hb_net_bound_wait(s->sock.fd, opt, cur, until - hb_now_ns()) == 0)
         return 0;
     return errno == ETIMEDOUT ? -1 : -2;
 }
 
-/* Takes n bytes of the server-wide budget for request bodies held at once
- * (sh->max_buffered). Returns 0, or -1, taking nothing, when they do not
- * fit: the request is then refused, so no number of clients sending large
- * bodies and never reading the answers can grow the server past it. */
+int hb_sess_reserve(hb_sess_shared *sh, uint64_t *held, uint64_t n)
+{
+    uint64_t cur = __atomic_load_n(&sh->buffered, __ATOMIC_RELAXED);
+    do {
+        if (n > sh->max_buffered - cur)
+            return -1;
+    } while (!__atomic_compare_exchange_n(&sh->buffered, &cur, cur + n, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    *held += n;
+    return 0;
+}
+
+void hb_sess_release(hb_sess_shared *sh, uint64_t *held)
+{
+    if (*held > 0)
+        __atomic_sub_fetch(&sh->buffered, *held, __ATOMIC_RELAXED);
+    *held = 0;
+}
+
 static int reserve(hb_sess *s, uint64_t n)
 {
-    uint64_t cur = __atomic_load_n(&s->sh->buffered, __ATOMIC_RELAXED);
-    do {
-        if (n > s->sh->max_buffered - cur)
-            return -1;
-    } while (!__atomic_compare_exchange_n(&s->sh->buffered, &cur, cur + n, 1, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
-    s->reserved += n;
-    return 0;
+    return hb_sess_reserve(s->sh, &s->reserved, n);
 }
 
 /* Gives back the body budget and the body. */
 static void drop_body(hb_sess *s)
 {
-    if (s->reserved > 0)
-        __atomic_sub_fetch(&s->sh->buffered, s->reserved, __ATOMIC_RELAXED);
-    s->reserved = 0;
+    hb_sess_release(s->sh, &s->reserved);
     hb_buf_clear(&s->body);
 }
 
@@ -187,6 +204,8 @@ void hb_sess_free(hb_sess *s)
 {
     hb_relay_free(s->relay);
     s->relay = NULL;
+    hb_h2s_free(s->h2s);
+    s->h2s = NULL;
     end_plan(s);
     drop_body(s);
     hb_buf_free(&s->rx);
@@ -254,7 +273,7 @@ static fill_result sess_fill(hb_sess *s, size_t *got)
 
 /* The Date field value, formatted once a second per thread (RFC 9110
  * section 6.6.1: an origin server with a clock sends Date). */
-static const char *http_date(void)
+const char *hb_sess_http_date(void)
 {
     static __thread time_t cached = -1;
     static __thread char text[40];
@@ -281,7 +300,7 @@ static int sess_queue_head(hb_sess *s)
     char *w = hb_buf_wrptr(&s->tx), *start = w;
     w = hb_head_status(w, p->status, reason, strlen(reason));
     w = hb_head_put(w, s->sh->server_field, s->sh->server_field_len);
-    w = hb_head_field(w, "Date", 4, http_date(), 29);
+    w = hb_head_field(w, "Date", 4, hb_sess_http_date(), 29);
     if (ctype)
         w = hb_head_field(w, "Content-Type", 12, ctype, strlen(ctype));
     if (p->allow)
@@ -610,6 +629,37 @@ static hb_want relay_begin(hb_sess *s, int64_t now)
     return GO_ON;
 }
 
+/* Whether the connection speaks HTTP/2, from its first bytes: h2 chosen
+ * by ALPN, or the preface (RFC 9113 section 3.4) on a plain port, which
+ * no HTTP/1.1 request begins with. Returns 1, 0 (HTTP/1.1; not asked
+ * again), or -1 while the bytes so far are the preface's beginning. */
+static int h2_opening(hb_sess *s)
+{
+    size_t n = hb_buf_size(&s->rx);
+    if (hb_sock_alpn_is(&s->sock, "h2"))
+        return 1;
+    size_t k = n < HB_H2_PREFACE_LEN ? n : HB_H2_PREFACE_LEN;
+    if (memcmp(hb_buf_rdptr(&s->rx), HB_H2_PREFACE, k) != 0) {
+        s->h2_looked = 1;
+        return 0;
+    }
+    return k == HB_H2_PREFACE_LEN ? 1 : -1;
+}
+
+/* The connection is HTTP/2 from here: the session reads the preface and
+ * everything after it. */
+static hb_want h2_begin(hb_sess *s, int64_t now)
+{
+    s->h2s = hb_h2s_new(s->sh);
+    if (s->h2s == NULL)
+        return HB_WANT_CLOSE;
+    SESS_COUNT(h2_connections);
+    s->state = S_H2;
+    s->head_begun = 0;
+    s->since = fresh(s, now);
+    return GO_ON;
+}
+
 static hb_want sess_head(hb_sess *s, int64_t now)
 {
     /* RFC 9112 section 2.2: empty lines before a request line are ignored,
@@ -619,7 +669,10 @@ static hb_want sess_head(hb_sess *s, int64_t now)
     while (hb_buf_size(&s->rx) >= 2 && hb_buf_rdptr(&s->rx)[0] == '\r' &&
            hb_buf_rdptr(&s->rx)[1] == '\n')
         hb_buf_consume(&s->rx, 2);
-    int rc = hb_buf_size(&s->rx) == 0
+    int h2 = s->sh->http2 && !s->h2_looked && hb_buf_size(&s->rx) > 0 ? h2_opening(s) : 0;
+    if (h2 > 0)
+        return h2_begin(s, now);
+    int rc = hb_buf_size(&s->rx) == 0 || h2 < 0
                  ? HB_PARSE_MORE
                  : hb_parse_request(&s->req, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx));
     if (rc == HB_PARSE_MORE) {
@@ -760,6 +813,96 @@ static hb_want sess_linger(hb_sess *s)
     }
 }
 
+/* Writes what tx holds. Returns 1 when it is out, 0 when the socket
+ * would block (or, blocking, its wait ended), -1 on error. */
+static int h2_write(hb_sess *s, int64_t now)
+{
+    while (hb_buf_size(&s->tx) > 0) {
+        int bound = bound_wait(s, SO_SNDTIMEO);
+        if (bound != 0) {
+            s->sock.wants = HB_SOCK_WANT_WRITE;
+            return bound == -1 ? 0 : -1;
+        }
+        struct iovec v = {hb_buf_rdptr(&s->tx), hb_buf_size(&s->tx)};
+        ssize_t r = s->sock.tp->writev(&s->sock, &v, 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        hb_buf_consume(&s->tx, (size_t)r);
+        /* Progress restarts the send deadline. */
+        wait_from(s, fresh(s, now), s->sh->send_timeout);
+    }
+    return 1;
+}
+
+/* An HTTP/2 connection: what came goes to its session, what it has to
+ * send goes out (a budget at a time), then the next read, under the
+ * header timeout while a request is not whole, else the idle one, and
+ * none while only /delay streams wait (they end by themselves). */
+static hb_want sess_h2(hb_sess *s, int64_t now)
+{
+    now = fresh(s, now);
+    if (hb_buf_size(&s->rx) > 0) {
+        if (hb_h2s_input(s->h2s, hb_buf_rdptr(&s->rx), hb_buf_size(&s->rx), now) != 0)
+            s->close_after = 1; /* after its GOAWAY */
+        hb_buf_clear(&s->rx);
+    }
+    s->wake_at = 0;
+    for (;;) {
+        if (hb_buf_size(&s->tx) == 0) {
+            if (hb_h2s_output(s->h2s, &s->tx, H2_OUT_BUDGET, now) != 0)
+                return HB_WANT_CLOSE;
+            if (hb_buf_size(&s->tx) == 0)
+                break;
+            /* A new batch: the client has send_timeout to take it. */
+            wait_from(s, now, s->sh->send_timeout);
+        }
+        int rc = h2_write(s, now);
+        if (rc < 0)
+            return HB_WANT_CLOSE;
+        if (rc == 0)
+            return waiting(s);
+    }
+    hb_buf_shrink(&s->tx, 1u << 20);
+    if (s->close_after || hb_h2s_done(s->h2s)) {
+        /* Linger, so the client reads the GOAWAY before it sees a reset. */
+        s->close_after = 1;
+        s->state = S_LINGER;
+        wait_from(s, now, LINGER_NS);
+        s->lingered = 0;
+        s->sock.tp->shutdown_write(&s->sock);
+        return GO_ON;
+    }
+    s->wake_at = hb_h2s_wake(s->h2s);
+    if (hb_h2s_awaiting(s->h2s))
+        s->deadline = s->since + s->sh->header_timeout;
+    else
+        s->deadline = s->wake_at != 0 ? 0 : s->since + s->sh->idle_timeout;
+    if (s->blocking && s->wake_at != 0 &&
+        !(s->sock.tp->pending != NULL && s->sock.tp->pending(&s->sock))) {
+        /* A thread of its own waits for the client or the /delay in
+         * ppoll: a socket's receive timeout counts in jiffies (4 ms here),
+         * too coarse for a delay the client measures. */
+        int64_t left = s->wake_at - hb_now_ns();
+        struct pollfd p = {.fd = s->sock.fd, .events = POLLIN};
+        struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+        if (left <= 0 || ppoll(&p, 1, &ts, NULL) == 0)
+            return GO_ON;
+    }
+    size_t got;
+    switch (sess_fill(s, &got)) {
+    case FILL_DATA: s->since = fresh(s, now); return GO_ON;
+    case FILL_WAIT:
+        if (s->wake_at != 0 && fresh(s, now) >= s->wake_at)
+            return GO_ON; /* a /delay is over */
+        if (s->sock.wants == HB_SOCK_WANT_WRITE)
+            return HB_WANT_WRITE;
+        return s->wake_at != 0 ? HB_WANT_READ_TIMER : HB_WANT_READ;
+    default: return HB_WANT_CLOSE;
+    }
+}
+
 hb_want hb_sess_advance(hb_sess *s, int64_t now)
 {
     s->drained = 0;
@@ -772,6 +915,7 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
         case S_SEND: want = sess_send(s, now); break;
         case S_LINGER: want = sess_linger(s); break;
         case S_RELAY: want = sess_relay(s, now); break;
+        case S_H2: want = sess_h2(s, now); break;
         default: want = HB_WANT_CLOSE; break;
         }
     } while (want == GO_ON);

@@ -38,11 +38,20 @@ typedef struct {
     uint64_t rejected; /* of which 4xx/5xx for bad requests */
     uint64_t timeouts; /* sessions cut off by a deadline */
     uint64_t buffered; /* request body bytes held now (reserved) */
+    /* HTTP/2 (h2srv.h): served when on, by the preface on a plain port or
+     * h2 by ALPN over TLS; the streams a connection may have open. */
+    int http2;
+    uint32_t h2_max_streams;
+    uint64_t h2_connections; /* connections that spoke HTTP/2 */
+    uint64_t h2_streams;     /* streams opened by clients */
+    uint64_t h2_calmed;      /* connections ended for a flood (ENHANCE_YOUR_CALM) */
 } hb_sess_shared;
 
 /* What a session waits for. */
 typedef enum {
     HB_WANT_READ = 1,
+    HB_WANT_READ_TIMER, /* readable, or wake_at, whichever is first (an HTTP/2
+                         * stream's /delay runs while the others are read) */
     HB_WANT_WRITE,
     HB_WANT_TIMER, /* call again at wake_at */
     HB_WANT_CLOSE, /* done: the driver closes fd and frees the session */
@@ -59,6 +68,7 @@ typedef struct hb_sess {
                            * SO_RCVTIMEO / SO_SNDTIMEO, set from the deadline */
     int64_t rcvtimeo, sndtimeo; /* what the kernel has been told, ns; 0: unset */
     int head_begun;             /* a byte of the next request (an empty line too) came */
+    int h2_looked;              /* the first bytes said HTTP/1.1, not HTTP/2 */
     uint64_t reserved;          /* bytes of sh->buffered this session holds */
     hb_buf rx, tx, body;
     hb_request req;
@@ -73,6 +83,7 @@ typedef struct hb_sess {
     int body_left;
     char content_type[256]; /* echoed by /echo */
     struct hb_relay *relay; /* the relay (relay.h), from the first request relayed */
+    struct hb_h2s *h2s;     /* HTTP/2 (h2srv.h), once the connection speaks it */
     /* With HB_WANT_IO, the relay's wait as hb_relay_waits said it last. */
     int io_client, io_up;
     int up_fd;        /* the upstream socket, -1 when none */
@@ -88,6 +99,7 @@ typedef struct hb_sess {
     int heap_index;
     unsigned events;
     unsigned up_gen_seen; /* the upstream generation the driver watches */
+    int read_timer;       /* it waits for HB_WANT_READ_TIMER: in the heap and the set */
     /* Called (when set) just before up_fd is closed: an epoll set must drop
      * it first, as a forked child may hold the socket open past the close,
      * and its events would name a session that is gone. */
@@ -116,6 +128,20 @@ int hb_sess_expired(hb_sess *s, int64_t now);
 
 /* Frees what s holds (its share of sh->buffered too), the socket excepted. */
 void hb_sess_free(hb_sess *s);
+
+/* Takes n bytes of sh's server-wide budget for request bodies held at
+ * once (max_buffered) into *held. Returns 0, or -1, taking nothing, when
+ * they do not fit: the request is then refused, so no number of clients
+ * sending large bodies and never reading the answers can grow the server
+ * past it. */
+int hb_sess_reserve(hb_sess_shared *sh, uint64_t *held, uint64_t n);
+
+/* Gives back what *held took of the budget. */
+void hb_sess_release(hb_sess_shared *sh, uint64_t *held);
+
+/* The Date field's value for now (RFC 9110 section 6.6.1), formatted once
+ * a second per thread; valid until the thread's next call. */
+const char *hb_sess_http_date(void);
 
 /* Fills buf with n printable pseudo-random bytes. */
 void hb_sess_fill_random(char *buf, size_t n, uint64_t seed);

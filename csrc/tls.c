@@ -170,20 +170,25 @@ static int on_new_session(SSL *ssl, SSL_SESSION *sess)
     return 1; /* the reference is ours */
 }
 
-/* Server: ALPN answers http/1.1 when offered, and goes on without ALPN
- * otherwise (a client offering only h2 then speaks HTTP/1.1 or leaves). */
+/* Server: ALPN answers h2 when offered and served (arg non-NULL), else
+ * http/1.1 when offered, and goes on without ALPN otherwise (a client
+ * offering only h2 then speaks HTTP/1.1 or leaves). */
 static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned int inlen, void *arg)
 {
     (void)ssl;
-    (void)arg;
-    for (unsigned int i = 0; i < inlen && i + 1 + in[i] <= inlen; i += 1u + in[i]) {
-        if (in[i] == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-            *out = in + i + 1;
-            *outlen = 8;
-            return SSL_TLSEXT_ERR_OK;
+    static const struct {
+        const char *name;
+        unsigned char len;
+    } PREFERRED[] = {{"h2", 2}, {"http/1.1", 8}};
+    for (int k = arg != NULL ? 0 : 1; k < 2; k++)
+        for (unsigned int i = 0; i < inlen && i + 1 + in[i] <= inlen; i += 1u + in[i]) {
+            if (in[i] == PREFERRED[k].len && memcmp(in + i + 1, PREFERRED[k].name, in[i]) == 0) {
+                *out = in + i + 1;
+                *outlen = in[i];
+                return SSL_TLSEXT_ERR_OK;
+            }
         }
-    }
     return SSL_TLSEXT_ERR_NOACK;
 }
 
@@ -296,7 +301,7 @@ static int server_settings(hb_tls *t, const hb_tls_config *cfg, char *err, size_
      * session per handshake for minutes (memory a run of new connections
      * would grow). */
     SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_alpn_select_cb(t->ctx, select_alpn, NULL);
+    SSL_CTX_set_alpn_select_cb(t->ctx, select_alpn, cfg->http2 ? (void *)t : NULL);
     if (cfg->certfile == NULL && self_signed(t, cfg->cert_host) != 0) {
         note_openssl(NULL, "failed");
         snprintf(err, errlen, "cannot make a self-signed certificate: %s", last_error);
@@ -690,15 +695,20 @@ static const char *tls_error(hb_sock *s)
     return last_error;
 }
 
-int hb_tls_alpn_is(hb_sock *s, const char *proto)
+static const char *tls_alpn(hb_sock *s)
 {
     tls_conn *c = s->ctx;
     const unsigned char *p = NULL;
     unsigned n = 0;
     if (c == NULL || !c->opened)
-        return 0;
+        return "";
     SSL_get0_alpn_selected(c->ssl, &p, &n);
-    return n == strlen(proto) && memcmp(p, proto, n) == 0;
+    /* What this side offers or picks (h2, http/1.1): the only answers. */
+    if (n == 2 && memcmp(p, "h2", 2) == 0)
+        return "h2";
+    if (n == 8 && memcmp(p, "http/1.1", 8) == 0)
+        return "http/1.1";
+    return "";
 }
 
 static int tls_describe(hb_sock *s, hb_sock_info *out)
@@ -760,5 +770,6 @@ const hb_transport hb_net_tls = {
     .pending = tls_pending,
     .error = tls_error,
     .describe = tls_describe,
+    .alpn = tls_alpn,
     .release = tls_release,
 };

@@ -47,7 +47,8 @@ typedef struct {
     const char *cafile;          /* PEM trust anchors; NULL: the system's store */
     const char *server_hostname; /* SNI and the name checked; NULL or "": none */
     int resume;                  /* resume sessions on new connections */
-    int http2;                   /* ALPN offers h2 alone (else http/1.1 alone) */
+    int http2;                   /* client: ALPN offers h2 alone (else http/1.1 alone); server: ALPN
+                * picks h2 when offered (else http/1.1) */
     /* Both sides: the own certificate chain and key (PEM files). The server
      * with neither makes a self-signed one (EC P-256, a day) for
      * cert_host and "localhost". A client with neither sends none. */
@@ -70,10 +71,6 @@ char *hb_tls_cert_pem(const hb_tls *t);
 
 /* The OpenSSL in use, as it names itself ("OpenSSL 3.0.19 27 Jan 2026"). */
 const char *hb_tls_library(void);
-
-/* Whether the handshake of s (open, on hb_net_tls) agreed on ALPN
- * protocol `proto` ("h2"). */
-int hb_tls_alpn_is(hb_sock *s, const char *proto);
 
 /* The TLS transport; a socket on it has its hb_tls in s->shared. */
 extern const hb_transport hb_net_tls;

@@ -66,6 +66,17 @@ class Server:
     first request head in, within `header_timeout`; a plain HTTP request
     on the TLS port gets a 400 saying so.
 
+    http2=True (the default: an HTTP/1.1 client never sends the preface)
+    serves HTTP/2 too: on a plain port a connection that opens with the
+    HTTP/2 preface (prior knowledge, h2c), over TLS one whose client picks
+    h2 by ALPN. The same routes, a /delay holding its own stream only, at
+    most `max_streams` streams open on a connection
+    (SETTINGS_MAX_CONCURRENT_STREAMS; more are refused), and floods of
+    RST_STREAM, PING, SETTINGS or empty DATA frames (over 100 a second),
+    header blocks past 64 KiB however many CONTINUATION frames carry them,
+    answered with GOAWAY ENHANCE_YOUR_CALM and a close. The relay stays
+    HTTP/1.1.
+
     proxy=True makes it a forward proxy too (the seed's rabbit): requests
     in absolute form (`GET http://host:port/path`) are relayed to that
     server and CONNECT opens a tunnel, as ab -X and curl -x use them;
@@ -106,6 +117,8 @@ class Server:
         proxy: bool = False,
         allow: Iterable[str] | None = None,
         upstream_timeout: float = 10.0,
+        http2: bool = True,
+        max_streams: int = 100,
     ) -> None:
         if mode not in ("epoll", "threads"):
             raise ValueError(f"mode must be 'epoll' or 'threads', not {mode!r}")
@@ -120,6 +133,7 @@ class Server:
         send_timeout = _check.seconds("send_timeout", send_timeout)
         idle_timeout = _check.seconds("idle_timeout", idle_timeout)
         upstream_timeout = _check.seconds("upstream_timeout", upstream_timeout)
+        max_streams = _check.count("max_streams", max_streams, 1, _check.MAX_STREAMS)
         if not proxy and allow is not None:
             raise ValueError("allow is the relay's list: it needs proxy=True")
         allowed = _check.allow(allow)
@@ -139,15 +153,18 @@ class Server:
         self.tls = bool(tls)
         self.proxy = bool(proxy)
         self.upstream_timeout = upstream_timeout
+        self.http2 = bool(http2)
+        self.max_streams = max_streams
         self.cafile: str | None = None
         self._tempdir: str | None = None
         context = None
         if tls:
-            context = _core._TLS(server=True, certfile=certfile, keyfile=keyfile, cert_host=host)
+            context = _core._TLS(server=True, certfile=certfile, keyfile=keyfile, cert_host=host,
+                                 http2=self.http2)
         self._core: _core._ServerCore | None = _core._ServerCore(
             host, port, mode == "threads", threads, directory, zero_copy, max_body,
             header_timeout, send_timeout, idle_timeout, __version__, max_buffered, context,
-            unix_path, self.proxy, allowed, upstream_timeout,
+            unix_path, self.proxy, allowed, upstream_timeout, self.http2, max_streams,
         )
         self.unix_socket = unix_path
         # On a Unix socket there is no port; URLs name "localhost" (for Host).
@@ -185,10 +202,14 @@ class Server:
         answers to bad requests (rejected), connections cut off by a
         deadline (timeouts), and as a proxy, responses relayed from
         upstreams (relayed, not among `requests`) and CONNECT tunnels
-        opened (tunnels)."""
+        opened (tunnels); of the connections, those that spoke HTTP/2
+        (h2_connections), the streams their clients opened (h2_streams) and
+        the connections ended for a flood (h2_calmed: GOAWAY
+        ENHANCE_YOUR_CALM)."""
         core = self._core
         figures = core.stats() if core is not None else self._final
-        names = ("connections", "requests", "rejected", "timeouts", "relayed", "tunnels")
+        names = ("connections", "requests", "rejected", "timeouts", "relayed", "tunnels",
+                 "h2_connections", "h2_streams", "h2_calmed")
         return dict(zip(names, figures, strict=True))
 
     def close(self) -> None:

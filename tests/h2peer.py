@@ -37,7 +37,7 @@ class H2Server:
     reset        as ok, but every `every`-th stream gets RST_STREAM `code`
     refuse       as ok, but every `every`-th stream gets REFUSED_STREAM
     goaway       answers `every` streams per connection, then GOAWAY with
-                 the last one's id, drops the rest and closes
+                 the last one's id and a close
     limit        SETTINGS_MAX_CONCURRENT_STREAMS = `streams`
     zero         SETTINGS_MAX_CONCURRENT_STREAMS = 0, and a stream opened before
                  it came refused (REFUSED_STREAM, RFC 9113 section 5.1.2)
@@ -229,5 +229,8 @@ class H2Server:
         with self.lock:
             self.answered += 1
         if self.mode == "goaway" and n == self.every:
+            # Then nothing more: a second GOAWAY (the h2 package's, on what
+            # the client sent meanwhile) would raise the last stream id.
             conn.close_connection(last_stream_id=sid)
+            return False
         return True

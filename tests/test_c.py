@@ -59,8 +59,8 @@ def test_scenario_picks_and_body_check(tmp_path):
               minimum=78, timeout=60)
 
 
-SESSION = ["csrc/session.c", "csrc/head.c", "csrc/relay.c", "csrc/route.c", "csrc/parser.c", "csrc/buf.c",
-           "csrc/net.c"]
+SESSION = ["csrc/session.c", "csrc/h2srv.c", "csrc/head.c", "csrc/relay.c", "csrc/route.c",
+           "csrc/parser.c", "csrc/buf.c", "csrc/net.c"]
 DRIVERS = {
     "fuzz_response": ("corpus", ["csrc/parser.c"]),
     "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
@@ -68,6 +68,8 @@ DRIVERS = {
     "fuzz_tls": ("corpus_tls", [*SESSION, "csrc/tls.c"]),
     "fuzz_relay": ("corpus_relay", SESSION),
     "fuzz_build": ("corpus_build", ["csrc/request.c", "csrc/parser.c", "csrc/buf.c"]),
+    "fuzz_h2srv": ("corpus_h2srv", SESSION),
+    "fuzz_h2c": ("corpus_h2c", ["csrc/h2.c", "csrc/parser.c", "csrc/buf.c"]),
 }
 
 
@@ -75,6 +77,8 @@ DRIVERS = {
 def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver):
     corpus, sources = DRIVERS[driver]
     libs = ("-lssl", "-lcrypto") if "csrc/tls.c" in sources else ()
+    if "csrc/h2.c" in sources or "csrc/h2srv.c" in sources:
+        libs += ("-lnghttp2",)
     exe = build(tmp_path, driver, f"tests/c/{driver}.c", *sources, defines=("-DHB_FUZZ_MAIN",),
                 libs=libs)
     seeds = sorted((ROOT / "tests/c" / corpus).iterdir())

@@ -1,0 +1,511 @@
+/* h2srv.c: the embedded server's HTTP/2 session on libnghttp2 (h2srv.h). */
+#include "h2srv.h"
+
+#include "parser.h"
+#include "route.h"
+
+#include <errno.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* 1.60 deprecated the ssize_t forms (h2.c says so too). */
+#if NGHTTP2_VERSION_NUM >= 0x013c00
+typedef nghttp2_ssize h2s_ssize;
+typedef nghttp2_data_provider2 h2s_provider;
+#define H2S_MEM_RECV nghttp2_session_mem_recv2
+#define H2S_MEM_SEND nghttp2_session_mem_send2
+#define H2S_SUBMIT_RESPONSE nghttp2_submit_response2
+#else
+typedef ssize_t h2s_ssize;
+typedef nghttp2_data_provider h2s_provider;
+#define H2S_MEM_RECV nghttp2_session_mem_recv
+#define H2S_MEM_SEND nghttp2_session_mem_send
+#define H2S_SUBMIT_RESPONSE nghttp2_submit_response
+#endif
+
+#define SECOND_NS 1000000000LL
+/* CONTINUATION frames one header block may take (a flood of empty ones
+ * carries no bytes to count). */
+#define MAX_CONTINUATIONS 100
+
+typedef struct h2s_stream {
+    int32_t id;
+    hb_plan plan;
+    char method[16];
+    size_t mlen;
+    char *path; /* malloc'ed */
+    size_t plen;
+    char ctype[256];
+    uint32_t list_size, fields;
+    int status;      /* an error found while reading the request (431, 414, 413, 503) */
+    const char *why; /* and its text */
+    int routed;      /* the plan is made (the head is whole) */
+    int whole;       /* the request is whole, or answered before it was */
+    int answered;    /* the response is submitted, or its delay runs */
+    hb_buf body;     /* a request body kept (/echo) */
+    uint64_t body_got;
+    uint64_t reserved; /* of the server's body budget */
+    uint64_t sent;     /* response body bytes given to nghttp2 */
+    int64_t due;       /* a /delay's end, while it runs; 0: none */
+    struct h2s_stream *prev, *next;
+} h2s_stream;
+
+struct hb_h2s {
+    nghttp2_session *s;
+    hb_sess_shared *sh;
+    int64_t now;
+    h2s_stream *streams; /* every stream's record (the session frees its own
+                          * streams without a word when deleted) */
+    int delays;          /* of which waiting out a /delay */
+    int awaiting;        /* of which whose request is not whole */
+    /* Floods, counted over the current second. */
+    int64_t window;
+    unsigned rst, ping, settings, empty_data;
+    uint32_t block_bytes, continuations;
+    int calm; /* a flood: the session ends with ENHANCE_YOUR_CALM */
+};
+
+#define H2S_COUNT(h, field) __atomic_add_fetch(&(h)->sh->field, 1, __ATOMIC_RELAXED)
+
+static void stream_free(hb_h2s *h, h2s_stream *st)
+{
+    if (st->prev != NULL)
+        st->prev->next = st->next;
+    else
+        h->streams = st->next;
+    if (st->next != NULL)
+        st->next->prev = st->prev;
+    h->awaiting -= !st->whole;
+    h->delays -= st->due != 0;
+    if (st->plan.file_fd >= 0)
+        close(st->plan.file_fd);
+    hb_sess_release(h->sh, &st->reserved);
+    hb_buf_free(&st->body);
+    free(st->path);
+    free(st);
+}
+
+/* ---- responses */
+
+static h2s_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                           uint32_t *flags, nghttp2_data_source *src, void *arg)
+{
+    (void)s;
+    (void)id;
+    hb_h2s *h = arg;
+    h2s_stream *st = src->ptr;
+    const hb_plan *p = &st->plan;
+    uint64_t total = p->src == HB_SRC_ECHO ? hb_buf_size(&st->body) : p->length;
+    uint64_t left = total - st->sent;
+    size_t n = left < len ? (size_t)left : len;
+    switch (p->src) {
+    case HB_SRC_RND:
+    case HB_SRC_CHUNKED:
+        for (size_t done = 0; done < n;) {
+            size_t off = (size_t)((st->sent + done) % HB_RND_BLOCK);
+            size_t k = HB_RND_BLOCK - off < n - done ? HB_RND_BLOCK - off : n - done;
+            memcpy(buf + done, h->sh->rnd + off, k);
+            done += k;
+        }
+        break;
+    case HB_SRC_TEXT: memcpy(buf, p->text + st->sent, n); break;
+    case HB_SRC_ECHO: memcpy(buf, hb_buf_rdptr(&st->body) + st->sent, n); break;
+    case HB_SRC_FILE: {
+        ssize_t r = pread(p->file_fd, buf, n, (off_t)st->sent);
+        if (r <= 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the file shrank: reset */
+        n = (size_t)r;
+        break;
+    }
+    default: n = 0; break;
+    }
+    st->sent += n;
+    if (st->sent >= total)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (h2s_ssize)n;
+}
+
+static void nv(nghttp2_nv *v, const char *name, const char *value, size_t vlen)
+{
+    v->name = (uint8_t *)name;
+    v->namelen = strlen(name);
+    v->value = (uint8_t *)value;
+    v->valuelen = vlen;
+    v->flags = NGHTTP2_NV_FLAG_NONE; /* copied: the values are the stream's */
+}
+
+/* Submits st's response now. Returns 0, or -1 when memory ran out. */
+static int answer(hb_h2s *h, h2s_stream *st)
+{
+    hb_plan *p = &st->plan;
+    char status[4], length[24];
+    snprintf(status, sizeof status, "%03d", p->status);
+    uint64_t total = p->src == HB_SRC_ECHO ? hb_buf_size(&st->body) : p->length;
+    int has_body =
+        !p->head_only && p->status != 204 && p->status != 304 && total > 0 && p->src != HB_SRC_NONE;
+    const char *server = h->sh->server_field + 8; /* "Server: " */
+    size_t server_len = h->sh->server_field_len - 10;
+    const char *ctype = p->src == HB_SRC_ECHO ? st->ctype : p->content_type;
+    const char *date = hb_sess_http_date();
+    nghttp2_nv hd[7];
+    size_t n = 0;
+    nv(&hd[n++], ":status", status, 3);
+    nv(&hd[n++], "server", server, server_len);
+    nv(&hd[n++], "date", date, strlen(date));
+    if (ctype != NULL && ctype[0] != 0)
+        nv(&hd[n++], "content-type", ctype, strlen(ctype));
+    if (p->allow != NULL)
+        nv(&hd[n++], "allow", p->allow, strlen(p->allow));
+    /* RFC 9110 sections 8.6 and 15.3.5: no length on 204 and 304; /chunked
+     * streams DATA frames whose end alone says the length, as its
+     * HTTP/1.1 answer is chunked. */
+    if (p->status != 204 && p->status != 304 && p->src != HB_SRC_CHUNKED) {
+        snprintf(length, sizeof length, "%llu", (unsigned long long)total);
+        nv(&hd[n++], "content-length", length, strlen(length));
+    }
+    h2s_provider body = {.source.ptr = st, .read_callback = read_body};
+    st->answered = 1;
+    st->sent = 0;
+    H2S_COUNT(h, requests);
+    if (p->status >= 400 && st->status != 0)
+        H2S_COUNT(h, rejected);
+    int rc = H2S_SUBMIT_RESPONSE(h->s, st->id, hd, n, has_body ? &body : NULL);
+    return rc == NGHTTP2_ERR_NOMEM ? -1 : 0;
+}
+
+/* The request on st is whole (or an error was found reading it): its
+ * answer goes now, or after its delay. */
+static int respond(hb_h2s *h, h2s_stream *st)
+{
+    if (!st->whole) {
+        st->whole = 1;
+        h->awaiting--;
+    }
+    if (st->answered)
+        return 0;
+    if (st->status != 0) {
+        hb_route_error(&st->plan, st->status, st->why);
+        st->plan.head_only = 0;
+        st->plan.allow = NULL;
+    }
+    if (st->plan.delay_ns > 0 && st->status == 0) {
+        /* Its own stream waits; the connection's others go on. */
+        st->due = hb_now_ns() + st->plan.delay_ns;
+        st->answered = 1; /* (not to be answered twice) */
+        h->delays++;
+        return 0;
+    }
+    return answer(h, st);
+}
+
+/* Plans st's answer from its head (whole now). */
+static void route(hb_h2s *h, h2s_stream *st)
+{
+    st->routed = 1;
+    if (st->status != 0)
+        return;
+    if (st->mlen == 0 || st->path == NULL) {
+        st->status = 400;
+        st->why = "the request lacks :method or :path\n";
+        return;
+    }
+    hb_route(&h->sh->st, st->method, st->mlen, st->path, st->plen, &st->plan);
+    if (st->plan.src == HB_SRC_ECHO && st->ctype[0] == 0)
+        snprintf(st->ctype, sizeof st->ctype, "application/octet-stream");
+}
+
+/* ---- what comes from the client */
+
+/* Too much of a kind within a second: the session ends, calmly. */
+static int flooded(hb_h2s *h, unsigned *count)
+{
+    if (h->now - h->window >= SECOND_NS) {
+        h->window = h->now;
+        h->rst = h->ping = h->settings = h->empty_data = 0;
+    }
+    if (++*count <= HB_H2S_FLOOD)
+        return 0;
+    h->calm = 1;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *arg)
+{
+    (void)s;
+    hb_h2s *h = arg;
+    if (hd->type == NGHTTP2_HEADERS) {
+        h->block_bytes = (uint32_t)hd->length;
+        h->continuations = 0;
+    } else if (hd->type == NGHTTP2_CONTINUATION) {
+        h->block_bytes += (uint32_t)hd->length;
+        h->continuations++;
+    } else {
+        return 0;
+    }
+    if (h->block_bytes > HB_MAX_HEAD || h->continuations > MAX_CONTINUATIONS) {
+        h->calm = 1;
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return 0;
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+    hb_h2s *h = arg;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    h2s_stream *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    st->id = f->hd.stream_id;
+    st->plan.file_fd = -1;
+    if (nghttp2_session_set_stream_user_data(s, st->id, st) != 0) {
+        free(st);
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    st->next = h->streams;
+    if (h->streams != NULL)
+        h->streams->prev = st;
+    h->streams = st;
+    h->awaiting++;
+    H2S_COUNT(h, h2_streams);
+    return 0;
+}
+
+static void take_field(h2s_stream *st, const uint8_t *name, size_t nlen, const uint8_t *value,
+                       size_t vlen)
+{
+    if (nlen == 7 && memcmp(name, ":method", 7) == 0 && vlen < sizeof st->method) {
+        memcpy(st->method, value, vlen);
+        st->mlen = vlen;
+    } else if (nlen == 5 && memcmp(name, ":path", 5) == 0 && st->path == NULL) {
+        if (vlen > HB_MAX_LINE) {
+            st->status = 414;
+            st->why = "the path is longer than the server accepts\n";
+            return;
+        }
+        st->path = malloc(vlen ? vlen : 1);
+        if (st->path == NULL) {
+            st->status = 503;
+            st->why = "out of memory\n";
+            return;
+        }
+        memcpy(st->path, value, vlen);
+        st->plen = vlen;
+    } else if (nlen == 12 && memcmp(name, "content-type", 12) == 0) {
+        size_t n = vlen < sizeof st->ctype - 1 ? vlen : sizeof st->ctype - 1;
+        memcpy(st->ctype, value, n);
+        st->ctype[n] = 0;
+    }
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
+                     const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
+{
+    (void)flags;
+    (void)arg;
+    h2s_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (st == NULL || st->routed)
+        return 0; /* (trailers: not looked at) */
+    /* RFC 9113 section 6.5.2's size, as RFC 7541 section 4.1 counts it: an
+     * HPACK bomb decodes past it from a small block, and is answered 431
+     * with nothing more of it kept. */
+    st->list_size += (uint32_t)(nlen + vlen + 32);
+    st->fields += nlen == 0 || name[0] != ':';
+    if (st->list_size > HB_MAX_HEAD || st->fields > HB_MAX_HEADERS) {
+        if (st->status == 0) {
+            st->status = 431;
+            st->why = "request header fields too large\n";
+        }
+        return 0;
+    }
+    if (st->status == 0)
+        take_field(st, name, nlen, value, vlen);
+    return 0;
+}
+
+static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p, size_t n,
+                   void *arg)
+{
+    (void)flags;
+    hb_h2s *h = arg;
+    h2s_stream *st = nghttp2_session_get_stream_user_data(s, id);
+    if (st == NULL || st->answered)
+        return 0;
+    st->body_got += n;
+    if (st->body_got > h->sh->max_body) {
+        /* Answered at once (RFC 9113 section 8.1: a response may come
+         * before the request is whole); what else comes is dropped. */
+        st->status = 413;
+        st->why = "request body larger than the server accepts\n";
+        return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    if (st->status != 0 || !st->plan.keep_body)
+        return 0;
+    if (hb_sess_reserve(h->sh, &st->reserved, n) != 0) {
+        st->status = 503;
+        st->why = "the server holds as many request bodies as it may; try again later\n";
+        return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    if (hb_buf_append(&st->body, p, n) != 0) {
+        st->status = 413;
+        st->why = "request body larger than the server can hold\n";
+        return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+    hb_h2s *h = arg;
+    switch (f->hd.type) {
+    case NGHTTP2_RST_STREAM: return flooded(h, &h->rst);
+    case NGHTTP2_PING: return (f->hd.flags & NGHTTP2_FLAG_ACK) ? 0 : flooded(h, &h->ping);
+    case NGHTTP2_SETTINGS: return (f->hd.flags & NGHTTP2_FLAG_ACK) ? 0 : flooded(h, &h->settings);
+    case NGHTTP2_DATA:
+        if (f->hd.length == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+            flooded(h, &h->empty_data) != 0)
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        break;
+    case NGHTTP2_HEADERS: break;
+    default: return 0;
+    }
+    h2s_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (st == NULL)
+        return 0;
+    if (f->hd.type == NGHTTP2_HEADERS && !st->routed)
+        route(h, st);
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (f->hd.type == NGHTTP2_HEADERS && st->status != 0)
+        return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE; /* 431, 414: at once */
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *arg)
+{
+    (void)code;
+    hb_h2s *h = arg;
+    h2s_stream *st = nghttp2_session_get_stream_user_data(s, id);
+    if (st != NULL)
+        stream_free(h, st);
+    return 0;
+}
+
+hb_h2s *hb_h2s_new(hb_sess_shared *sh)
+{
+    hb_h2s *h = calloc(1, sizeof *h);
+    nghttp2_session_callbacks *cb = NULL;
+    if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0)
+        goto fail;
+    h->sh = sh;
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    int rc = nghttp2_session_server_new(&h->s, cb, h);
+    nghttp2_session_callbacks_del(cb);
+    if (rc != 0)
+        goto fail;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, sh->h2_max_streams},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, HB_MAX_HEAD},
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+    };
+    if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0)
+        goto fail;
+    return h;
+fail:
+    hb_h2s_free(h);
+    return NULL;
+}
+
+void hb_h2s_free(hb_h2s *h)
+{
+    if (h == NULL)
+        return;
+    /* Deleting the session frees its streams without their close
+     * callbacks: ours go through the records still open. */
+    if (h->s != NULL)
+        nghttp2_session_del(h->s);
+    while (h->streams != NULL)
+        stream_free(h, h->streams);
+    free(h);
+}
+
+int hb_h2s_input(hb_h2s *h, const char *p, size_t n, int64_t now)
+{
+    h->now = now;
+    h2s_ssize rc = H2S_MEM_RECV(h->s, (const uint8_t *)p, n);
+    if (h->calm) {
+        /* A flood: the GOAWAY says so, and nothing more is read. */
+        H2S_COUNT(h, h2_calmed);
+        nghttp2_session_terminate_session(h->s, NGHTTP2_ENHANCE_YOUR_CALM);
+        return -1;
+    }
+    if (rc < 0) {
+        /* nghttp2's own refusals (its flood limits, a bad preface): it
+         * has queued its GOAWAY, if any. */
+        nghttp2_session_terminate_session(h->s, NGHTTP2_PROTOCOL_ERROR);
+        return -1;
+    }
+    return nghttp2_session_want_read(h->s) ? 0 : -1;
+}
+
+int hb_h2s_output(hb_h2s *h, hb_buf *out, size_t budget, int64_t now)
+{
+    if (h->delays > 0) {
+        for (h2s_stream *st = h->streams; st != NULL; st = st->next) {
+            if (st->due == 0 || st->due > now)
+                continue;
+            st->due = 0;
+            h->delays--;
+            st->plan.delay_ns = 0;
+            if (answer(h, st) != 0)
+                return -1;
+        }
+    }
+    size_t start = hb_buf_size(out);
+    while (hb_buf_size(out) - start < budget) {
+        const uint8_t *p;
+        h2s_ssize n = H2S_MEM_SEND(h->s, &p);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        if (hb_buf_append(out, p, (size_t)n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int hb_h2s_want_write(const hb_h2s *h)
+{
+    return nghttp2_session_want_write(h->s);
+}
+
+int64_t hb_h2s_wake(const hb_h2s *h)
+{
+    int64_t at = 0;
+    if (h->delays == 0)
+        return 0;
+    for (const h2s_stream *st = h->streams; st != NULL; st = st->next)
+        if (st->due != 0 && (at == 0 || st->due < at))
+            at = st->due;
+    return at;
+}
+
+int hb_h2s_awaiting(const hb_h2s *h)
+{
+    return h->awaiting > 0;
+}
+
+int hb_h2s_done(const hb_h2s *h)
+{
+    return !nghttp2_session_want_read(h->s) && !nghttp2_session_want_write(h->s);
+}

@@ -1,0 +1,74 @@
+/* h2srv.h: hb_h2s_*, the embedded server's side of HTTP/2 (RFC 9113) on
+ * libnghttp2's server session.
+ *
+ * A session (session.c) hands a connection here once it is HTTP/2: the
+ * preface on a plain port (prior knowledge), or h2 chosen by ALPN over TLS.
+ * Bytes read go in (hb_h2s_input); frames to write come out into the
+ * session's buffer (hb_h2s_output); the session does the socket calls, the
+ * deadlines and the waits, as for HTTP/1.1. Each stream is routed as an
+ * HTTP/1.1 request is (route.h): the same endpoints, bodies in DATA frames,
+ * a /delay that holds its own stream and no other.
+ *
+ * Bounded against the known attacks, counted here, not left to the
+ * library (Debian's 1.52 has its own flood options only as security
+ * backports): a connection that sends more than HB_H2S_FLOOD RST_STREAM,
+ * PING, SETTINGS or empty DATA frames in a second (rapid reset,
+ * CVE-2023-44487, and its cousins), or a header block of more than
+ * HB_MAX_HEAD bytes however many CONTINUATION frames carry it (the
+ * CVE-2024-27316 family), gets GOAWAY ENHANCE_YOUR_CALM and is closed; a
+ * header list that decodes past HB_MAX_HEAD bytes or HB_MAX_HEADERS fields
+ * (an HPACK bomb) is answered 431 without being kept; streams beyond the
+ * server's SETTINGS_MAX_CONCURRENT_STREAMS are refused (RST_STREAM); a bad
+ * HPACK block is a COMPRESSION_ERROR. Request bodies kept (/echo) count in
+ * the server-wide budget as over HTTP/1.1.
+ */
+#ifndef HB_H2SRV_H
+#define HB_H2SRV_H
+
+#include "buf.h"
+#include "session.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Frames of one kind a connection may send in a second before it is told
+ * to calm down (GOAWAY ENHANCE_YOUR_CALM). */
+#define HB_H2S_FLOOD 100
+
+typedef struct hb_h2s hb_h2s;
+
+/* A server session for a connection of sh's server: its SETTINGS (the
+ * streams allowed, the header list's limit, no push) wait in its output.
+ * Returns NULL when memory ran out. */
+hb_h2s *hb_h2s_new(hb_sess_shared *sh);
+
+/* Frees h (NULL is fine), every stream's hold on the body budget too. */
+void hb_h2s_free(hb_h2s *h);
+
+/* Takes n bytes from the client at now. Returns 0, or -1 when the
+ * connection is to end: what hb_h2s_output then gives (a GOAWAY saying
+ * why) is the last to send before the close. */
+int hb_h2s_input(hb_h2s *h, const char *p, size_t n, int64_t now);
+
+/* Appends what is due at now to out: responses whose delay is over, then
+ * frames until out has grown by about `budget` bytes (so a client that
+ * does not read holds no more than that). Returns 0, or -1 when memory
+ * ran out. */
+int hb_h2s_output(hb_h2s *h, hb_buf *out, size_t budget, int64_t now);
+
+/* Whether the session still has frames to send (beyond what output gave:
+ * its budget ran out, or DATA waits on a window). */
+int hb_h2s_want_write(const hb_h2s *h);
+
+/* When the next delayed response is due; 0 when none waits. */
+int64_t hb_h2s_wake(const hb_h2s *h);
+
+/* Whether a stream waits for the client's bytes (its request not whole):
+ * the connection is then under the header timeout, else the idle one. */
+int hb_h2s_awaiting(const hb_h2s *h);
+
+/* Whether the session is over: nothing to read or write (after a GOAWAY,
+ * either side's). */
+int hb_h2s_done(const hb_h2s *h);
+
+#endif
