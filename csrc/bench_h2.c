@@ -153,8 +153,8 @@ static const hb_h2_hooks HOOKS = {on_head, on_field, on_data, on_closed};
 static int streams_wanted(const hb_bench *b, const bconn *c)
 {
     int n = depth_of(b);
-    if (!b->cfg.keepalive)
-        n = 1;
+    if (!b->cfg.keepalive || c->h2 == NULL)
+        n = 1; /* (a socket still opening carries its first stream only) */
     if (c->h2 != NULL) {
         uint32_t allowed = hb_h2_streams_allowed(c->h2);
         if (allowed > 0 && allowed < (uint32_t)n)

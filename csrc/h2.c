@@ -560,6 +560,10 @@ int hb_h2_open_streams(const hb_h2 *h)
 
 uint32_t hb_h2_streams_allowed(const hb_h2 *h)
 {
+    /* (nghttp2 gives the RFC's initial "unlimited" until SETTINGS come,
+     * whatever limit its option set for itself.) */
+    if (!h->st.settings)
+        return 1;
     return nghttp2_session_get_remote_settings(h->s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
 }
 

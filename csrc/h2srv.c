@@ -27,6 +27,12 @@ typedef nghttp2_data_provider h2s_provider;
 #endif
 
 #define SECOND_NS 1000000000LL
+/* nghttp2's own flood refusals, where it has them (NGHTTP2_ERR_FLOODED;
+ * NGHTTP2_ERR_TOO_MANY_CONTINUATIONS, 1.61 and Debian's 1.52 backport):
+ * by number, so a library without them builds too. They end a session as
+ * our own counts do. */
+#define H2S_ERR_FLOODED (-904)
+#define H2S_ERR_TOO_MANY_CONTINUATIONS (-905)
 /* CONTINUATION frames one header block may take (a flood of empty ones
  * carries no bytes to count). */
 #define MAX_CONTINUATIONS 100
@@ -66,6 +72,13 @@ struct hb_h2s {
     unsigned rst, ping, settings, empty_data;
     uint32_t block_bytes, continuations;
     int calm; /* a flood: the session ends with ENHANCE_YOUR_CALM */
+    /* The input's frames, walked (acks_filtered says why): the preface's
+     * bytes still to come, a frame header split across reads, the
+     * current frame's payload still to come. */
+    size_t preface_left;
+    uint8_t stash[9];
+    size_t nstash;
+    uint32_t payload_left;
 };
 
 #define H2S_COUNT(h, field) __atomic_add_fetch(&(h)->sh->field, 1, __ATOMIC_RELAXED)
@@ -402,6 +415,7 @@ hb_h2s *hb_h2s_new(hb_sess_shared *sh)
     if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0)
         goto fail;
     h->sh = sh;
+    h->preface_left = 24;
     nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
@@ -438,17 +452,73 @@ void hb_h2s_free(hb_h2s *h)
     free(h);
 }
 
+/* Gives n bytes to the session. Returns 0, or -1 when it refused them
+ * (its own limits, a flood of ours). */
+static int feed(hb_h2s *h, const uint8_t *p, size_t n)
+{
+    if (n == 0)
+        return 0;
+    h2s_ssize rc = H2S_MEM_RECV(h->s, p, n);
+    if (rc == H2S_ERR_FLOODED || rc == H2S_ERR_TOO_MANY_CONTINUATIONS)
+        h->calm = 1;
+    return rc < 0 || h->calm ? -1 : 0;
+}
+
+/* The input goes to nghttp2 less the client's SETTINGS ACKs. Why: once
+ * our SETTINGS are acknowledged, nghttp2 takes a stream beyond
+ * SETTINGS_MAX_CONCURRENT_STREAMS for a connection error (a GOAWAY ending
+ * every stream); unacknowledged, it refuses that stream alone with
+ * RST_STREAM REFUSED_STREAM, which RFC 9113 section 5.1.2 asks for (and
+ * a client sends the stream again, section 8.7). Our SETTINGS carry
+ * nothing else nghttp2 applies on their ACK. */
+static int acks_filtered(hb_h2s *h, const uint8_t *p, size_t n)
+{
+    const uint8_t *run = p; /* bytes walked but not yet fed */
+    while (n > 0) {
+        size_t k;
+        if (h->preface_left > 0 || h->payload_left > 0) {
+            size_t left = h->preface_left > 0 ? h->preface_left : h->payload_left;
+            k = n < left ? n : left;
+            if (h->preface_left > 0)
+                h->preface_left -= k;
+            else
+                h->payload_left -= (uint32_t)k;
+            p += k;
+            n -= k;
+            continue;
+        }
+        /* A frame header: held back until whole. */
+        if (feed(h, run, (size_t)(p - run)) != 0)
+            return -1;
+        k = 9 - h->nstash < n ? 9 - h->nstash : n;
+        memcpy(h->stash + h->nstash, p, k);
+        h->nstash += k;
+        p += k;
+        n -= k;
+        run = p;
+        if (h->nstash < 9)
+            break;
+        h->nstash = 0;
+        h->payload_left = (uint32_t)h->stash[0] << 16 | (uint32_t)h->stash[1] << 8 | h->stash[2];
+        int ack = h->stash[3] == NGHTTP2_SETTINGS && (h->stash[4] & NGHTTP2_FLAG_ACK) &&
+                  h->payload_left == 0;
+        if (!ack && feed(h, h->stash, 9) != 0)
+            return -1;
+    }
+    return feed(h, run, (size_t)(p - run));
+}
+
 int hb_h2s_input(hb_h2s *h, const char *p, size_t n, int64_t now)
 {
     h->now = now;
-    h2s_ssize rc = H2S_MEM_RECV(h->s, (const uint8_t *)p, n);
+    int rc = acks_filtered(h, (const uint8_t *)p, n);
     if (h->calm) {
         /* A flood: the GOAWAY says so, and nothing more is read. */
         H2S_COUNT(h, h2_calmed);
         nghttp2_session_terminate_session(h->s, NGHTTP2_ENHANCE_YOUR_CALM);
         return -1;
     }
-    if (rc < 0) {
+    if (rc != 0) {
         /* nghttp2's own refusals (its flood limits, a bad preface): it
          * has queued its GOAWAY, if any. */
         nghttp2_session_terminate_session(h->s, NGHTTP2_PROTOCOL_ERROR);

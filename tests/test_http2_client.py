@@ -84,13 +84,13 @@ def test_connection_speaks_h2_by_alpn_and_h2c_to_nginx(nginx_h2: dict[str, str])
 def test_a_server_that_will_not_speak_h2_is_named_at_once() -> None:
     """An HTTP/1.1 answer to the preface, and ALPN choosing http/1.1: a
     ProtocolError in their own words, in well under a second."""
-    with httpbench.Server() as srv:
+    with httpbench.Server(http2=False) as srv:
         c = httpbench.Connection("127.0.0.1", srv.port, http2=True, timeout=30)
         t = time.monotonic()
         with pytest.raises(httpbench.ProtocolError, match="preface in HTTP/1"):
             c.request("GET", "/rnd?c=10")
         assert time.monotonic() - t < 1
-    with httpbench.Server(tls=True) as srv:
+    with httpbench.Server(tls=True, http2=False) as srv:
         c = httpbench.Connection("127.0.0.1", srv.port, http2=True, tls=True, verify=False)
         with pytest.raises(httpbench.ProtocolError, match="ALPN chose"):
             c.request("GET", "/rnd?c=10")

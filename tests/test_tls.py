@@ -119,15 +119,17 @@ def test_https_to_a_plain_server_says_so():
 
 
 def test_curl_against_the_embedded_tls_server(tls_server):
-    out = subprocess.run([CURL, "-sv", "--cacert", tls_server.cafile,
+    # --http1.1: the server's ALPN picks h2 when offered, as curl does by
+    # default (test_http2_server.py has that side).
+    out = subprocess.run([CURL, "-sv", "--http1.1", "--cacert", tls_server.cafile,
                           tls_server.url("/rnd?c=1000"), tls_server.url("/rnd?c=10")],
                          capture_output=True, env=tool_env(), timeout=10)
     assert out.returncode == 0, out.stderr
     assert len(out.stdout) == 1010
     err = out.stderr.decode()
     assert "ALPN: server accepted http/1.1" in err and "Re-using existing connection" in err
-    body = subprocess.run([CURL, "-s", "--cacert", tls_server.cafile, "--data-binary",
-                           "@-", tls_server.url("/echo")], input=b"y" * 100_000,
+    body = subprocess.run([CURL, "-s", "--http1.1", "--cacert", tls_server.cafile,
+                           "--data-binary", "@-", tls_server.url("/echo")], input=b"y" * 100_000,
                           capture_output=True, env=tool_env(), timeout=10)
     assert body.stdout == b"y" * 100_000
 

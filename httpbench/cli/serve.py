@@ -49,6 +49,12 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--upstream-timeout", metavar="SECONDS", type=float,
                    help="with --proxy: an upstream silent this long gets the client a 504 "
                         "(default 10)")
+    p.add_argument("--no-http2", dest="http2", action="store_false",
+                   help="HTTP/1.1 only (default: HTTP/2 too, by the preface on a plain port, "
+                        "as curl --http2-prior-knowledge sends it, and by ALPN over --tls)")
+    p.add_argument("--max-streams", type=int, default=100, metavar="N",
+                   help="HTTP/2 streams a connection may have open "
+                        "(SETTINGS_MAX_CONCURRENT_STREAMS; default 100)")
     return p
 
 
@@ -76,7 +82,9 @@ def serve(argv: Sequence[str]) -> int:
                      keyfile=args.key, unix_socket=args.unix_socket, proxy=args.proxy,
                      allow=args.allow if args.proxy else None,
                      upstream_timeout=10.0 if args.upstream_timeout is None
-                     else args.upstream_timeout)
+                     else args.upstream_timeout, http2=args.http2,
+                     max_streams=_check.count("--max-streams", args.max_streams, 1,
+                                              _check.MAX_STREAMS))
     except (OSError, ValueError, HttpbenchError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
@@ -109,6 +117,7 @@ def serve(argv: Sequence[str]) -> int:
     st = srv.stats()
     relayed = (f"; relayed {st['relayed']} responses and {st['tunnels']} tunnels"
                if srv.proxy else "")
-    print(f"served {st['requests']} requests on {st['connections']} connections{relayed}",
+    h2 = f" ({st['h2_connections']} of them HTTP/2)" if st["h2_connections"] else ""
+    print(f"served {st['requests']} requests on {st['connections']} connections{h2}{relayed}",
           flush=True)
     return 0
