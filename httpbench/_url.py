@@ -124,8 +124,8 @@ def proxy_route(proxy: str, host: str, port: int, tunnel: bool,
         # Every part is ASCII: the host encoded once (ascii_host), the
         # credentials in base64. (The idna codec over the whole request
         # refused credentials past about 20 characters as a long label.)
-        tunnel = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
-        return ProxyRoute(via.host, via.port, tunnel, None, None, str(via))
+        connect = ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
+        return ProxyRoute(via.host, via.port, connect, None, None, str(via))
     # RFC 9112 section 3.2.2: to a proxy, the absolute form.
     authority = name if port == 80 else f"{name}:{port}"
     return ProxyRoute(via.host, via.port, None, f"http://{authority}", auth, str(via))

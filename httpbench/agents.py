@@ -24,6 +24,7 @@ import datetime
 import errno
 import functools
 import importlib
+import importlib.util
 import os
 import platform
 import socket
@@ -74,18 +75,22 @@ def _causes(e: BaseException) -> Iterator[BaseException]:
 @dataclasses.dataclass(frozen=True)
 class Trust:
     """How every agent checks an https:// server: verify its certificate
-    and name or not, against the CAs in cafile (None: the system's)."""
+    and name or not, against the CAs in cafile (None: the system's); and
+    the protocol the comparison names, which every agent speaks (http2:
+    HTTP/2, h2 by ALPN over TLS, h2c by prior knowledge; else HTTP/1.1)."""
 
     verify: bool = True
     cafile: str | None = None
+    http2: bool = False
 
     def ssl_context(self) -> ssl.SSLContext:
-        """An ssl context for the Python clients, HTTP/1.1 only."""
+        """An ssl context for the Python clients, offering by ALPN the one
+        protocol the comparison names."""
         ctx = ssl.create_default_context(cafile=self.cafile)
         if not self.verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.set_alpn_protocols(["h2" if self.http2 else "http/1.1"])
         return ctx
 
 
@@ -103,6 +108,13 @@ class Agent(ABC):
     # Whether it can reach a server over a Unix socket (http.client, urllib3
     # and requests have no way to, short of a socket of one's own making).
     unix_sockets = False
+    # Whether it can speak HTTP/2 (httpx through the h2 package, pycurl
+    # through libcurl's nghttp2, the C core); the others are left out of a
+    # comparison over HTTP/2.
+    http2 = False
+
+    def speaks_http2(self) -> bool:
+        return self.http2
 
     def version(self) -> str:
         mod = importlib.import_module(self.module)
@@ -159,6 +171,7 @@ class HttpbenchAgent(Agent):
 
     name, module = "httpbench", "httpbench"
     unix_sockets = True
+    http2 = True
 
     def version(self) -> str:
         return __version__
@@ -172,7 +185,7 @@ class HttpbenchAgent(Agent):
             tls = {"verify": trust.verify, "cafile": trust.cafile}
         r = run(url, method, body, None, requests, duration, concurrency, timeout=timeout,
                 progress=False, lengths_vary=lengths_vary, unix_socket=unix_socket, proxy=proxy,
-                **tls)
+                http2=trust.http2, **tls)
         r.agent, r.agent_version = self.name, self.version()
         return r
 
@@ -221,6 +234,7 @@ class _Job:
                          self.port, self.path, self.requests, self.concurrency, threads,
                          self.ledger, self.tallies, elapsed, interrupted, started)
         r.unix_socket = self.unix_socket or ""
+        r.http_version = "2" if self.trust.http2 else "1.1"
         return r
 
 
@@ -533,6 +547,11 @@ class _HttpxSession:
 class HttpxAgent(SyncAgent):
     name, module = "httpx", "httpx"
     unix_sockets = True
+    http2 = True
+
+    def speaks_http2(self) -> bool:
+        """httpx speaks HTTP/2 through the h2 package (httpx[http2])."""
+        return importlib.util.find_spec("h2") is not None
 
     def error_types(self) -> dict[str, tuple[type[BaseException], ...]]:
         import httpx
@@ -542,17 +561,20 @@ class HttpxAgent(SyncAgent):
     def open(self, job: _Job) -> _HttpxSession:
         import httpx
         verify: Any = job.trust.ssl_context() if job.tls else True
+        # HTTP/2 alone when asked: over http:// that is prior knowledge (h2c).
+        h1, h2 = not job.trust.http2, job.trust.http2
         if job.unix_socket is not None:
-            transport = httpx.HTTPTransport(uds=job.unix_socket, verify=verify)
+            transport = httpx.HTTPTransport(uds=job.unix_socket, verify=verify, http1=h1,
+                                            http2=h2)
             return _HttpxSession(httpx.Client(timeout=job.timeout, transport=transport,
-                                              trust_env=False))
+                                              trust_env=False, http1=h1, http2=h2))
         proxy: Any = None
         if job.proxy_url is not None:
             auth = {"Proxy-Authorization": job.proxy_auth} if job.proxy_auth else None
             proxy = httpx.Proxy(job.proxy_url, headers=auth)
         # No HTTP_PROXY, SSL_CERT_FILE or the like from the environment.
         return _HttpxSession(httpx.Client(timeout=job.timeout, verify=verify, trust_env=False,
-                                          proxy=proxy))
+                                          proxy=proxy, http1=h1, http2=h2))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
@@ -590,6 +612,12 @@ _CURL_CLASSES = {28: "timeout", 6: "connect", 7: "connect", 18: "receive", 52: "
 class PycurlAgent(SyncAgent):
     name, module = "pycurl", "pycurl"
     unix_sockets = True
+    http2 = True
+
+    def speaks_http2(self) -> bool:
+        """Its libcurl was built with HTTP/2 (nghttp2), as the wheel's is."""
+        import pycurl
+        return bool(pycurl.version_info()[4] & pycurl.VERSION_HTTP2)
 
     def version(self) -> str:
         import pycurl
@@ -605,6 +633,14 @@ class PycurlAgent(SyncAgent):
         import pycurl
         c = pycurl.Curl()
         c.setopt(pycurl.TIMEOUT_MS, int(job.timeout * 1000))
+        # The protocol the comparison names, and no other: libcurl offers h2
+        # by ALPN unless told, and over http:// HTTP/2 is prior knowledge.
+        if not job.trust.http2:
+            c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        elif job.tls:
+            c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_2_0)
+        else:
+            c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
         # "" is libcurl's way to read no http_proxy from the environment.
         c.setopt(pycurl.PROXY, job.proxy_url or "")
         if job.proxy is not None and job.proxy.credentials is not None:
@@ -742,7 +778,7 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
               check_echo: bool = False, verify: bool = True,
               cafile: str | os.PathLike[str] | None = None,
               unix_socket: str | os.PathLike[str] | None = None,
-              proxy: str | None = None) -> Result:
+              proxy: str | None = None, http2: bool = False) -> Result:
     """One agent through one scenario, measured as httpbench.run measures,
     by the same accounting rule (issued == complete + failed + cancelled).
     With check_echo the response body must be the request body (the C loop,
@@ -751,7 +787,9 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
     unix_socket: the server's Unix socket, for the agents that can reach
     one (Agent.unix_sockets); the URL still gives Host and the path.
     proxy: a forward proxy, "http://[user:pass@]host:port", that every
-    agent goes through in its own way (absolute form, CONNECT for https)."""
+    agent goes through in its own way (absolute form, CONNECT for https).
+    http2: over HTTP/2 (h2 by ALPN, h2c by prior knowledge), for the agents
+    that speak it (Agent.speaks_http2)."""
     if agent_name not in AGENTS:
         raise ValueError(f"unknown agent {agent_name!r}; available here: "
                          f"{', '.join(available_agents())}")
@@ -764,6 +802,9 @@ def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None
     if path is not None and not agent.unix_sockets:
         raise ValueError(f"{agent_name} cannot connect to a Unix socket (the agents that can: "
                          f"{', '.join(a.name for a in AGENTS.values() if a.unix_sockets)})")
-    trust = Trust(bool(verify), None if cafile is None else os.fspath(cafile))
+    if http2 and not agent.speaks_http2():
+        raise ValueError(f"{agent_name} does not speak HTTP/2 here (the agents that do: "
+                         f"{', '.join(a.name for a in AGENTS.values() if a.speaks_http2())})")
+    trust = Trust(bool(verify), None if cafile is None else os.fspath(cafile), bool(http2))
     return agent.run(url, method, body, requests, duration, concurrency, timeout, lengths_vary,
                      check_echo, trust, path, proxy)

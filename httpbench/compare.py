@@ -200,7 +200,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
             pin: bool | None = None, *, verify: bool = True,
             cafile: str | os.PathLike[str] | None = None, tls: bool = False,
             unix_socket: str | os.PathLike[str] | None = None,
-            proxy: str | None = None) -> Comparison:
+            proxy: str | None = None, http2: bool = False) -> Comparison:
     """Runs each agent through each scenario against url (None: the embedded
     server). An agent that is not installed is left out with a note; one that
     fails counts its failures in its own result and the others still run.
@@ -226,7 +226,13 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
 
     proxy: every agent goes through this forward proxy,
     "http://[user:pass@]host:port" (each library's own way: the absolute
-    form for http://, a CONNECT tunnel for https://)."""
+    form for http://, a CONNECT tunnel for https://).
+
+    http2: every agent speaks HTTP/2 (h2 by ALPN over TLS, h2c by prior
+    knowledge over http://): the C core, httpx (through the h2 package)
+    and pycurl (libcurl's nghttp2); the others speak HTTP/1.1 only and are
+    left out with a note. Without it every agent speaks HTTP/1.1, pycurl
+    and httpx included."""
     requests = _check.count("requests", requests)
     concurrency = _check.count("concurrency", concurrency, 1, MAX_WORKERS)
     if duration is not None:
@@ -259,6 +265,8 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
                          "left out")
         elif unix_path is not None and not AGENTS[name].unix_sockets:
             notes.append(f"{name} cannot connect to a Unix socket; left out")
+        elif http2 and not AGENTS[name].speaks_http2():
+            notes.append(f"{name} does not speak HTTP/2; left out")
         else:
             runnable.append(name)
     results: dict[tuple[str, str], Result] = {}
@@ -284,7 +292,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
                 try:
                     r = run_agent(name, target, method, body, requests, duration, concurrency,
                                   timeout, check_echo=echo, verify=verify, cafile=cafile,
-                                  unix_socket=unix_path, proxy=proxy)
+                                  unix_socket=unix_path, proxy=proxy, http2=http2)
                 except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
                     notes.append(f"{name} {scenario} failed to run: {e}")
                     continue

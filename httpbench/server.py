@@ -247,6 +247,6 @@ class Server:
         state = "serving " + where if self.running else "closed"
         return f"<httpbench.Server {self.mode}, {state}>"
 
-    _final: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0)
+    _final: tuple[int, ...] = (0,) * 9
     _core: _core._ServerCore | None = None  # until __init__ starts one
     _tempdir: str | None = None

@@ -309,3 +309,24 @@ def test_the_command_line_takes_curls_and_h2loads_words(nghttpd: str) -> None:
     assert "5 per connection asked, 100 allowed" in out.stdout
     bad = hb("-n", "5", "--streams", "5", nghttpd + "/rnd", cwd=tempfile.gettempdir())
     assert bad.returncode == 2 and "--streams is HTTP/2's" in bad.stderr
+
+
+def test_compare_over_http2_runs_the_clients_that_speak_it() -> None:
+    """httpx (through the h2 package) and pycurl speak HTTP/2 on the
+    embedded server beside the C core, each counted exactly; the others
+    are left out with a note; pycurl speaks HTTP/1.1 unless asked."""
+    cmp = httpbench.compare(requests=300, http2=True, scenarios=("get", "post"))
+    ran = {name for name, _ in cmp.results}
+    assert "httpbench" in ran
+    for name in ("http.client", "urllib3", "requests", "aiohttp"):
+        assert any(f"{name} does not speak HTTP/2" in n for n in cmp.notes), cmp.notes
+    for (name, scenario), r in cmp.results.items():
+        exact(r)
+        assert r.complete == 300 and r.failed == 0, (name, scenario, r.first_error)
+        assert r.http_version == "2", name
+    if "pycurl" in httpbench.available_agents():
+        assert "pycurl" in ran
+        with httpbench.Server() as srv:
+            one = httpbench.compare(srv.url("/rnd?c=100"), ["pycurl"], ("get",), requests=50)
+            assert one.results["pycurl", "get"].http_version == "1.1"
+            assert srv.stats()["h2_connections"] == 0

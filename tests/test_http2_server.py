@@ -7,6 +7,7 @@ meanwhile, in both modes."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -314,3 +315,31 @@ def test_a_loop_run_against_our_own_server_is_exact(server: httpbench.Server) ->
     posted = httpbench.run(server.url("/echo"), method="POST", body=b"p" * 2048, requests=2000,
                            concurrency=2, http2=True, streams=8, progress=False)
     assert posted.complete == 2000 and posted.body_bytes == 2000 * 2048
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.timing
+def test_no_leak_over_ten_thousand_connections_with_streams() -> None:
+    """10,000 HTTP/2 connections (keep-alive off: one stream each, the
+    client's sessions and the server's made and freed each time), then
+    1,000 connections' worth of streams: the process's RSS and descriptors
+    end where they began (LeakSanitizer is off in the sanitizer run, so
+    this bound is the check)."""
+    with httpbench.Server() as srv:
+        url = srv.url("/rnd?c=512")
+        httpbench.run(url, requests=1000, concurrency=10, http2=True, keepalive=False,
+                      progress=False)
+        fds, rss = len(os.listdir('/proc/self/fd')), _rss_kib()
+        r = httpbench.run(url, requests=10_000, concurrency=10, http2=True, keepalive=False,
+                          progress=False)
+        assert r.complete == 10_000 and r.connects == 10_000, r.first_error
+        many = httpbench.run(url, requests=20_000, concurrency=100, http2=True, streams=10,
+                             progress=False)
+        assert many.complete == 20_000
+        assert srv.stats()["h2_connections"] == 1000 + 10_000 + 100
+    assert len(os.listdir('/proc/self/fd')) <= fds
+    assert _rss_kib() - rss < 8 * 1024, (rss, _rss_kib())

@@ -27,7 +27,10 @@ def compare_parser() -> argparse.ArgumentParser:
                    "method is sent to this URL)")
     p.add_argument("--agents", help=f"comma-separated, of: {', '.join(AGENTS)} "
                    "(default: every one installed)")
-    add_common(p, "requests", "concurrency", "quiet", "json", "unix_socket", "proxy",
+    add_common(p, "requests", "concurrency", "quiet", "json", "unix_socket", "proxy", "http2",
+               http2={"help": "every agent speaks HTTP/2 (h2 by ALPN over https://, h2c by "
+                              "prior knowledge): the C core, httpx and pycurl; the others are "
+                              "left out with a note"},
                requests={"help": "requests per agent and scenario (default 20,000, 200,000 "
                                  "with --full)"},
                concurrency={"default": 1, "help": "connections per agent (default 1)"},
@@ -95,7 +98,7 @@ def compare_main(argv: Sequence[str]) -> int:
         cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
                       duration=duration, progress=not args.quiet, pin=pin, verify=args.verify,
                       cafile=args.cacert, tls=args.tls, unix_socket=args.unix_socket,
-                      proxy=args.proxy)
+                      proxy=args.proxy, http2=args.http2)
     except (ValueError, HttpbenchError, OSError) as e:
         outputs.discard()
         print(one_line("httpbench compare", e), file=sys.stderr)

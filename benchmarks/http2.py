@@ -1,0 +1,162 @@
+"""httpbench over HTTP/2 against h2load, the embedded server against nginx,
+and HTTP/2 against HTTP/1.1, in one run.
+
+    python benchmarks/http2.py [--requests N] [--rounds R] [--compare]
+
+Client on CPU 0, server on CPU 1; each figure the median of R interleaved
+rounds. Servers: nginx with http2 (one worker, access_log off, the same
+2 KiB file) over TLS (h2 by ALPN) and on a plain port (h2c by prior
+knowledge), and the embedded server (h2c).
+- httpbench against h2load (-t 1) at (connections, streams) = (1, 1),
+  (10, 10), (50, 100): req/s and the client's CPU per request (h2load's
+  from wait4, the whole process; httpbench's loop threads' own, from its
+  JSON), and their ratio. The goal: httpbench's CPU per request at most
+  0.8 of h2load's, at h2load's req/s or more, at (10, 10) and (50, 100).
+- The embedded server against nginx under h2load -c50 -m10: req/s.
+- HTTP/2 against HTTP/1.1 for the same client and server (the embedded
+  one): 10 connections keep-alive, pipelined 10 deep, and HTTP/2 with 10
+  streams each: req/s and CPU per request.
+- With --compare: the comparison over HTTP/2 (httpbench compare --http2)
+  on the embedded server: each Python client's ratio to the C core.
+h2load missing: its rows are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _support import CHILD_CWD, ROOT, arguments, embedded, free_port, nginx, server_port
+from peers import measure
+
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import make_pki  # noqa: E402
+
+TARGET = "/rnd?c=2048"
+POINTS = ((1, 1), (10, 10), (50, 100))
+
+
+def h2load(url: str, n: int, c: int, m: int, tmp: str) -> tuple[float, float]:
+    """(req/s, CPU us per request) of one h2load run on CPU 0."""
+    out, cpu, _ = measure(["h2load", "-n", str(n), "-c", str(c), "-m", str(m), "-t", "1", url],
+                          0, tmp)
+    rps = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
+    done = re.search(r"(\d+) succeeded", out)
+    if rps is None or done is None or int(done.group(1)) != n:
+        raise RuntimeError(f"h2load did not finish its requests:\n{out[-800:]}")
+    return float(rps.group(1)), cpu / n * 1e6
+
+
+def hb(url: str, n: int, c: int, tmp: str, *flags: str) -> tuple[float, float]:
+    """(req/s, CPU us per request of its loop threads) of one httpbench run
+    on CPU 0."""
+    out = f"{tmp}/hb.json"
+    measure([sys.executable, "-m", "httpbench", "-q", "--insecure", "-n", str(n), "-c", str(c),
+             "--threads", "1", "--json", out, *flags, url], 0, tmp)
+    d = json.loads(Path(out).read_text())
+    if d["complete"] != n:
+        raise RuntimeError(f"httpbench completed {d['complete']} of {n}: {d['first_error']}")
+    return d["rps"], (d["cpu_user"] + d["cpu_sys"]) / n * 1e6
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def against_h2load(name: str, url: str, n: int, rounds: int, tmp: str) -> None:
+    print(f"\n{name}: httpbench --http2 against h2load -t1 (client on CPU 0), medians of "
+          f"{rounds} rounds")
+    print(f"  {'(c, m)':<10}{'h2load req/s':>14}{'us/req':>8}{'httpbench req/s':>17}{'us/req':>8}"
+          f"{'CPU ratio':>11}{'req/s ratio':>13}")
+    for c, m in POINTS:
+        count = n if c > 1 else n // 2
+        peer: list[tuple[float, float]] = []
+        ours: list[tuple[float, float]] = []
+        for _ in range(rounds):
+            if shutil.which("h2load"):
+                peer.append(h2load(url, count, c, m, tmp))
+            ours.append(hb(url, count, c, tmp, "--http2", "--streams", str(m)))
+        o_rps, o_cpu = med([x[0] for x in ours]), med([x[1] for x in ours])
+        if not peer:
+            print(f"  ({c}, {m}){'':<4}{'(h2load missing)':>22}{o_rps:>17,.0f}{o_cpu:>8.2f}")
+            continue
+        p_rps, p_cpu = med([x[0] for x in peer]), med([x[1] for x in peer])
+        print(f"  {f'({c}, {m})':<10}{p_rps:>14,.0f}{p_cpu:>8.2f}{o_rps:>17,.0f}{o_cpu:>8.2f}"
+              f"{o_cpu / p_cpu:>11.2f}{o_rps / p_rps:>13.2f}")
+
+
+def servers_under_h2load(n: int, rounds: int, tmp: str) -> None:
+    if not shutil.which("h2load"):
+        print("\nservers: skipped (h2load: apt-get install nghttp2-client)")
+        return
+    got: dict[str, list[float]] = {"nginx": [], "embedded": []}
+    plain = free_port()
+    with nginx(1, http2=True, h2c_port=plain) as ng, embedded(1) as port:
+        if ng is None:
+            print("\nservers: skipped (nginx missing)")
+            return
+        for _ in range(rounds):
+            got["nginx"].append(h2load(f"http://127.0.0.1:{plain}{TARGET}", n, 50, 10, tmp)[0])
+            got["embedded"].append(h2load(f"http://127.0.0.1:{port}{TARGET}", n, 50, 10, tmp)[0])
+    a, b = med(got["embedded"]), med(got["nginx"])
+    print(f"\nservers under h2load -c50 -m10 -t1 (h2c, server on CPU 1): embedded {a:,.0f} "
+          f"req/s, nginx {b:,.0f} req/s: {a / b:.2f}x")
+
+
+def multiplexing(n: int, rounds: int, tmp: str) -> None:
+    rows = {"HTTP/1.1 keep-alive": (), "HTTP/1.1 pipelined 10": ("--pipeline", "10"),
+            "HTTP/2, 10 streams": ("--http2", "--streams", "10")}
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in rows}
+    with embedded(1) as port:
+        url = f"http://127.0.0.1:{port}{TARGET}"
+        for _ in range(rounds):
+            for name, flags in rows.items():
+                got[name].append(hb(url, n, 10, tmp, *flags))
+    print("\nHTTP/2 against HTTP/1.1: httpbench -c 10 on the embedded server")
+    base = med([x[1] for x in got["HTTP/1.1 keep-alive"]])
+    for name, runs in got.items():
+        rps, cpu = med([x[0] for x in runs]), med([x[1] for x in runs])
+        print(f"  {name:<24}{rps:>12,.0f} req/s{cpu:>8.2f} us/req ({cpu / base:.2f}x "
+              "keep-alive's CPU)")
+
+
+def compare_http2(n: int) -> None:
+    with embedded(1) as port:
+        run = subprocess.run([sys.executable, "-m", "httpbench", "compare", "--http2", "-q",
+                              "-n", str(n), f"http://127.0.0.1:{port}"],
+                             capture_output=True, text=True, cwd=CHILD_CWD, timeout=900)
+    print("\ncompare --http2 on the embedded server:")
+    print(run.stdout if run.returncode == 0 else run.stderr)
+
+
+def main() -> int:
+    ap = arguments(__doc__, requests=200_000)
+    ap.add_argument("--compare", action="store_true", help="the comparison over HTTP/2 too")
+    args = ap.parse_args()
+    n, rounds = args.requests, args.rounds
+    with tempfile.TemporaryDirectory() as tmp:
+        pki = make_pki(Path(tmp))
+        tls = f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};"
+        plain = free_port()
+        with server_port("nginx", lambda: nginx(1, tls=tls, http2=True, h2c_port=plain)) as port:
+            if port is not None:
+                against_h2load("nginx h2 (TLS)", f"https://127.0.0.1:{port}{TARGET}", n, rounds,
+                               tmp)
+                against_h2load("nginx h2c", f"http://127.0.0.1:{plain}{TARGET}", n, rounds, tmp)
+        with embedded(1) as port:
+            against_h2load("embedded h2c", f"http://127.0.0.1:{port}{TARGET}", n, rounds, tmp)
+        servers_under_h2load(n, rounds, tmp)
+        multiplexing(n // 2, rounds, tmp)
+        if args.compare:
+            compare_http2(min(n, 20_000))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
