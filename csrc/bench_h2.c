@@ -153,8 +153,8 @@ static const hb_h2_hooks HOOKS = {on_head, on_field, on_data, on_closed};
 static int streams_wanted(const hb_bench *b, const bconn *c)
 {
     int n = depth_of(b);
-    if (!b->cfg.keepalive || c->h2 == NULL)
-        n = 1; /* (a socket still opening carries its first stream only) */
+    if (!b->cfg.keepalive || c->h2 == NULL || !hb_h2_stats_of(c->h2)->settings)
+        n = 1; /* (a socket still opening takes one ticket, to open it) */
     if (c->h2 != NULL) {
         uint32_t allowed = hb_h2_streams_allowed(c->h2);
         if (allowed > 0 && allowed < (uint32_t)n)
@@ -205,10 +205,20 @@ static void take(bthread *t, bconn *c, int64_t now)
 /* The exchanges waiting go on streams, while the session takes them. */
 static void submit_waiting(bthread *t, bconn *c, int64_t now)
 {
+    /* With many streams a new connection sends nothing before the server's
+     * SETTINGS say how many it may carry: then its first batch goes whole,
+     * and its streams answer together, batch after batch, as h2load's do
+     * (a first stream sent alone would run out of step with the others for
+     * the connection's life: twice the reads and writes per request). The
+     * wait is part of the first exchange's connect time. */
+    if (depth_of(t->b) > 1 && !hb_h2_stats_of(c->h2)->settings)
+        return;
     FOR_TAKEN(c, x, depth_of(t->b))
     {
         if (x->h2 != BX_WAITING)
             continue;
+        if (c->served == 0 && x->connect_ns > 0)
+            x->connect_ns = now - x->t_start;
         if (!hb_h2_can_submit(c->h2))
             return;
         x->stream = hb_h2_submit(c->h2, x->h2req, x, &x->sid);
