@@ -86,7 +86,10 @@ void hb_bp_schedule(bthread *t)
     t->rate_waiting = 0;
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
-        c->state = BC_IDLE;
+        /* An HTTP/2 session open since a warmup goes on open. */
+        c->state = c->h2 != NULL ? BC_H2 : BC_IDLE;
+        c->h2_due = 0;
+        c->in_ready = 1;
         c->seq = 0;
         c->next_at = b->start;
         c->global = t->first_conn + i;

@@ -393,6 +393,16 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
         for code, count in p.status_counts.items():
             statuses[code] = statuses.get(code, 0) + count
     fields["status_counts"] = dict(sorted(statuses.items()))
+    # HTTP/2: resets by code summed, the lowest limit any server told, the
+    # most streams any connection used.
+    codes: dict[str, int] = {}
+    for p in parts:
+        for code, count in p.reset_codes.items():
+            codes[code] = codes.get(code, 0) + count
+    fields["reset_codes"] = codes
+    allowed = [p.streams_allowed for p in parts if p.streams_allowed is not None]
+    fields["streams_allowed"] = min(allowed) if allowed else None
+    fields["streams_max_used"] = max(p.streams_max_used for p in parts)
     fields["time_taken"] = max(p.time_taken for p in parts)
     for name in _HISTOGRAMS:
         h = _core.Histogram()

@@ -67,6 +67,18 @@ def test_requests_split_exactly_and_merged(client, srv):
     assert back.report() == r.report()
 
 
+def test_http2_over_the_cluster_keeps_each_workers_streams(client, srv):
+    """Over Dask each worker's connections carry `streams` (streams are not
+    split); the merge keeps the protocol and the server's limit."""
+    r = httpbench.run(srv.url("/rnd?c=100"), requests=6000, concurrency=4, http2=True,
+                      streams=10, cluster=client, progress=False)
+    assert (r.issued, r.complete, r.failed) == (6000, 6000, 0)
+    assert r.http_version == "2" and r.streams == 10 and r.streams_allowed == 100
+    assert r.streams_max_used == 10
+    assert all(w.result.streams == 10 and w.result.http_version == "2" for w in r.workers)
+    assert r.header_bytes_wire == sum(w.result.header_bytes_wire for w in r.workers)
+
+
 def test_fewer_connections_than_workers_use_that_many(client, srv):
     r = httpbench.run(srv.url("/rnd?c=10"), requests=101, concurrency=1, cluster=client,
                       progress=False)

@@ -332,3 +332,49 @@ def test_compare_over_http2_runs_the_clients_that_speak_it() -> None:
             one = httpbench.compare(srv.url("/rnd?c=100"), ["pycurl"], ("get",), requests=50)
             assert one.results["pycurl", "get"].http_version == "1.1"
             assert srv.stats()["h2_connections"] == 0
+
+
+def test_every_other_feature_runs_over_http2(tmp_path: Path) -> None:
+    """Scenarios with checks and by_name, a warmup, a Unix socket, a shape
+    of connections, capacity(): over HTTP/2 on the embedded server, exact."""
+    with httpbench.Server() as srv:
+        scenario = httpbench.Scenario([
+            httpbench.Request("GET", "/rnd?c=100", name="small", expect_status=200,
+                              expect_length=100, weight=3),
+            httpbench.Request("POST", "/echo", body=b"abc", name="echo", expect_body=b"abc"),
+        ], seed=7)
+        r = httpbench.run(srv.url(), requests=2000, concurrency=3, http2=True, streams=8,
+                          scenario=scenario, warmup=100, progress=False)
+        exact(r)
+        assert r.complete == 2000 and r.failed == 0, r.first_error
+        assert r.by_name["small"].complete + r.by_name["echo"].complete == 2000
+        shaped = httpbench.run(srv.url("/rnd?c=10"), http2=True, streams=4,
+                               concurrency_stages=[(0.5, 2), (0.5, 4)], progress=False)
+        exact(shaped)
+        assert shaped.complete > 0 and shaped.failed == 0
+        c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<50ms", stage_s=0.3, step=4,
+                               start=500, concurrency=2, http2=True, streams=4)
+        assert c.met and c.rate > 0
+    path = str(tmp_path / "h2.sock")
+    with httpbench.Server(unix_socket=path) as srv:
+        r = httpbench.run(srv.url("/rnd?c=10"), unix_socket=path, requests=500, concurrency=2,
+                          http2=True, streams=5, progress=False)
+        exact(r)
+        assert r.complete == 500 and srv.stats()["h2_connections"] == 2
+        conn = httpbench.Connection("localhost", 80, http2=True, unix_socket=path)
+        assert conn.request("GET", "/rnd?c=7").body.__len__() == 7
+
+
+def test_tls_settings_hold_over_http2(pki: dict[str, Path]) -> None:
+    """Verification, a wrong CA, resumption with keep-alive off."""
+    with httpbench.Server(tls=True) as srv:
+        ok = httpbench.run(srv.url("/rnd?c=10"), requests=200, concurrency=2, http2=True,
+                           streams=4, cafile=srv.cafile, progress=False)
+        assert ok.complete == 200 and ok.tls_full_handshakes == 2
+        bad = httpbench.run(srv.url("/rnd?c=10"), requests=4, http2=True, cafile=pki["ca"],
+                            progress=False)
+        exact(bad)
+        assert bad.failures["tls"] == 4 and "certificate verify failed" in bad.first_error
+        resumed = httpbench.run(srv.url("/rnd?c=10"), requests=50, http2=True, keepalive=False,
+                                cafile=srv.cafile, progress=False)
+        assert resumed.complete == 50 and resumed.tls_resumed_handshakes >= 45
