@@ -62,6 +62,7 @@ class H2Server:
             context.set_alpn_protocols(["h2"])
         self.answered = 0
         self.accepted = 0
+        self.seen: list[list[tuple[str, str]]] = []  # each request's fields, as received
         self.lock = threading.Lock()
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -198,6 +199,9 @@ class H2Server:
             for ev in events:
                 if isinstance(ev, h2.events.RequestReceived):
                     bodies[ev.stream_id] = b""
+                    with self.lock:
+                        self.seen.append([(k.decode(), v.decode()) if isinstance(k, bytes)
+                                          else (k, v) for k, v in ev.headers])
                 elif isinstance(ev, h2.events.DataReceived):
                     bodies[ev.stream_id] = bodies.get(ev.stream_id, b"") + ev.data
                     conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)

@@ -378,3 +378,55 @@ def test_tls_settings_hold_over_http2(pki: dict[str, Path]) -> None:
         resumed = httpbench.run(srv.url("/rnd?c=10"), requests=50, http2=True, keepalive=False,
                                 cafile=srv.cafile, progress=False)
         assert resumed.complete == 50 and resumed.tls_resumed_handshakes >= 45
+
+
+def test_connection_specific_fields_stay_home_and_names_are_lowercase() -> None:
+    """RFC 9113 section 8.2.2: Connection, Keep-Alive, Proxy-Connection,
+    Transfer-Encoding and Upgrade are not sent over HTTP/2 (nor the
+    `Connection: close` keep-alive off adds over HTTP/1.1), Host becomes
+    :authority, and every name is lowercase."""
+    with H2Server("ok") as s:
+        headers = [("Connection", "keep-alive"), ("Keep-Alive", "timeout=5"),
+                   ("Proxy-Connection", "x"), ("Upgrade", "foo"), ("X-Custom", "Value")]
+        httpbench.run(s.url + "/path?q=1", requests=3, headers=headers, http2=True,
+                      keepalive=False, progress=False)
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        c.request("GET", "/one", headers={"X-Other": "1", "Connection": "close"})
+        assert len(s.seen) == 4
+        for fields in s.seen:
+            names = [k for k, _ in fields]
+            assert names[:4] == [":method", ":scheme", ":authority", ":path"], names
+            assert all(k == k.lower() for k in names)
+            assert not {"connection", "keep-alive", "proxy-connection", "upgrade",
+                        "transfer-encoding", "host"} & set(names), names
+            assert dict(fields)[":authority"] == f"127.0.0.1:{s.port}"
+        assert ("x-custom", "Value") in s.seen[0] and dict(s.seen[0])[":path"] == "/path?q=1"
+        assert ("x-other", "1") in s.seen[3]
+
+
+def test_stages_over_streams_follow_their_shape(tmp_path: Path) -> None:
+    with httpbench.Server(static_dir=tmp_path) as srv:
+        (tmp_path / "f.bin").write_bytes(b"s" * 70_000)
+        r = httpbench.run(srv.url("/rnd?c=100"), http2=True, streams=10, concurrency=2,
+                          stages=[(0.5, 400), (0.5, 1200)], progress=False)
+        exact(r)
+        # k6's stages ramp: 0 to 400 a second over 0.5 s, then to 1200 over
+        # 0.5 s, 100 + 400 requests.
+        assert r.failed == 0 and 480 <= r.complete <= 510
+        assert r.latency.count == r.complete and r.rate == pytest.approx(500)
+        static = httpbench.Connection("127.0.0.1", srv.port, http2=True)
+        assert static.request("GET", "/static/f.bin").body == b"s" * 70_000
+        assert static.request("HEAD", "/static/f.bin").header("content-length") == "70000"
+
+
+def test_h2_over_tls_through_a_proxy_tunnel() -> None:
+    from helpers import tinyproxy
+    with tinyproxy() as proxy, httpbench.Server(tls=True) as srv:
+        if proxy is None:
+            pytest.skip("tinyproxy: apt-get install tinyproxy")
+        r = httpbench.run(srv.url("/rnd?c=100"), requests=100, concurrency=2, http2=True,
+                          streams=5, cafile=srv.cafile, proxy=f"127.0.0.1:{proxy}",
+                          progress=False)
+        exact(r)
+        assert r.complete == 100, r.first_error
+        assert srv.stats()["h2_connections"] == 2 and r.tls_protocol
