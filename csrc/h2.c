@@ -1,29 +1,13 @@
 /* h2.c: the client's HTTP/2 session on libnghttp2 (h2.h). */
 #include "h2.h"
 
+#include "h2ver.h"
 #include "parser.h"
 
 #include <errno.h>
-#include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* 1.60 deprecated the ssize_t forms for `*2` ones taking nghttp2_ssize;
- * both take and give the same bytes. */
-#if NGHTTP2_VERSION_NUM >= 0x013c00
-typedef nghttp2_ssize h2_ssize;
-typedef nghttp2_data_provider2 h2_provider;
-#define H2_MEM_RECV nghttp2_session_mem_recv2
-#define H2_MEM_SEND nghttp2_session_mem_send2
-#define H2_SUBMIT_REQUEST nghttp2_submit_request2
-#else
-typedef ssize_t h2_ssize;
-typedef nghttp2_data_provider h2_provider;
-#define H2_MEM_RECV nghttp2_session_mem_recv
-#define H2_MEM_SEND nghttp2_session_mem_send
-#define H2_SUBMIT_REQUEST nghttp2_submit_request
-#endif
 
 /* ---- requests */
 
@@ -367,8 +351,8 @@ static int on_error(nghttp2_session *s, int lib_error, const char *msg, size_t l
     return 0;
 }
 
-static h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
-                          nghttp2_data_source *src, void *arg)
+static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                             uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
     (void)s;
     (void)id;
@@ -380,7 +364,7 @@ static h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t l
     st->body_sent += n;
     if (st->body_sent == st->req->body_len)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (h2_ssize)n;
+    return (hb_h2_ssize)n;
 }
 
 hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
@@ -461,9 +445,9 @@ hb_h2_stream *hb_h2_submit(hb_h2 *h, const hb_h2_req *req, void *stream, int32_t
     st->user = stream;
     st->req = req;
     st->body_sent = 0;
-    h2_provider body = {.source.ptr = st, .read_callback = read_body};
+    hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     int32_t rc =
-        H2_SUBMIT_REQUEST(h->s, NULL, req->nva, req->nnv, req->body != NULL ? &body : NULL, st);
+        HB_H2_SUBMIT_REQUEST(h->s, NULL, req->nva, req->nnv, req->body != NULL ? &body : NULL, st);
     if (rc < 0) {
         stream_give(h, st);
         errno = rc == NGHTTP2_ERR_NOMEM ? ENOMEM : EAGAIN;
@@ -498,7 +482,7 @@ static int drain(hb_h2 *h, hb_buf *out)
 {
     for (;;) {
         const uint8_t *p;
-        h2_ssize n = H2_MEM_SEND(h->s, &p);
+        hb_h2_ssize n = HB_H2_MEM_SEND(h->s, &p);
         if (n < 0) {
             set_error(h, "HTTP/2: %s", nghttp2_strerror((int)n));
             h->broken = 1;
@@ -523,7 +507,7 @@ int hb_h2_input(hb_h2 *h, const char *p, size_t n)
         }
     }
     h->error[0] = 0;
-    h2_ssize rc = H2_MEM_RECV(h->s, (const uint8_t *)p, n);
+    hb_h2_ssize rc = HB_H2_MEM_RECV(h->s, (const uint8_t *)p, n);
     if (rc < 0) {
         if (h->error[0] == 0)
             set_error(h, "HTTP/2: %s", nghttp2_strerror((int)rc));

@@ -16,8 +16,8 @@
  *
  * Coded to libnghttp2 1.52's API (mem_recv, mem_send, submit_request);
  * the calls 1.60 deprecated in favour of their `*2` forms are chosen by
- * NGHTTP2_VERSION_NUM in h2.c, so a newer library's deprecation warnings
- * cannot fail a -Werror build. Only 1.52 is tested here.
+ * NGHTTP2_VERSION_NUM in h2ver.h, so a newer library's deprecation
+ * warnings cannot fail a -Werror build. Only 1.52 is tested here.
  */
 #ifndef HB_H2_H
 #define HB_H2_H

@@ -1,30 +1,15 @@
 /* h2srv.c: the embedded server's HTTP/2 session on libnghttp2 (h2srv.h). */
 #include "h2srv.h"
 
+#include "h2ver.h"
 #include "parser.h"
 #include "route.h"
 
 #include <errno.h>
-#include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* 1.60 deprecated the ssize_t forms (h2.c says so too). */
-#if NGHTTP2_VERSION_NUM >= 0x013c00
-typedef nghttp2_ssize h2s_ssize;
-typedef nghttp2_data_provider2 h2s_provider;
-#define H2S_MEM_RECV nghttp2_session_mem_recv2
-#define H2S_MEM_SEND nghttp2_session_mem_send2
-#define H2S_SUBMIT_RESPONSE nghttp2_submit_response2
-#else
-typedef ssize_t h2s_ssize;
-typedef nghttp2_data_provider h2s_provider;
-#define H2S_MEM_RECV nghttp2_session_mem_recv
-#define H2S_MEM_SEND nghttp2_session_mem_send
-#define H2S_SUBMIT_RESPONSE nghttp2_submit_response
-#endif
 
 #define SECOND_NS 1000000000LL
 /* nghttp2's own flood refusals, where it has them (NGHTTP2_ERR_FLOODED;
@@ -103,8 +88,8 @@ static void stream_free(hb_h2s *h, h2s_stream *st)
 
 /* ---- responses */
 
-static h2s_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
-                           uint32_t *flags, nghttp2_data_source *src, void *arg)
+static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                             uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
     (void)s;
     (void)id;
@@ -138,7 +123,7 @@ static h2s_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     st->sent += n;
     if (st->sent >= total)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (h2s_ssize)n;
+    return (hb_h2_ssize)n;
 }
 
 static void nv(nghttp2_nv *v, const char *name, const char *value, size_t vlen)
@@ -179,13 +164,13 @@ static int answer(hb_h2s *h, h2s_stream *st)
         snprintf(length, sizeof length, "%llu", (unsigned long long)total);
         nv(&hd[n++], "content-length", length, strlen(length));
     }
-    h2s_provider body = {.source.ptr = st, .read_callback = read_body};
+    hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     st->answered = 1;
     st->sent = 0;
     H2S_COUNT(h, requests);
     if (p->status >= 400 && st->status != 0)
         H2S_COUNT(h, rejected);
-    int rc = H2S_SUBMIT_RESPONSE(h->s, st->id, hd, n, has_body ? &body : NULL);
+    int rc = HB_H2_SUBMIT_RESPONSE(h->s, st->id, hd, n, has_body ? &body : NULL);
     return rc == NGHTTP2_ERR_NOMEM ? -1 : 0;
 }
 
@@ -458,7 +443,7 @@ static int feed(hb_h2s *h, const uint8_t *p, size_t n)
 {
     if (n == 0)
         return 0;
-    h2s_ssize rc = H2S_MEM_RECV(h->s, p, n);
+    hb_h2_ssize rc = HB_H2_MEM_RECV(h->s, p, n);
     if (rc == H2S_ERR_FLOODED || rc == H2S_ERR_TOO_MANY_CONTINUATIONS)
         h->calm = 1;
     return rc < 0 || h->calm ? -1 : 0;
@@ -543,7 +528,7 @@ int hb_h2s_output(hb_h2s *h, hb_buf *out, size_t budget, int64_t now)
     size_t start = hb_buf_size(out);
     while (hb_buf_size(out) - start < budget) {
         const uint8_t *p;
-        h2s_ssize n = H2S_MEM_SEND(h->s, &p);
+        hb_h2_ssize n = HB_H2_MEM_SEND(h->s, &p);
         if (n < 0)
             return -1;
         if (n == 0)

@@ -397,8 +397,8 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     # most streams any connection used.
     codes: dict[str, int] = {}
     for p in parts:
-        for code, count in p.reset_codes.items():
-            codes[code] = codes.get(code, 0) + count
+        for name, count in p.reset_codes.items():
+            codes[name] = codes.get(name, 0) + count
     fields["reset_codes"] = codes
     allowed = [p.streams_allowed for p in parts if p.streams_allowed is not None]
     fields["streams_allowed"] = min(allowed) if allowed else None
