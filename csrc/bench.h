@@ -128,11 +128,12 @@ typedef struct {
                                    * (1..HB_BENCH_MAX_WINDOW; 0: wide open) */
 } hb_bench_config;
 
-/* Per second of the run: outcomes and a coarse latency histogram (hist.h's
- * timeline buckets), enough for a timeline of req/s, p50 and p99; the fine
+/* Per second of the run: outcomes (non_2xx: complete responses not 2xx, a
+ * part of complete) and a coarse latency histogram (hist.h's timeline
+ * buckets), enough for a timeline of req/s, p50 and p99; the fine
  * histograms below hold the run's real percentiles. */
 typedef struct {
-    uint32_t complete, failed;
+    uint32_t complete, failed, non_2xx;
     uint32_t buckets[HB_TL_BUCKETS];
 } hb_second;
 

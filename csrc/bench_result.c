@@ -71,6 +71,7 @@ void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
     hb_second *sec = hb_br_second(t, now);
     if (sec != NULL) {
         sec->complete++;
+        sec->non_2xx += !ok2xx;
         sec->buckets[hb_tl_index((uint64_t)(now - ex->t_intended))]++;
     }
     hb_hist_record(&res->uncorrected, (uint64_t)(now - ex->t_start));
@@ -237,6 +238,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
         for (int s = 0; s < t->nseconds; s++) {
             out->timeline[s].complete += t->timeline[s].complete;
             out->timeline[s].failed += t->timeline[s].failed;
+            out->timeline[s].non_2xx += t->timeline[s].non_2xx;
             for (int k = 0; k < HB_TL_BUCKETS; k++)
                 out->timeline[s].buckets[k] += t->timeline[s].buckets[k];
         }

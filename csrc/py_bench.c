@@ -616,7 +616,7 @@ static int put_item(PyObject *d, const char *name, PyObject *value)
     return rc;
 }
 
-/* [(second, complete, failed, p50 ns, p99 ns)] per second of the run. */
+/* [(second, complete, failed, p50 ns, p99 ns, non_2xx)] per second of the run. */
 static PyObject *timeline_list(const hb_bench_result *r)
 {
     PyObject *list = PyList_New(r->nseconds);
@@ -624,8 +624,9 @@ static PyObject *timeline_list(const hb_bench_result *r)
         const hb_second *sec = &r->timeline[s];
         uint64_t p50, p99;
         hb_bench_second_percentiles(sec, &p50, &p99);
-        PyObject *t = Py_BuildValue("(iIIKK)", s, sec->complete, sec->failed,
-                                    (unsigned long long)p50, (unsigned long long)p99);
+        PyObject *t = Py_BuildValue("(iIIKKI)", s, sec->complete, sec->failed,
+                                    (unsigned long long)p50, (unsigned long long)p99,
+                                    sec->non_2xx);
         if (t == NULL)
             Py_CLEAR(list);
         else

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from typing import Any
 
 from . import _check
+from .figures import SCHEMA
 from .result import Result
 from .runner import run
 from .scenario import Scenario, origin_of
@@ -112,6 +114,30 @@ class CapacityResult:
 
     def __str__(self) -> str:
         return self.report()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The search as JSON-ready data (capacity --json writes it)."""
+        return {"kind": "capacity", "schema": SCHEMA, "url": self.url, "slo": self.slo,
+                "max_error_rate": self.max_error_rate, "rate": self.rate, "met": self.met,
+                "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
+                          for s in self.steps]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CapacityResult:
+        names = {f.name for f in dataclasses.fields(CapacityStep)}
+        return cls(rate=d["rate"], slo=d["slo"], max_error_rate=d["max_error_rate"],
+                   steps=[CapacityStep(**{k: v for k, v in s.items() if k in names})
+                          for s in d["steps"]], url=d["url"], met=d.get("met", True))
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The standalone HTML report of the search (its knee plot and
+        stages), written to path when given; returns its text."""
+        from .render.report import capacity_doc, render
+        page = render([capacity_doc(self)])
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
 
     def plot(self, ax: Any = None) -> Any:
         """p99 and p50 latency against the rate asked for, the stages in

@@ -3,7 +3,6 @@ and Python's HTTP clients, each reported in ab's layout, then side by side."""
 
 from __future__ import annotations
 
-import html
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -13,6 +12,7 @@ from urllib.parse import urlsplit
 from . import _check
 from ._url import split_proxy
 from .agents import AGENTS, MAX_WORKERS, available_agents, run_agent
+from .figures import SCHEMA
 from .result import Result
 from .server import Server
 
@@ -180,17 +180,39 @@ class Comparison:
         return ax
 
     def _repr_html_(self) -> str:
-        cells = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-                row["agent"], row["version"], row["scenario"], row["requests"],
-                f"{row['rps']:,.0f}", f"{row['mean_ms']:.3f}", f"{row['p99_ms']:.3f}",
-                row["failed"], row["non_2xx"], row["reconnects"], f"{row['of_fastest']:.2f}"))
-            + "</tr>" for row in self.rows())
-        head = "".join(f"<th>{h}</th>" for h in ("agent", "version", "scenario", "requests",
-                                                  "req/s", "mean ms", "p99 ms", "failed",
-                                                  "non-2xx", "reconnects", "x fastest"))
-        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.warnings() + self.notes)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>{notes}"
+        from .render.html import comparison_table
+        return comparison_table(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every result by "agent scenario", with the agents, scenarios and
+        notes (compare --json writes this; docs/schema.md)."""
+        return {"kind": "comparison", "schema": SCHEMA, "agents": self.agents,
+                "scenarios": self.scenarios, "notes": self.notes,
+                "results": {f"{a} {s}": r.to_dict() for (a, s), r in self.results.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Comparison:
+        """A Comparison from to_dict()'s layout, or from the bare "agent
+        scenario" mapping compare --json wrote before schema 11."""
+        results = d["results"] if d.get("kind") == "comparison" else d
+        out: dict[tuple[str, str], Result] = {}
+        for key, r in results.items():
+            agent, _, scenario = key.rpartition(" ")
+            out[agent, scenario] = Result.from_dict(r)
+        return cls(out, list(d.get("notes", [])) if "results" in d else [],
+                   list(d.get("agents") or dict.fromkeys(a for a, _ in out)),
+                   list(d.get("scenarios") or dict.fromkeys(s for _, s in out)))
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The standalone HTML report of the comparison (the table, bars
+        per agent, each run in full), written to path when given; returns
+        its text."""
+        from .render.report import comparison_doc, render
+        page = render([comparison_doc(self)])
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
 
 
 def compare(url: str | None = None, agents: Sequence[str] | None = None,

@@ -219,12 +219,13 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         futures.append(client.submit(_on_worker, run_id, i, url, kw, workers=[addr],
                                      allow_other_workers=False, pure=False, retries=0,
                                      key=f"httpbench-{run_id}-{i}"))
-    lost: dict[int, str] = {}
+    lost = _Lost()
     scheduler_lost = ""
     last: dict[int, tuple[int, int, int]] = {}
     heard: dict[int, float] = {}
     done: dict[int, dict[str, Any]] = {}
     interrupted = False
+    interrupted_at: float | None = None
     at: float | None = None
 
     def poll_futures() -> None:
@@ -293,6 +294,7 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         # Every worker's loop stops as on a local Ctrl-C; their partial
         # results are merged.
         interrupted = True
+        interrupted_at = time.time()
         stop.set(True)
         if at is None:
             go.set(None)  # workers waiting at the barrier give up
@@ -323,6 +325,7 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
             parts.append(WorkerPart(
                 address=addr, host=host, requests=share["requests"],
                 concurrency=share["concurrency"], rate=share["rate"], lost=True, error=lost[i],
+                lost_at=lost.since(i, at),
                 not_run=max(0, (share["requests"] or 0) - issued) if share["requests"] else 0,
                 result=_lost_result(url, kwargs, issued, complete, failed)))
     if not scheduler_lost:
@@ -332,6 +335,8 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
     merged.workers = parts
     merged.not_run = sum(p.not_run for p in parts)
     merged.interrupted = interrupted or any(p.result.interrupted for p in parts)
+    if interrupted_at is not None and at is not None:
+        merged.interrupted_at = max(0.0, interrupted_at - at)
     errors = [f"{p.address}: {p.error}" for p in parts if p.lost]
     if errors and not merged.first_error:
         merged.first_error = "lost " + "; ".join(errors)
@@ -343,6 +348,25 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
     if vus is not None:
         merged.concurrency_stages = list(vus)
     return merged
+
+
+class _Lost(dict[int, str]):
+    """The lost workers' reasons by index, and when each was found lost
+    (seconds since the epoch), for the report's mark on the timeline."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.when: dict[int, float] = {}
+
+    def __setitem__(self, i: int, why: str) -> None:
+        self.when.setdefault(i, time.time())
+        super().__setitem__(i, why)
+
+    def since(self, i: int, start: float | None) -> float | None:
+        """When worker i was lost, in seconds from the start; None before it."""
+        if start is None or self.when.get(i, 0.0) < start:
+            return None
+        return self.when[i] - start
 
 
 def _lost_result(url: str, kwargs: dict[str, Any], issued: int, complete: int,
@@ -448,16 +472,17 @@ def _merged_buckets(parts: list[Result]) -> list[list[tuple[int, int]]]:
 
 def _timeline(buckets: list[list[tuple[int, int]]], parts: list[Result]) -> list[Second]:
     """Each second's counts summed and its percentiles from its buckets."""
-    complete: dict[int, int] = {}
-    failed: dict[int, int] = {}
+    sums: dict[int, list[int]] = {}
     for p in parts:
         for x in p.timeline:
-            complete[x.t] = complete.get(x.t, 0) + x.complete
-            failed[x.t] = failed.get(x.t, 0) + x.failed
+            s = sums.setdefault(x.t, [0, 0, 0])
+            s[0] += x.complete
+            s[1] += x.failed
+            s[2] += x.non_2xx
     out = []
-    for t in sorted(set(complete) | set(failed)):
+    for t, (complete, failed, non_2xx) in sorted(sums.items()):
         pairs = buckets[t] if t < len(buckets) else []
         p50, p99 = _core.timeline_percentiles(pairs) if pairs else (0, 0)
-        out.append(Second(t, complete.get(t, 0), failed.get(t, 0),
-                          p50 / 1e9 if pairs else None, p99 / 1e9 if pairs else None))
+        out.append(Second(t, complete, failed, p50 / 1e9 if pairs else None,
+                          p99 / 1e9 if pairs else None, non_2xx))
     return out

@@ -17,8 +17,10 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # counts (the loop's counters without a field of their own, by name); 10
 # HTTP/2: the reset class, http_version, streams, streams_allowed,
 # streams_max_used, refused, reset_codes, header_bytes_wire and
-# header_bytes_decoded, and per-connection req/s (conn_rps_*).
-SCHEMA = 10
+# header_bytes_decoded, and per-connection req/s (conn_rps_*); 11 `kind`
+# ("run"), cpus, hostname, interrupted_at, the timeline's non_2xx per
+# second and a worker's lost_at.
+SCHEMA = 11
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

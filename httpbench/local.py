@@ -53,10 +53,12 @@ def schedule_length(requests: int | None, duration: float | None, rate: float | 
 
 
 def _drive(bench: _core._Bench, reporter: Reporter | None,
-           coordinator: Coordinator | None = None) -> tuple[dict[str, Any], bool]:
+           coordinator: Coordinator | None = None) -> tuple[dict[str, Any], float | None]:
     """Waits for the run, updating progress; Ctrl-C stops it early (the C
-    loop gives requests in flight a second, then cancels them)."""
-    interrupted = False
+    loop gives requests in flight a second, then cancels them). Returns
+    the loop's figures and when Ctrl-C came (seconds since the epoch;
+    None when it did not)."""
+    stopped: float | None = None
     try:
         while not bench.wait(0.25):
             issued, complete, failed = bench.progress()
@@ -65,7 +67,7 @@ def _drive(bench: _core._Bench, reporter: Reporter | None,
             if coordinator is not None and coordinator.progress(issued, complete, failed):
                 bench.stop()
     except KeyboardInterrupt:
-        interrupted = True
+        stopped = time.time()
         bench.stop()
         while not bench.wait(0.25):
             pass
@@ -73,7 +75,7 @@ def _drive(bench: _core._Bench, reporter: Reporter | None,
         reporter.close(*bench.progress()[1:])
     if coordinator is not None:
         coordinator.progress(*bench.progress())
-    return bench.result(), interrupted
+    return bench.result(), stopped
 
 
 def _warm(bench: _core._Bench) -> bool:
@@ -204,8 +206,9 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     bench = _core._Bench(settings)
     at = _begin(bench, prepared, coordinator)
     started: str | None = None
+    interrupted_at: float | None = None
     if at is None:
-        interrupted = True
+        interrupted, interrupted_at = True, 0.0
         while not bench.wait(0.25):
             pass
         raw = _nothing_measured()
@@ -214,7 +217,10 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
         reporter = Reporter(progress, spec.requests, spec.duration, out) if progress else None
         started = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat(
             timespec="milliseconds")
-        raw, interrupted = _drive(bench, reporter, coordinator)
+        raw, stopped = _drive(bench, reporter, coordinator)
+        interrupted = stopped is not None
+        if stopped is not None:
+            interrupted_at = max(0.0, stopped - at)
     if not interrupted:
         # Under a rate or a shape the run lasts its schedule: requests over
         # the time to the last answer would make 1 request a second for 1 s
@@ -223,17 +229,19 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
                                  spec.rate if spec.stages is None else None, spec.stages)
         for part in [raw, *raw.get("by_request", ())]:
             part["time_taken"] = max(part["time_taken"], length)
-    return _results(spec, raw, started=started, interrupted=interrupted, route=route)
+    return _results(spec, raw, started=started, interrupted=interrupted, route=route,
+                    interrupted_at=interrupted_at)
 
 
 def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupted: bool,
-             route: ProxyRoute | None) -> Result:
+             route: ProxyRoute | None, interrupted_at: float | None = None) -> Result:
     """The run's Result, and a scenario's per-name Results in it."""
     t, scenario = spec.target, spec.scenario
     common = dict(
         start_time=started, host=t.host, port=t.port, requests=spec.requests,
         concurrency=spec.concurrency, threads=spec.loop_threads, rate=spec.rate,
-        interrupted=interrupted, unix_socket=spec.unix_socket or "", pipeline=spec.pipeline,
+        interrupted=interrupted, interrupted_at=interrupted_at,
+        unix_socket=spec.unix_socket or "", pipeline=spec.pipeline,
         proxy=route.label if route else "", stages=list(spec.stages or []),
         concurrency_stages=list(spec.concurrency_stages or []),
         http_version="2" if spec.http2 else "1.1", streams=spec.streams)
@@ -279,7 +287,8 @@ def _result(raw: dict[str, Any], **about: Any) -> Result:
         failures={name: raw.get(name, 0) for name in FAILURE_CLASSES},
         status_counts=raw["status_counts"],
         document_length=doc if isinstance(doc, int) and doc >= 0 else None,
-        timeline=[Second(t, c, f, p50 / 1e9, p99 / 1e9) for t, c, f, p50, p99 in raw["timeline"]],
+        timeline=[Second(t, c, f, p50 / 1e9, p99 / 1e9, n)
+                  for t, c, f, p50, p99, n in raw["timeline"]],
         counts=counts, **fields, **about)
 
 

@@ -14,6 +14,8 @@ Options (all prefixed, so they never clash with pytest-benchmark):
   --httpbench-compare=NAME       print each run beside that baseline ('latest': the newest)
   --httpbench-compare-fail=EXPR  fail a test whose median regressed past EXPR:
                                  rps:10%, p50:10% or p99:10% (repeatable)
+  --httpbench-html=FILE          write one standalone HTML report of the session's
+                                 runs (beside the baseline with --httpbench-compare)
 Plain pytest with none of them runs as usual; a table of the recorded runs
 is printed at the end when there are any.
 """
@@ -34,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from .figures import SCHEMA
 from .noise import decide, spread
 from .result import Result
 from .runner import run
@@ -79,6 +82,7 @@ class _State:
     def __init__(self, config: pytest.Config) -> None:
         self.runs: list[tuple[str, Rounds]] = []
         self.save: str | None = config.getoption("httpbench_save")
+        self.html: str | None = config.getoption("httpbench_html")
         self.compare: str | None = config.getoption("httpbench_compare")
         self.fail = [_parse_fail(e) for e in config.getoption("httpbench_compare_fail") or []]
         self.dir = Path(config.getoption("httpbench_dir") or (config.rootpath / ".httpbench"))
@@ -142,6 +146,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--httpbench-compare-fail", metavar="EXPR", action="append",
                 help="fail a test whose median regressed past EXPR: "
                      + FAIL_FORMS.replace("%", "%%"))
+    g.addoption("--httpbench-html", metavar="FILE",
+                help="write one standalone HTML report of the session's runs to FILE (with "
+                     "--httpbench-compare, each beside the baseline's)")
     g.addoption("--httpbench-dir", metavar="DIR",
                 help="where baselines live (default: .httpbench under the rootdir)")
 
@@ -298,14 +305,28 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(line)
     if state.compare and state.baseline_path is not None:
         tr.write_line(f"baseline: {state.baseline_path}")
+    machine = _machine()
     if state.save:
         state.dir.mkdir(parents=True, exist_ok=True)
         path = state.dir / f"{state.save}.json"
         runs = {}
         for name, rounds in state.runs:
             d = rounds.median.to_dict()
-            d["rounds"] = [{"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99}
-                           for r in rounds.results]
+            d["rounds"] = _rounds_of(rounds)
             runs[name] = d
-        path.write_text(json.dumps({"machine": _machine(), "runs": runs}, indent=1))
+        path.write_text(json.dumps({"kind": "session", "schema": SCHEMA, "machine": machine,
+                                    "runs": runs}, indent=1))
         tr.write_line(f"saved {len(state.runs)} run(s) to {path}")
+    if state.html:
+        from .render.report import load, session_doc, write
+        docs = []
+        if state.compare and state.baseline_path is not None:
+            docs.append(load(state.baseline_path))
+        docs.append(session_doc([(name, rounds.median, _rounds_of(rounds))
+                                 for name, rounds in state.runs], "this session", machine))
+        write(state.html, docs, "httpbench: the session's runs")
+        tr.write_line(f"wrote the session's report to {state.html}")
+
+
+def _rounds_of(rounds: Rounds) -> list[dict[str, float]]:
+    return [_figures_of(r) for r in rounds.results]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
+import socket
 from typing import Any, NamedTuple
 
 from ._core import Histogram
@@ -118,20 +120,23 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "streams_max_used": 0, "refused": 0, "reset_codes": {},
                           "header_bytes_wire": 0, "header_bytes_decoded": 0,
                           "conn_rps_min": 0.0, "conn_rps_max": 0.0, "conn_rps_mean": 0.0,
-                          "conn_rps_sd": 0.0}
+                          "conn_rps_sd": 0.0, "interrupted_at": None, "cpus": None,
+                          "hostname": ""}
 
 
 class Second(NamedTuple):
-    """One second of a C-loop run: what completed and failed in it, and its
-    p50 and p99 latency in seconds (within 12.5%; None when not recorded).
-    The last second may be partial: its counts are what happened in its
-    part of the run, never scaled up."""
+    """One second of a C-loop run: what completed and failed in it, its
+    p50 and p99 latency in seconds (within 12.5%; None when not recorded),
+    and how many of its complete responses were not 2xx. The last second
+    may be partial: its counts are what happened in its part of the run,
+    never scaled up."""
 
     t: int
     complete: int
     failed: int
     p50: float | None
     p99: float | None
+    non_2xx: int = 0
 
 
 @dataclasses.dataclass(kw_only=True, eq=False)
@@ -237,6 +242,13 @@ class Result:
     conn_rps_max: float = 0.0
     conn_rps_mean: float = 0.0
     conn_rps_sd: float = 0.0
+    # When Ctrl-C (or SIGTERM) stopped the run, in seconds from its start;
+    # None when nothing stopped it early.
+    interrupted_at: float | None = None
+    # The machine that measured: its CPUs and host name (None and "" in a
+    # result saved before schema 11).
+    cpus: int | None = dataclasses.field(default_factory=os.cpu_count)
+    hostname: str = dataclasses.field(default_factory=socket.gethostname)
     # The loop's counters that have no field of their own, by name: a count
     # added to csrc/py_bench.c's table lands here (CONTRIBUTING.md). Summed
     # in a merge; empty for the comparison's agents.
@@ -274,11 +286,12 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """Every figure, JSON-ready (the layout is docs/schema.md): seconds
         for every time, `schema` its version."""
-        d: dict[str, Any] = {"schema": SCHEMA}
+        d: dict[str, Any] = {"kind": "run", "schema": SCHEMA}
         d.update({name: getattr(self, name) for name in _PLAIN + _ABOUT})
         # rps: what completed in that second (the last one may be partial).
         d["timeline"] = [{"t": x.t, "complete": x.complete, "failed": x.failed,
-                          "rps": x.complete, "p50": x.p50, "p99": x.p99} for x in self.timeline]
+                          "rps": x.complete, "p50": x.p50, "p99": x.p99, "non_2xx": x.non_2xx}
+                         for x in self.timeline]
         d["status_counts"] = {str(k): v for k, v in self.status_counts.items()}
         d["rps"] = self.rps
         for name in _LATENCIES:
@@ -297,6 +310,8 @@ class Result:
         """A Result from to_dict()'s layout, of any schema from OLDEST_SCHEMA
         to SCHEMA (what a later schema added takes its default); ValueError
         for another schema."""
+        if d.get("kind", "run") != "run":
+            raise ValueError(f"not a run's result but a {d['kind']!r}'s")
         schema = d.get("schema", SCHEMA)
         if isinstance(schema, bool) or not isinstance(schema, int) or \
                 not OLDEST_SCHEMA <= schema <= SCHEMA:
@@ -333,6 +348,16 @@ class Result:
         classes, the percentile table. No JavaScript."""
         from .render.html import summary
         return summary(self)
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The standalone HTML report of this run (one file, no network:
+        docs/report.md), written to path when given; returns its text."""
+        from .render.report import render, run_doc
+        page = render([run_doc(self)])
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
 
     def to_pandas(self, by_name: bool = False) -> Any:
         """The run's figures as a one-row DataFrame (pandas imported here);
@@ -378,6 +403,9 @@ class WorkerPart:
     error: str
     not_run: int  # a lost worker's share of requests=N it never issued
     result: Result
+    # When it was lost, in seconds from the run's start (None: not lost, or
+    # lost before the start; absent before schema 11).
+    lost_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -402,16 +430,17 @@ _PLAIN = tuple(f.name for f in dataclasses.fields(Result)
 
 def _second(x: Any) -> Second:
     """A timeline entry from any form it is kept in: a Second, a dict
-    (schema 2), [t, complete, failed, p50, p99] (the loop's, in seconds) or
-    [t, complete, failed, p99] (schema 1)."""
+    (schema 2; non_2xx from 11), [t, complete, failed, p50, p99, non_2xx]
+    (in seconds; without non_2xx before 11) or [t, complete, failed, p99]
+    (schema 1)."""
     if isinstance(x, dict):
         return Second(int(x["t"]), int(x["complete"]), int(x["failed"]), x.get("p50"),
-                      x.get("p99"))
+                      x.get("p99"), int(x.get("non_2xx", 0)))
     if len(x) == 4:
         t, c, f, p99 = x
         return Second(int(t), int(c), int(f), None, float(p99))
-    t, c, f, p50, p99 = x
-    return Second(int(t), int(c), int(f), p50, p99)
+    t, c, f, p50, p99, *rest = x
+    return Second(int(t), int(c), int(f), p50, p99, int(rest[0]) if rest else 0)
 
 
 def _pandas() -> Any:

@@ -35,7 +35,7 @@ def test_html_repr(result, failing):
     for p in ("50%", "99%", "99.99%", "100%"):
         assert f"<th>{p}</th>" in page
     bad = failing._repr_html_()
-    assert "5 failed" in bad and "<td>5</td>" in bad
+    assert "5 failed" in bad and '<td data-key="failed" data-value="5">5</td>' in bad
     cmp = httpbench.compare(agents=["httpbench"], scenarios=["get"], requests=20)
     assert "<table>" in cmp._repr_html_()
 

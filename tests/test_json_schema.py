@@ -22,7 +22,8 @@ def server():
 ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_handshakes",
                 "tls_resumed_handshakes", "tls_handshake"),
             4: ("unix_socket", "pipeline", "proxy"), 5: ("stages", "concurrency_stages"),
-            6: (), 7: ("not_run",), 8: (), 9: ("counts",)}
+            6: (), 7: ("not_run",), 8: (), 9: ("counts",),
+            11: ("kind", "interrupted_at", "cpus", "hostname")}
 
 
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
@@ -33,7 +34,8 @@ def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(serve
     assert d["schema"] == httpbench.result.SCHEMA
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", d["start_time"])
     sec = d["timeline"][0]
-    assert set(sec) == {"t", "complete", "failed", "rps", "p50", "p99"} and sec["t"] == 0
+    assert set(sec) == {"t", "complete", "failed", "rps", "p50", "p99", "non_2xx"}
+    assert sec["t"] == 0 and sec["non_2xx"] == 0 and d["kind"] == "run"
     assert 0 < sec["p50"] <= sec["p99"] < 1  # seconds
     pairs = d["latency"]["histogram"]
     assert sum(n for _, n in pairs) == r.complete

@@ -188,7 +188,7 @@ def test_run_over_a_unix_socket_counts_exactly(unix_server, sock_path):
     assert r.host == "localhost" and r.port == 80
     report = r.report()
     assert f"Unix Socket:            {sock_path}" in report
-    assert f"<th>Unix socket</th><td>{sock_path}</td>" in r._repr_html_()
+    assert f"<th>Unix socket</th><td class=\"text\">{sock_path}</td>" in r._repr_html_()
     back = httpbench.Result.from_json(r.to_json())
     assert back.unix_socket == sock_path and json.loads(r.to_json())["schema"] == httpbench.result.SCHEMA
     r = httpbench.run(unix_server.url("/echo"), "POST", b"p" * 999, requests=500, concurrency=3,

@@ -7,6 +7,7 @@
               [--json FILE] [--rate R] [--threads T] [--warmup N|Ss] [URL [URL2 ...]]
     httpbench [-n N] [-c C] ... --scenario FILE.py [URL]
     httpbench capacity URL [--slo 'p99<5ms'] [--max-error-rate F] [--start R] [--stage S] [-c C]
+    httpbench report RESULT.json [MORE.json ...] [-o report.html]
     httpbench serve [--host H] [--port P] [--mode epoll|threads] [--threads T] [--static DIR]
                     [--tls [--cert FILE --key FILE]] [--unix-socket PATH]
                     [--proxy [--allow HOST[:PORT]]... [--upstream-timeout S]]
@@ -31,6 +32,7 @@ from types import FrameType
 from .bench import bench
 from .capacity import capacity_main
 from .compare import compare_main
+from .report import report_main
 from .serve import serve
 
 def _as_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -47,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args and args[0] == "serve":
             return serve(args[1:])
+        if args and args[0] == "report":
+            return report_main(args[1:])
         for sig in stops:
             signal.signal(sig, _as_interrupt)
         if args and args[0] == "capacity":

@@ -71,7 +71,7 @@ def bench_parser() -> argparse.ArgumentParser:
 
 
     add_common(p, "requests", "concurrency", "threads", "timeout", "headers", "quiet", "json",
-               "unix_socket", "proxy", "http2", "streams", "window",
+               "html", "unix_socket", "proxy", "http2", "streams", "window",
                requests={"help": "requests to perform (with neither -n nor a time limit the run "
                                  "lasts 10 s, as wrk's; ab's default of one request measures "
                                  "nothing)"},
@@ -279,7 +279,8 @@ def bench(argv: Sequence[str]) -> int:
         rest += ["--reports"] if args.reports else []
         return compare_main(rest)
     try:
-        outputs = Outputs({"-e": args.csv, "--json": args.json, "--hgrm": args.hgrm})
+        outputs = Outputs({"-e": args.csv, "--json": args.json, "--hgrm": args.hgrm,
+                           "--html": args.html})
     except UsageError as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
@@ -314,7 +315,8 @@ def bench(argv: Sequence[str]) -> int:
         print(f"First failure: {r.first_error}", file=report)
     report.flush()
     for flag, text in (("-e", None), ("--json", r.to_json()),
-                       ("--hgrm", r.latency.to_hgrm())):
+                       ("--hgrm", r.latency.to_hgrm()),
+                       ("--html", r.to_html() if args.html else "")):
         out = outputs.get(flag)
         if out is None:
             continue

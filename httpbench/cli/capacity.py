@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Sequence
 
 from ..exceptions import HttpbenchError
-from .common import UsageError, add_common, check_common, load_scenario, one_line
+from .common import Outputs, UsageError, add_common, check_common, load_scenario, one_line
 
 
 def capacity_parser() -> argparse.ArgumentParser:
@@ -34,14 +33,16 @@ def capacity_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, default=1.25, help="rate factor per stage (1.25)")
     p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
                    help="each stage's length (default 5)")
-    add_common(p, "concurrency", "threads", "timeout", "headers", "json", "http2", "streams",
-               "window",
+    add_common(p, "concurrency", "threads", "timeout", "headers", "json", "html", "http2",
+               "streams", "window",
                concurrency={"default": 50,
                             "help": "connections (default 50, not 1 as for a run: one "
                                     "connection waits for each answer, so it cannot reach most "
                                     "servers' capacity)"},
                threads={"help": "loop threads (default: the CPUs, at most -c)"},
-               json={"help": "write the stages as JSON to FILE"})
+               json={"help": "write the stages as JSON to FILE"},
+               html={"help": "write a standalone HTML report (the knee plot and the stages) "
+                             "to FILE"})
     return p
 
 
@@ -49,23 +50,31 @@ def capacity_main(argv: Sequence[str]) -> int:
     from ..capacity import capacity
 
     args = capacity_parser().parse_args(argv)
+    outputs = None
     try:
         check_common(args)
         scenario = load_scenario(args.scenario)[0] if args.scenario else None
+        outputs = Outputs({"--json": args.json, "--html": args.html})
         c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
                      start=args.start, step=args.step, stage_s=args.stage,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
                      headers=args.headers, scenario=scenario, http2=args.http2,
                      streams=args.streams, window=args.window)
     except (ValueError, UsageError, HttpbenchError, OSError) as e:
+        if outputs is not None:
+            outputs.discard()
         print(one_line("httpbench capacity", e), file=sys.stderr)
         return 2 if isinstance(e, (ValueError, UsageError)) else 1
+    except KeyboardInterrupt:
+        if outputs is not None:
+            outputs.discard()
+        raise
     print(c.report(), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"url": c.url, "slo": c.slo, "max_error_rate": c.max_error_rate,
-                       "rate": c.rate, "met": c.met,
-                       "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
-                                 for s in c.steps]}, f, indent=2)
+    for flag, text in (("--json", json.dumps(c.to_dict(), indent=2) + "\n"),
+                       ("--html", c.to_html() if args.html else "")):
+        out = outputs.get(flag)
+        if out is not None:
+            out.write(text)
+    outputs.close()
     # Not met even at the lowest rate: a failure, as a run's failed requests.
     return 0 if c.met else 1

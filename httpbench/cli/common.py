@@ -35,6 +35,10 @@ COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
         "help": "a header added to every request (repeatable)"}),
     "quiet": (("-q",), {"action": "store_true", "help": "no progress"}),
     "json": (("--json",), {"metavar": "FILE", "help": "write the result as JSON to FILE"}),
+    "html": (("--html",), {
+        "metavar": "FILE",
+        "help": "write a standalone HTML report to FILE: one file that opens from disk with no "
+                "network (see also: httpbench report)"}),
     "unix_socket": (("--unix-socket",), {
         "metavar": "PATH",
         "help": "as curl: connect to this Unix socket, not the URL's host and port (the URL "

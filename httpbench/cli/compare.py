@@ -27,7 +27,8 @@ def compare_parser() -> argparse.ArgumentParser:
                    "method is sent to this URL)")
     p.add_argument("--agents", help=f"comma-separated, of: {', '.join(AGENTS)} "
                    "(default: every one installed)")
-    add_common(p, "requests", "concurrency", "quiet", "json", "unix_socket", "proxy", "http2",
+    add_common(p, "requests", "concurrency", "quiet", "json", "html", "unix_socket", "proxy",
+               "http2",
                http2={"help": "every agent speaks HTTP/2 (h2 by ALPN over https://, h2c by "
                               "prior knowledge): the C core, httpx and pycurl; the others are "
                               "left out with a note"},
@@ -80,7 +81,8 @@ def compare_main(argv: Sequence[str]) -> int:
                 raise UsageError("--tls is for the embedded server: give an https:// URL instead")
         if args.proxy is not None:
             split_proxy(args.proxy)
-        outputs = Outputs({"--json": args.json, "--markdown": args.markdown})
+        outputs = Outputs({"--json": args.json, "--markdown": args.markdown,
+                           "--html": args.html})
     except (UsageError, ValueError) as e:
         print(f"httpbench compare: {e}", file=sys.stderr)
         return 2
@@ -106,9 +108,12 @@ def compare_main(argv: Sequence[str]) -> int:
     sys.stdout.write(cmp.report(reports=args.reports))
     out = outputs.get("--json")
     if out is not None:
-        json.dump({f"{a} {s}": r.to_dict() for (a, s), r in cmp.results.items()}, out, indent=2)
+        json.dump(cmp.to_dict(), out, indent=2)
     out = outputs.get("--markdown")
     if out is not None:
         out.write(cmp.to_markdown())
+    out = outputs.get("--html")
+    if out is not None:
+        out.write(cmp.to_html())
     outputs.close()
     return 0 if all(r.ok for r in cmp.results.values()) else 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from .charts import full_seconds, shape_points
 from .text import percent_label
 
 if TYPE_CHECKING:
@@ -81,41 +82,22 @@ def _plot_histogram(r: Result, ax: Any, bins: int = 60) -> None:
     ax.set_ylabel("requests")
 
 
-def _shape_points(r: Result) -> tuple[list[float], list[float]]:
-    """The target rate over the run, as (instants, rates) of its corners: a
-    shape's stages ramp linearly from the level before (0 at the start); a
-    constant rate is flat. Empty for a closed loop."""
-    if r.stages:
-        xs, ys, t = [0.0], [0.0], 0.0
-        for seconds, rate in r.stages:
-            t += seconds
-            xs.append(t)
-            ys.append(rate)
-        return xs, ys
-    if r.rate:
-        return [0.0, r.time_taken], [r.rate, r.rate]
-    return [], []
-
-
 def _plot_timeline(r: Result, ax: Any) -> None:
     if not r.timeline:
         raise ValueError("this result has no timeline: only httpbench's own loop records one")
     # Each second is drawn at its middle as what completed in it. A last,
     # partial second is left out of the rate line (its requests stay in the
     # totals): drawn as a second it would read as a collapse.
-    seconds = list(r.timeline)
-    last = seconds[-1]
-    part = r.time_taken - last.t
-    note = ""
-    if 0 < part < 0.999 and len(seconds) > 1:
-        seconds.pop()
-        note = f" (the last {part:.2g} s, {last.complete:,} requests, left out: partial)"
+    seconds, part = full_seconds(r)
+    last = r.timeline[-1]
+    note = f" (the last {part:.2g} s, {last.complete:,} requests, left out: partial)" \
+        if part else ""
     mids = [x.t + 0.5 for x in seconds]
     ax.plot(mids, [x.complete for x in seconds], marker="o", label="requests completed")
     failed = [x.failed for x in seconds]
     if any(failed):
         ax.plot(mids, failed, marker="x", color="C3", label="failed")
-    xs, ys = _shape_points(r)
+    xs, ys = shape_points(r)
     if xs:
         ax.plot(xs, ys, color="C2", linestyle="--", label="target rate")
     ax.set_ylim(bottom=0)

@@ -1,0 +1,349 @@
+"""The standalone HTML report: one file that opens from disk with no
+network (inline SVG, inline CSS, no script), prints on paper, and shows a
+run, a comparison, a capacity search, a pytest session, or several of
+them side by side (the first the baseline, each figure's ratio to it, and
+the pytest gate's noise rule where results carry rounds).
+
+The tables are render.html's and the pictures render.charts', the same
+code the notebook's summary draws with."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import html
+import json
+import os
+import platform
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._version import __version__
+from ..figures import SCHEMA
+from . import charts
+from . import html as tables
+
+if TYPE_CHECKING:
+    from ..capacity import CapacityResult
+    from ..compare import Comparison
+    from ..result import Result
+
+__all__ = ["Doc", "load", "render", "write", "run_doc", "comparison_doc", "capacity_doc",
+           "session_doc", "FIGURES"]
+
+e = html.escape
+
+_CSS = (
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#222;"
+    "max-width:1100px;margin:1.5em auto;padding:0 1em}"
+    "h1{font-size:1.5em;margin:0.2em 0}h2{font-size:1.25em;margin:1.4em 0 0.3em;"
+    "border-bottom:1px solid #ccc}h3{font-size:1.05em;margin:1em 0 0.2em}"
+    ".grid{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start}"
+    ".worse{color:#b00020;font-weight:600}.better{color:#006b3c;font-weight:600}"
+    ".noise{color:#777}footer{margin-top:2em;color:#777;font-size:0.9em}"
+    "details>summary{cursor:pointer;font-weight:600;margin:0.6em 0}"
+    "@media print{body{max-width:none;margin:0;font-size:11px}"
+    "h2{break-after:avoid}svg.chart,table{break-inside:avoid}"
+    "details{display:block}details>summary{display:none}}"
+    + tables.STYLE
+)
+
+
+@dataclasses.dataclass
+class Doc:
+    """One input of a report: a run (with its rounds when a pytest
+    session's), a comparison, a capacity search or a session's runs."""
+
+    label: str
+    kind: str  # "run", "comparison", "capacity" or "session"
+    result: Result | None = None
+    rounds: list[dict[str, float]] | None = None
+    comparison: Comparison | None = None
+    capacity: CapacityResult | None = None
+    runs: list[Doc] = dataclasses.field(default_factory=list)
+    machine: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def run_doc(r: Result, label: str = "", rounds: list[dict[str, float]] | None = None) -> Doc:
+    return Doc(label or f"{r.method} {r.url}", "run", result=r, rounds=rounds)
+
+
+def comparison_doc(c: Comparison, label: str = "comparison") -> Doc:
+    return Doc(label, "comparison", comparison=c)
+
+
+def capacity_doc(c: CapacityResult, label: str = "") -> Doc:
+    return Doc(label or f"capacity of {c.url}", "capacity", capacity=c)
+
+
+def session_doc(runs: Sequence[tuple[str, Result, list[dict[str, float]] | None]],
+                label: str = "session", machine: dict[str, Any] | None = None) -> Doc:
+    return Doc(label, "session", runs=[run_doc(r, name, rounds) for name, r, rounds in runs],
+               machine=machine or {})
+
+
+def load(path: str | os.PathLike[str]) -> Doc:
+    """A saved JSON file as a Doc, told apart by its `kind` (and, for files
+    written before kinds, by its keys): a run's result (--json), a
+    comparison's (compare --json), a capacity search's (capacity --json)
+    or a pytest session's baseline (--httpbench-save). ValueError naming
+    the file for anything else."""
+    from ..capacity import CapacityResult
+    from ..compare import Comparison
+    from ..result import Result
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{p}: cannot read it as JSON ({err})") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{p}: not a result (a JSON object was expected)")
+    kind = d.get("kind")
+    if kind is None:
+        if "runs" in d and "machine" in d:
+            kind = "session"
+        elif "steps" in d and "slo" in d:
+            kind = "capacity"
+        elif "url" in d and "latency" in d:
+            kind = "run"
+        elif d and all(isinstance(v, dict) and "latency" in v for v in d.values()):
+            kind = "comparison"
+    label = p.stem
+    try:
+        if kind == "run":
+            return run_doc(Result.from_dict(d), label)
+        if kind == "comparison":
+            return comparison_doc(Comparison.from_dict(d), label)
+        if kind == "capacity":
+            return capacity_doc(CapacityResult.from_dict(d), label)
+        if kind == "session":
+            schema = d.get("schema", SCHEMA)
+            if not isinstance(schema, int) or schema > SCHEMA:
+                raise ValueError(f"a session of schema {schema!r}")
+            runs = [(name, Result.from_dict(r), r.get("rounds"))
+                    for name, r in d["runs"].items()]
+            return session_doc(runs, label, d.get("machine"))
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{p}: not a result httpbench reads ({err})") from None
+    raise ValueError(f"{p}: not a result httpbench reads: no known kind "
+                     f"({kind!r}; run, comparison, capacity or session)")
+
+
+# The figures set side by side in a report of several runs: (JSON key,
+# label, value of a Result, formatter, what the noise rule calls it or
+# None, higher is better).
+FIGURES: tuple[tuple[str, str, Callable[[Result], float | None], Callable[[float], str],
+                     str | None, bool], ...] = (
+    ("rps", "Requests per second", lambda r: r.rps, lambda v: f"{v:,.2f}", "rps", True),
+    ("latency.mean", "Latency mean", lambda r: r.latency.mean if r.latency.count else None,
+     lambda v: f"{v * 1e3:,.3f} ms", None, False),
+    ("latency.percentiles.50", "Latency p50",
+     lambda r: r.latency.p50 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
+     "p50", False),
+    ("latency.percentiles.90", "Latency p90",
+     lambda r: r.latency.p90 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
+     None, False),
+    ("latency.percentiles.99", "Latency p99",
+     lambda r: r.latency.p99 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
+     "p99", False),
+    ("latency.percentiles.99.9", "Latency p99.9",
+     lambda r: r.latency.p999 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
+     None, False),
+    ("latency.max", "Latency max", lambda r: r.latency.max if r.latency.count else None,
+     lambda v: f"{v * 1e3:,.3f} ms", None, False),
+    ("complete", "Complete", lambda r: r.complete, lambda v: f"{v:,.0f}", None, True),
+    ("failed", "Failed", lambda r: r.failed, lambda v: f"{v:,.0f}", None, False),
+    ("non_2xx", "Non-2xx", lambda r: r.non_2xx, lambda v: f"{v:,.0f}", None, False),
+    ("cpu_per_request", "Client CPU per request",
+     lambda r: r.cpu_time / r.complete if r.complete else None, lambda v: f"{v * 1e6:,.2f} us",
+     None, False),
+    ("bytes_received", "Total transferred", lambda r: r.bytes_received,
+     lambda v: f"{v:,.0f} bytes", None, True),
+)
+
+
+def _run_section(d: Doc, level: int = 2) -> str:
+    """A run's whole section: settings, summary, pictures, tables."""
+    r = d.result
+    assert r is not None
+    h = f"h{level}"
+    pics = []
+    if r.timeline:
+        pics += [charts.throughput_chart([("", r)]), charts.latency_timeline_chart([("", r)])]
+    if r.latency.count:
+        pics += [charts.percentile_chart([("", r)]), charts.histogram_chart([("", r)])]
+    rounds = ""
+    if d.rounds:
+        rows = [f"<tr>{tables.fig(i + 1)}{tables.num(x['rps'], ',.2f', 'rps')}"
+                f"{tables.msf(x['p50'], 'p50')}{tables.msf(x['p99'], 'p99')}</tr>"
+                for i, x in enumerate(d.rounds)]
+        rounds = f"<h3>Rounds</h3>{tables.table(['Round', 'Req/s', 'p50 ms', 'p99 ms'], rows)}"
+    scenario = ""
+    if r.by_name:
+        scenario = (f"<h3>Requests of the scenario</h3>{tables.by_name_table(r)}"
+                    f"{charts.by_name_chart(r)}")
+    workers = f"<h3>Workers</h3>{tables.workers_table(r)}" if r.workers else ""
+    first = f"<p>First failure: {e(r.first_error)}</p>" if r.first_error and r.failed else ""
+    return (
+        f"<section class=\"run\" data-label=\"{e(d.label)}\">"
+        f"<{h}>{e(d.label)}</{h}><p><b>{e(r.method)} {e(r.url)}</b>: {e(tables.state(r))}</p>"
+        f"{first}<div class=\"grid\"><div><h3>Summary</h3>{tables.key_table(r)}</div>"
+        f"<div><h3>Settings and environment</h3>{tables.settings_table(r)}</div></div>"
+        f"{''.join(pics)}"
+        f"<div class=\"grid\"><div><h3>Statuses</h3>{tables.status_table(r)}</div>"
+        f"<div><h3>Failures by class</h3>{tables.failures_table(r)}</div></div>"
+        f"<h3>Latency percentiles (ms)</h3>{tables.percentiles_table(r)}"
+        f"<h3>Connection times (ms)</h3>{tables.times_table(r)}"
+        f"{rounds}{scenario}{workers}</section>")
+
+
+def _comparison_section(d: Doc) -> str:
+    c = d.comparison
+    assert c is not None
+    each = "".join(f"<details><summary>{e(a)} {e(s)}</summary>"
+                   f"{_run_section(run_doc(r, f'{a} {s}'), 3)}</details>"
+                   for (a, s), r in c.results.items())
+    return (f"<section class=\"comparison\" data-label=\"{e(d.label)}\"><h2>{e(d.label)}</h2>"
+            f"<p>The same scenarios through each HTTP client.</p>{tables.comparison_table(c)}"
+            f"{''.join(charts.comparison_chart(c))}<h3>Each run</h3>{each}</section>")
+
+
+def _capacity_section(d: Doc) -> str:
+    c = d.capacity
+    assert c is not None
+    if c.met:
+        found = f"capacity: {c.rate:,.0f} req/s within {c.slo}"
+    else:
+        low = min(c.steps, key=lambda s: s.target)
+        found = f"SLO not met even at {low.target:,.2f} req/s ({low.why})"
+    return (f"<section class=\"capacity\" data-label=\"{e(d.label)}\"><h2>{e(d.label)}</h2>"
+            f"<p><b>{e(c.url)}</b>: <span data-key=\"rate\" data-value=\"{c.rate!r}\">"
+            f"{e(found)}</span>, error rate at most {c.max_error_rate:g}</p>"
+            f"{charts.capacity_chart(c)}<h3>Stages, in the order run</h3>"
+            f"{tables.capacity_table(c)}</section>")
+
+
+def _ratio_cell(v: float | None, base: float | None, higher: bool, verdict: Any) -> str:
+    """A figure's ratio to the baseline's, marked worse or better; with a
+    verdict of the noise rule, only a change past the band is marked."""
+    if v is None or base is None or base == 0:
+        return "<td>-</td>"
+    ratio = v / base
+    worse = ratio < 1 if higher else ratio > 1
+    cls, note = "", ""
+    if verdict is not None:
+        if verdict.fails:
+            cls, note = "worse", " (past the noise)"
+        elif verdict.change < -verdict.band and -verdict.change > verdict.threshold:
+            cls, note = "better", " (past the noise)"
+        else:
+            cls, note = "noise", " (within the noise)" if abs(ratio - 1) > 1e-9 else ""
+    elif abs(ratio - 1) > 0.005:
+        cls = "worse" if worse else "better"
+    c = f' class="{cls}"' if cls else ""
+    return (f"<td{c} data-ratio=\"{ratio!r}\" title=\"{e(verdict.text) if verdict else ''}\">"
+            f"{ratio:.3f}x{e(note)}</td>")
+
+
+def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> str:
+    """Several runs of one thing: the figures with their ratios to the
+    first, and the pictures overlaid."""
+    from ..noise import decide
+    base = runs[0]
+    named = [(d.label, d.result) for d in runs if d.result is not None]
+    head = "<tr><th>Figure</th>" + "".join(
+        f"<th>{e(d.label)}</th>" + ("<th>ratio</th>" if i else "")
+        for i, d in enumerate(runs)) + "</tr>"
+    rows = []
+    for key, name, get, fmt, metric, higher in FIGURES:
+        assert base.result is not None
+        b = get(base.result)
+        cells = []
+        for i, d in enumerate(runs):
+            assert d.result is not None
+            v = get(d.result)
+            cells.append(tables.fig(v, fmt(v) if v is not None else "-", key)
+                         .replace("<td", f"<td data-run=\"{i}\"", 1))
+            if i:
+                verdict = None
+                if metric and d.rounds and base.rounds:
+                    verdict = decide(metric, [x[metric] for x in d.rounds],
+                                     [x[metric] for x in base.rounds], threshold)
+                cells.append(_ratio_cell(v, b, higher, verdict))
+        rows.append(f"<tr data-key=\"{key}\"><th>{e(name)}</th>{''.join(cells)}</tr>")
+    noise = ("<p>Ratios to the first. Where both sides carry rounds (a pytest session's "
+             f"runs), req/s, p50 and p99 are judged by the pytest gate's rule (threshold "
+             f"{threshold:g}%): a change is marked only past 2 x sqrt(s_now^2 + s_base^2), "
+             "the rounds' spread.</p>")
+    pics = []
+    if all(r.timeline for _, r in named):
+        pics += [charts.throughput_chart(named), charts.latency_timeline_chart(named)]
+    if all(r.latency.count for _, r in named):
+        pics += [charts.percentile_chart(named), charts.histogram_chart(named)]
+    return (f"<section class=\"side-by-side\" data-label=\"{e(label)}\"><h2>{e(label)}</h2>"
+            f"{noise}<table class=\"ratios\">{head}{''.join(rows)}</table>{''.join(pics)}"
+            "</section>")
+
+
+def _session_section(d: Doc) -> str:
+    rows = []
+    for x in d.runs:
+        r = x.result
+        assert r is not None
+        p99 = r.latency.p99 if r.latency.count else None
+        rows.append(f"<tr data-name=\"{e(x.label)}\">{tables.txt(x.label)}"
+                    f"{tables.fig(len(x.rounds or []) or 1, key='rounds')}"
+                    f"{tables.num(r.rps, ',.2f', 'rps')}"
+                    f"{tables.msf(p99, 'latency.percentiles.99')}"
+                    f"{tables.fig(r.failed, key='failed')}</tr>")
+    m = d.machine
+    about = ", ".join(f"{k} {m[k]}" for k in ("node", "cpus", "python", "commit", "datetime")
+                      if m.get(k))
+    each = "".join(f"<details open><summary>{e(x.label)}</summary>{_run_section(x, 3)}</details>"
+                   for x in d.runs)
+    return (f"<section class=\"session\" data-label=\"{e(d.label)}\"><h2>{e(d.label)}</h2>"
+            f"<p>{e(about)}</p>"
+            + tables.table(["Test", "Rounds", "Req/s (median round)", "p99 ms", "Failed"], rows)
+            + each + "</section>")
+
+
+def _section(d: Doc) -> str:
+    return {"run": _run_section, "comparison": _comparison_section,
+            "capacity": _capacity_section, "session": _session_section}[d.kind](d)
+
+
+def render(docs: Sequence[Doc], title: str | None = None) -> str:
+    """The report of docs: one alone in full; several runs (or sessions)
+    side by side, the first the baseline, then each in full."""
+    if not docs:
+        raise ValueError("a report needs at least one result")
+    body = []
+    runs = [d for d in docs if d.kind == "run"]
+    sessions = [d for d in docs if d.kind == "session"]
+    if len(runs) > 1:
+        body.append(_side_by_side("Side by side (ratios to the first)", runs))
+    if len(sessions) > 1:
+        # The same test in each session, the first session the baseline.
+        names = list(dict.fromkeys(x.label for s in sessions for x in s.runs))
+        for name in names:
+            same = [dataclasses.replace(x, label=s.label) for s in sessions for x in s.runs
+                    if x.label == name]
+            if len(same) > 1:
+                body.append(_side_by_side(f"{name}: each session beside the first", same))
+    body += [_section(d) for d in docs]
+    title = title or ("httpbench: " + ", ".join(d.label for d in docs))[:200]
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{e(title)}</title><style>{_CSS}</style></head>"
+        f"<body class=\"httpbench-result\"><h1>{e(title)}</h1>{''.join(body)}"
+        f"<footer>Written by httpbench {e(__version__)} (Python "
+        f"{e(platform.python_version())}) at {e(when)}: one file, no script, nothing fetched."
+        "</footer></body></html>\n")
+
+
+def write(path: str | os.PathLike[str], docs: Sequence[Doc], title: str | None = None) -> None:
+    """Writes the report of docs to path (UTF-8)."""
+    Path(path).write_text(render(docs, title), encoding="utf-8")
