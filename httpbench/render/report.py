@@ -267,10 +267,13 @@ def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> st
                          .replace("<td", f"<td data-run=\"{i}\"", 1))
             if i:
                 verdict = None
+                now, then = v, b
                 if metric and d.rounds and base.rounds:
+                    # The gate's figures: the medians of the rounds.
                     verdict = decide(metric, [x[metric] for x in d.rounds],
                                      [x[metric] for x in base.rounds], threshold)
-                cells.append(_ratio_cell(v, b, higher, verdict))
+                    now, then = verdict.now, verdict.base
+                cells.append(_ratio_cell(now, then, higher, verdict))
         rows.append(f"<tr data-key=\"{key}\"><th>{e(name)}</th>{''.join(cells)}</tr>")
     noise = ("<p>Ratios to the first. Where both sides carry rounds (a pytest session's "
              f"runs), req/s, p50 and p99 are judged by the pytest gate's rule (threshold "

@@ -1,0 +1,411 @@
+"""The standalone HTML report, opened in a real browser: Debian's chromium,
+headless, driven by Playwright (no browser download: executable_path).
+Each page loads with no console error and no request but its own file; its
+figures (data-value, the raw JSON numbers) equal the JSON's; its plots
+have the points they should."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import httpbench
+from httpbench import Request, Scenario
+from httpbench.render.charts import full_seconds, percentile_points
+from httpbench.render.report import load, render
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[httpbench.Server]:
+    with httpbench.Server(threads=2) as s:
+        yield s
+
+
+class Page:
+    """A report opened from disk, with what the browser said and asked for."""
+
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
+        self.page.on("console", lambda m: m.type in ("error", "warning") and
+                     self.errors.append(m.text))
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.url = path.resolve().as_uri()
+        self.page.goto(self.url)
+        self.page.wait_for_load_state("load")
+
+    def clean(self) -> None:
+        assert self.errors == []
+        assert self.requests == [self.url]  # nothing but the file itself
+
+    def value(self, selector: str) -> Any:
+        return json.loads(self.page.locator(selector).first.get_attribute("data-value"))
+
+    def values(self, selector: str) -> list[Any]:
+        return [json.loads(v) for v in self.page.locator(selector).evaluate_all(
+            "els => els.map(e => e.getAttribute('data-value'))")]
+
+    def series(self, kind: str, scope: str = "") -> dict[str, tuple[int, int]]:
+        """Each series of the charts of `kind` (within scope): (data-count,
+        points drawn)."""
+        return {s["name"]: (int(s["count"]), s["drawn"]) for s in self.page.locator(
+            f"{scope} svg.chart[data-kind={kind}] g.series").evaluate_all("""els => els.map(g => {
+                const line = g.querySelector('polyline');
+                const drawn = line ? line.points.numberOfItems
+                                   : g.querySelectorAll('circle, path, rect, line').length;
+                return {name: g.dataset.series, count: g.dataset.count, drawn: drawn};
+            })""")}
+
+    def visible(self, selector: str) -> bool:
+        box = self.page.locator(selector).first.bounding_box()
+        return box is not None and box["width"] > 100 and box["height"] > 100
+
+
+def get(d: dict[str, Any], key: str) -> Any:
+    """A dotted key of the JSON (latency.percentiles.99.9: the last part may
+    hold a dot)."""
+    head, _, rest = key.partition(".")
+    if not rest:
+        return d[head]
+    if head == "latency" and rest.startswith("percentiles."):
+        return d["latency"]["percentiles"][rest[len("percentiles."):]]
+    if rest.startswith("percentiles."):
+        return d[head]["percentiles"][rest[len("percentiles."):]]
+    return get(d[head], rest)
+
+
+def open_report(browser: Any, tmp_path: Path, obj: Any, name: str = "r.html") -> Page:
+    path = tmp_path / name
+    obj.to_html(path)
+    page = Page(browser, path)
+    page.clean()
+    return page
+
+
+def check_figures(page: Page, r: httpbench.Result, scope: str = "section.run") -> None:
+    """Every figure of the summary, the percentiles and the connection
+    times in the page equals the result's JSON, number for number."""
+    d = r.to_dict()
+    keys = page.page.locator(f"{scope} table.figures td[data-key], {scope} table.percentiles "
+                             f"td[data-key], {scope} table.times td[data-key], {scope} "
+                             "table.failures td[data-key]").evaluate_all(
+        "els => els.map(e => [e.dataset.key, e.getAttribute('data-value')])")
+    assert len(keys) > 40
+    for key, raw in keys:
+        value = json.loads(raw)
+        if key == "cpu_per_request":
+            assert value == pytest.approx((d["cpu_user"] + d["cpu_sys"]) / d["complete"])
+        elif value is None:
+            assert not d["latency"]["count"] or key.startswith(("connect_time", "processing",
+                                                                "waiting"))
+        else:
+            assert value == get(d, key), key
+
+
+def test_a_run_in_the_browser(browser, srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=2048"), duration=2.5, concurrency=4, progress=False)
+    page = open_report(browser, tmp_path, r)
+    check_figures(page, r)
+    assert page.value("td[data-key=rps]") == r.rps
+    assert page.value("td[data-key=complete]") == r.complete
+    assert page.value("td[data-key='status_counts.200']") == r.complete
+    text = page.page.inner_text("body")
+    assert f"{r.complete:,}" in text and r.url in text and f"{os.cpu_count()} CPUs" in text
+    assert f"Python {r.python_version}" in text and "HTTP/1.1" in text
+    # The timeline: one point per full second (the last, partial one left
+    # out), the percentile plot as percentile_points gives it.
+    seconds, part = full_seconds(r)
+    assert part > 0 and len(seconds) == len(r.timeline) - 1
+    assert page.series("throughput")["requests/s"] == (len(seconds), len(seconds))
+    assert page.series("latency-timeline")["p99"][0] == len(seconds)
+    xs, _ = percentile_points(r.latency)
+    assert page.series("percentiles")["latency"] == (len(xs), len(xs)) and len(xs) > 40
+    assert page.series("histogram")["requests"][1] == 120  # 60 bins, two corners each
+    for kind in ("throughput", "latency-timeline", "percentiles", "histogram"):
+        assert page.visible(f"svg.chart[data-kind={kind}]"), kind
+    # Print keeps every picture and table.
+    page.page.emulate_media(media="print")
+    assert page.visible("svg.chart[data-kind=percentiles]")
+    assert len(page.page.pdf()) > 10_000
+
+
+def test_a_rate_run_draws_its_target_and_both_latencies(browser, srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=100"), duration=3.0, rate=500, concurrency=4,
+                      progress=False)
+    page = open_report(browser, tmp_path, r)
+    check_figures(page, r)
+    thr = page.series("throughput")
+    assert thr["target rate"] == (2, 2)
+    pct = page.series("percentiles")
+    assert set(pct) == {"corrected", "uncorrected (from the send)"}
+    assert page.value("td[data-key='latency_uncorrected.percentiles.99']") == \
+        r.latency_uncorrected.p99
+    assert "500.00 req/s" in page.page.inner_text("table.settings")
+
+
+def test_a_load_shape_is_drawn_by_its_corners(browser, srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=10"), stages=[(1, 200), (1, 400), (1, 0)],
+                      concurrency=4, progress=False)
+    page = open_report(browser, tmp_path, r)
+    assert page.series("throughput")["target rate"] == (4, 4)
+    assert "1 s to 200/s, 1 s to 400/s, 1 s to 0/s" in page.page.inner_text("table.settings")
+
+
+def test_non_2xx_per_second_are_counted_and_drawn(browser, srv, tmp_path):
+    scen = Scenario([Request("GET", "/rnd?c=10", name="ok"),
+                     Request("GET", "/status/404", name="missing")],
+                    order="sequence")
+    r = httpbench.run(srv.url("/"), scenario=scen, requests=3000, concurrency=2,
+                      progress=False)
+    assert r.non_2xx == r.by_name["missing"].complete > 1000 and r.failed == 0
+    assert sum(x.non_2xx for x in r.timeline) == r.non_2xx
+    assert [x.non_2xx for x in httpbench.Result.from_json(r.to_json()).timeline] == \
+        [x.non_2xx for x in r.timeline]
+    page = open_report(browser, tmp_path, r)
+    assert "non-2xx/s" in page.series("throughput")
+    # The scenario's table: each request's figures equal its own JSON's.
+    d = r.to_dict()
+    for name in ("ok", "missing"):
+        row = f"table.by-name tr[data-name={name}]"
+        assert page.value(f"{row} td[data-key=count]") == d["by_name"][name]["complete"]
+        assert page.value(f"{row} td[data-key='latency.percentiles.99']") == \
+            d["by_name"][name]["latency"]["percentiles"]["99"]
+    assert page.value("section.run td[data-key='status_counts.404']") == r.non_2xx
+    # Each request's latency by percentile, overlaid.
+    assert {"ok: latency", "missing: latency"} <= set(page.series("percentiles"))
+
+
+def test_a_cluster_run_has_its_workers_table(browser, srv, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as lc, distributed.Client(lc) as c:
+        r = httpbench.run(srv.url("/rnd?c=100"), requests=4000, concurrency=4, cluster=c,
+                          progress=False)
+    page = open_report(browser, tmp_path, r)
+    check_figures(page, r)
+    for w in r.workers:
+        row = f"table.workers tr[data-worker='{w.address}']"
+        assert page.value(f"{row} td[data-key=complete]") == w.result.complete
+        assert page.value(f"{row} td[data-key=rps]") == w.result.rps
+    assert page.page.locator("table.workers tr[data-worker]").count() == 2
+
+
+def test_a_capacity_search(browser, srv, tmp_path):
+    c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<40ms", start=300, stage_s=0.5,
+                           concurrency=10)
+    page = open_report(browser, tmp_path, c)
+    assert page.value("section.capacity [data-key=rate]") == c.rate
+    rows = page.page.locator("table.capacity tr[data-step]")
+    assert rows.count() == len(c.steps)
+    for i, s in enumerate(c.steps):
+        assert page.value(f"table.capacity tr[data-step='{i}'] td[data-key=p99]") == s.p99
+    knee = page.series("capacity")
+    assert knee["p99"] == (len(c.steps), len(c.steps))
+    held = sum(s.held for s in c.steps)
+    assert knee["held"][0] == held and knee["broke"][0] == len(c.steps) - held
+    assert page.page.locator("svg.chart[data-kind=capacity] g.hline").count() == 1
+    assert page.value("svg.chart[data-kind=capacity] g.hline") == 40.0  # ms
+
+
+def test_a_comparison(browser, srv, tmp_path):
+    cmp = httpbench.compare(agents=["httpbench", "http.client"], requests=300,
+                            scenarios=["get", "post"])
+    page = open_report(browser, tmp_path, cmp)
+    for (agent, scenario), r in cmp.results.items():
+        row = f"tr[data-agent='{agent}'][data-scenario='{scenario}']"
+        assert page.value(f"{row} td[data-key=rps]") == r.rps
+        assert page.value(f"{row} td[data-key=issued]") == r.issued == 300
+        assert page.value(f"{row} td[data-key=non_2xx]") == r.non_2xx == 0
+    bars = page.series("bars")
+    assert bars["get req/s"] == (2, 2) and bars["post req/s"] == (2, 2)
+    # Each agent's run is in the page, in full, under its details.
+    assert page.page.locator("section.comparison section.run").count() == 4
+
+
+def test_two_runs_side_by_side_from_saved_json(browser, srv, tmp_path):
+    paths = []
+    for i, c in enumerate((1, 4)):
+        out = tmp_path / f"run{i}.json"
+        done = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-t", "1.5", "-c", str(c),
+                               "--json", str(out), srv.url("/rnd?c=512")],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        paths.append(out)
+    html = tmp_path / "two.html"
+    done = subprocess.run([sys.executable, "-m", "httpbench", "report", *map(str, paths), "-o",
+                           str(html)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    a, b = (httpbench.Result.from_json(p.read_text()) for p in paths)
+    page = Page(browser, html)
+    page.clean()
+    row = "table.ratios tr[data-key=rps]"
+    assert page.value(f"{row} td[data-run='0']") == a.rps
+    assert page.value(f"{row} td[data-run='1']") == b.rps
+    ratio = float(page.page.locator(f"{row} td[data-ratio]").get_attribute("data-ratio"))
+    assert ratio == pytest.approx(b.rps / a.rps)
+    # The pictures overlaid: a line per run.
+    thr = page.series("throughput", "section.side-by-side")
+    assert set(thr) == {"run0: requests/s", "run1: requests/s"}
+    assert set(page.series("percentiles", "section.side-by-side")) == {"run0: latency",
+                                                                        "run1: latency"}
+    assert page.page.locator("section.run").count() == 2
+
+
+def test_a_session_beside_its_baseline_marks_only_what_exceeds_the_noise(browser, tmp_path):
+    """pytest --httpbench-html: the session's runs, each beside the
+    baseline's, judged by the gate's rule on their rounds."""
+    (tmp_path / "test_x.py").write_text(
+        "def test_fast(httpbench_server, httpbench_run):\n"
+        "    httpbench_run(httpbench_server.url('/rnd?c=100'), requests=3000, rounds=3)\n")
+    common = ["-q", "-p", "no:cacheprovider", "-p",
+              "no:xdist", "-p", "no:benchmark"]
+    first = subprocess.run([sys.executable, "-m", "pytest", *common, "--httpbench-save=base"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert first.returncode == 0, first.stdout + first.stderr
+    base = json.loads((tmp_path / ".httpbench" / "base.json").read_text())
+    assert base["kind"] == "session" and len(base["runs"]["test_x.py::test_fast"]["rounds"]) == 3
+    second = subprocess.run([sys.executable, "-m", "pytest", *common,
+                             "--httpbench-compare=base", "--httpbench-html=s.html"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "wrote the session's report to s.html" in second.stdout
+    page = Page(browser, tmp_path / "s.html")
+    page.clean()
+    assert page.page.locator("section.session").count() == 2
+    side = page.page.locator("section.side-by-side")
+    assert side.count() == 1
+    rps = side.locator("tr[data-key=rps] td[data-ratio]")
+    # Judged by the noise rule: marked "within the noise" or "past the noise".
+    assert "noise" in rps.inner_text() or rps.inner_text().strip() == "1.000x"
+    assert side.locator("tr[data-key=rps] td[data-ratio]").get_attribute("title")
+    baseline_rps = base["runs"]["test_x.py::test_fast"]["rps"]
+    assert page.value("section.side-by-side tr[data-key=rps] td[data-run='0']") == baseline_rps
+
+
+def test_the_noise_rule_marks_a_change_past_the_band(srv):
+    """Rounds that moved 40% with a 1% spread are marked worse; ones that
+    moved 8% with a 10% spread are within the noise."""
+    from httpbench.render.report import run_doc
+
+    def doc(label: str, rps: list[float], r: httpbench.Result) -> Any:
+        return run_doc(r, label, [{"rps": v, "p50": 0.001, "p99": 0.002} for v in rps])
+
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=100, progress=False)
+    page = render([doc("base", [100, 101, 99], r), doc("now", [60, 61, 59], r)])
+    row = page[page.index('<tr data-key="rps">'):]
+    row = row[:row.index("</tr>")]
+    assert 'class="worse"' in row and "past the noise" in row
+    page = render([doc("base", [100, 120, 80], r), doc("now", [92, 110, 74], r)])
+    row = page[page.index('<tr data-key="rps">'):]
+    row = row[:row.index("</tr>")]
+    assert 'class="noise"' in row and "within the noise" in row
+
+
+def test_ctrl_c_is_marked_on_the_timeline(browser, srv, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-t", "30", "-c", "2",
+                             "--json", "r.json", "--html", "r.html", srv.url("/rnd?c=10")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    r = httpbench.Result.from_json((tmp_path / "r.json").read_text())
+    assert r.interrupted and r.interrupted_at is not None and 1.0 < r.interrupted_at < 10
+    page = Page(browser, tmp_path / "r.html")
+    page.clean()
+    assert page.series("throughput")["stopped or lost"][0] == 1
+    assert "stopped (Ctrl-C)" in page.page.locator("svg.chart[data-kind=throughput]").text_content()
+    assert f"at {r.interrupted_at:,.1f} s" in page.page.inner_text("table.settings")
+
+
+def synthetic(srv: httpbench.Server, seconds: int) -> httpbench.Result:
+    """A long run's Result, made without running that long: its timeline
+    and histograms as a long run fills them."""
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=100, progress=False)
+    h = httpbench.Histogram()
+    for i in range(200_000):
+        h.record(50_000 + (i * 7919) % 5_000_000 + (i % 1000 == 0) * 900_000_000)
+    for name in ("latency", "latency_uncorrected", "processing", "waiting"):
+        getattr(r, name).histogram.merge(h)
+    r.timeline = [httpbench.result.Second(t, 20_000 + t % 97, t % 3, 0.0004, 0.004, t % 5)
+                  for t in range(seconds)]
+    r.time_taken = float(seconds)
+    return r
+
+
+def test_a_ten_minute_run_stays_under_two_megabytes(browser, srv, tmp_path):
+    r = synthetic(srv, 600)
+    page = open_report(browser, tmp_path, r)
+    size = (tmp_path / "r.html").stat().st_size
+    assert size < 2_000_000, size
+    assert page.series("throughput")["requests/s"] == (600, 600)
+    assert page.series("latency-timeline")["p99"] == (600, 600)
+    shot = page.page.locator("svg.chart[data-kind=throughput]").screenshot()
+    assert len(shot) > 5_000  # not blank: a blank PNG of that size compresses to ~1 KB
+
+
+def test_report_refuses_what_it_cannot_read(tmp_path):
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    (tmp_path / "bad.json").write_text("{not json")
+    for name, said in (("x.json", "no known kind"), ("bad.json", "cannot read it as JSON"),
+                       ("missing.json", "cannot read it as JSON")):
+        done = subprocess.run([sys.executable, "-m", "httpbench", "report", name, "-o", "o.html"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        assert done.returncode == 2 and said in done.stderr and name in done.stderr, done.stderr
+        assert not (tmp_path / "o.html").exists()
+    with pytest.raises(ValueError, match="at least one"):
+        render([])
+
+
+def test_every_kind_of_saved_json_loads_by_its_kind(srv, tmp_path):
+    """A run's, a comparison's (today's and the bare mapping before
+    schema 11), a capacity search's and a pytest session's files."""
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=200, progress=False)
+    (tmp_path / "run.json").write_text(r.to_json())
+    cmp = httpbench.compare(agents=["httpbench"], requests=100, scenarios=["get"])
+    (tmp_path / "cmp.json").write_text(json.dumps(cmp.to_dict()))
+    (tmp_path / "old.json").write_text(json.dumps({f"{a} {s}": x.to_dict()
+                                                   for (a, s), x in cmp.results.items()}))
+    assert load(tmp_path / "run.json").kind == "run"
+    for name in ("cmp.json", "old.json"):
+        back = load(tmp_path / name)
+        assert back.kind == "comparison" and back.comparison is not None
+        assert back.comparison.results["httpbench", "get"].complete == 100
+    c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<50ms", start=200, stage_s=0.3,
+                           concurrency=2)
+    (tmp_path / "cap.json").write_text(json.dumps(c.to_dict()))
+    back = load(tmp_path / "cap.json")
+    assert back.kind == "capacity" and back.capacity is not None
+    assert back.capacity.steps == c.steps and back.capacity.rate == c.rate
+    # A report of all of them at once.
+    page = render([load(tmp_path / n) for n in ("run.json", "cmp.json", "cap.json")])
+    for cls in ("run", "comparison", "capacity"):
+        assert f'<section class="{cls}"' in page
+    assert "<script" not in page and " src=" not in page and " href=" not in page
