@@ -56,6 +56,8 @@ static void *thread_main(void *arg)
         hb_bc_run(t);
     for (int i = 0; i < t->nconns; i++)
         hb_bc_close(&t->conns[i]);
+    if (t->pub != NULL)
+        hb_br_publish(t); /* the end: the snapshot is then exact */
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
         t->cpu_user = cpu_seconds(&ru.ru_utime) - cpu_seconds(&ru0.ru_utime);
         t->cpu_sys = cpu_seconds(&ru.ru_stime) - cpu_seconds(&ru0.ru_stime);
@@ -160,6 +162,19 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         return -1;
     for (int k = 0; k < b->nreqs; k++)
         hb_br_init(&t->res[k]);
+    if (cfg->publish) {
+        t->pub = calloc((size_t)b->nreqs, sizeof *t->pub);
+        if (t->pub == NULL)
+            return -1;
+        int rc = pthread_mutex_init(&t->pub_mu, NULL);
+        if (rc != 0) {
+            errno = rc;
+            return -1;
+        }
+        t->pub_mu_ok = 1;
+        for (int k = 0; k < b->nreqs; k++)
+            hb_br_init(&t->pub[k]);
+    }
     hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
     /* Each connection's exchanges: as many as it may have in flight. */
     int depth = cfg->http2          ? (cfg->streams > 0 ? cfg->streams : 1)
@@ -451,6 +466,9 @@ void hb_bench_free(hb_bench *b)
         free(t->scratch);
         free(t->timeline);
         free(t->res);
+        free(t->pub);
+        if (t->pub_mu_ok)
+            pthread_mutex_destroy(&t->pub_mu);
     }
     free(b->threads);
     pthread_mutex_destroy(&b->mu);

@@ -126,6 +126,8 @@ typedef struct {
                                    * SETTINGS_MAX_CONCURRENT_STREAMS */
     uint64_t window;              /* HTTP/2: the client's windows, bytes
                                    * (1..HB_BENCH_MAX_WINDOW; 0: wide open) */
+    int publish;                  /* each thread publishes its figures as each second of the
+                                   * timeline begins, and at its end, for hb_bench_snapshot */
 } hb_bench_config;
 
 /* Per second of the run: outcomes (non_2xx: complete responses not 2xx, a
@@ -255,6 +257,15 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out);
  * alone (the whole run's are their exact sum; the timeline and the CPU
  * time are the whole run's only). */
 void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out);
+
+/* While the run lasts (cfg.publish set): the figures each thread last
+ * published, merged into out (initialised here), of request i of a
+ * scenario or of every request (i < 0). As of each thread's latest second
+ * boundary, so up to a second old; exact once the run has ended. No
+ * timeline, CPU time or per-connection rates. Nothing is published, and
+ * out stays empty, without cfg.publish. Takes each thread's publication
+ * lock in turn: never held by the loop for more than a copy. */
+void hb_bench_snapshot(hb_bench *b, int i, hb_bench_result *out);
 
 /* Stops if need be, joins the threads and frees b. */
 void hb_bench_free(hb_bench *b);

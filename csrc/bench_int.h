@@ -200,6 +200,11 @@ typedef struct bthread {
     double cpu_user, cpu_sys;
     uint64_t complete, failed; /* over every request */
     uint64_t live_issued, live_complete, live_failed;
+    /* cfg.publish: res[] as of the last second boundary (hb_br_publish),
+     * under pub_mu (pub_mu_ok once initialised). */
+    hb_bench_result *pub;
+    pthread_mutex_t pub_mu;
+    int pub_mu_ok;
 } bthread;
 
 struct hb_bench {
@@ -274,6 +279,9 @@ static inline bexch *hb_bc_current(bconn *c)
 #define HB_FAIL(field) offsetof(hb_bench_result, field)
 
 /* ---- bench_result.c: what a thread records, and the merge of threads */
+
+/* Copies t's figures to t->pub for hb_bench_snapshot (cfg.publish). */
+void hb_br_publish(bthread *t);
 
 /* The second `now` falls in, of t's timeline, grown into when need be;
  * NULL when memory ran out (the timeline then stops, nothing else does). */

@@ -38,9 +38,41 @@ hb_second *hb_br_second(bthread *t, int64_t now)
         t->timeline = p;
         t->tl_cap = cap;
     }
-    if (s >= t->nseconds)
+    if (s >= t->nseconds) {
+        /* A second begins: the one moment figures are published, so the
+         * cost is a copy a second, none per request. */
         t->nseconds = (int)s + 1;
+        if (t->pub != NULL)
+            hb_br_publish(t);
+    }
     return &t->timeline[s];
+}
+
+void hb_br_publish(bthread *t)
+{
+    pthread_mutex_lock(&t->pub_mu);
+    for (int k = 0; k < t->b->nreqs; k++) {
+        t->pub[k] = t->res[k];
+        t->pub[k].timeline = NULL; /* the thread's own; never the snapshot's */
+    }
+    pthread_mutex_unlock(&t->pub_mu);
+}
+
+void hb_bench_snapshot(hb_bench *b, int i, hb_bench_result *out)
+{
+    hb_br_init(out);
+    for (int n = 0; n < b->nthreads; n++) {
+        bthread *t = &b->threads[n];
+        if (t->pub == NULL)
+            continue;
+        pthread_mutex_lock(&t->pub_mu);
+        for (int k = 0; k < b->nreqs; k++)
+            if (i < 0 || k == i)
+                hb_br_add(out, &t->pub[k]);
+        pthread_mutex_unlock(&t->pub_mu);
+    }
+    const int64_t *doc = i < 0 ? &b->doc_len : i < b->nreqs ? &b->reqs[i].doc_len : NULL;
+    out->document_length = doc != NULL ? __atomic_load_n(doc, __ATOMIC_RELAXED) : -1;
 }
 
 void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
@@ -263,6 +295,8 @@ void hb_br_forget(bthread *t)
 {
     for (int k = 0; k < t->b->nreqs; k++)
         hb_br_init(&t->res[k]);
+    if (t->pub != NULL)
+        hb_br_publish(t);
     if (t->timeline != NULL)
         memset(t->timeline, 0, (size_t)t->tl_cap * sizeof *t->timeline);
     t->nseconds = 0;

@@ -223,6 +223,7 @@ static const setting SETTINGS[] = {
     {"http2", S_FLAG, AT(http2), 0, 0},
     {"streams", S_COUNT, AT(streams), HB_BENCH_MAX_STREAMS, 0},
     {"window", S_U64, AT(window), HB_BENCH_MAX_WINDOW, 0},
+    {"publish", S_FLAG, AT(publish), 0, 0},
 };
 #undef AT
 static const char *const OBJECT_SETTINGS[] = {
@@ -761,25 +762,31 @@ error:
     return NULL;
 }
 
-/* result() -> dict: every figure of the run; call after wait() is True. */
-static PyObject *Bench_result(BenchObject *self, PyObject *unused)
+typedef void (*figures_of)(hb_bench *b, int i, hb_bench_result *out);
+
+/* hb_bench_collect's, for the whole run (i < 0) or one request. */
+static void collected(hb_bench *b, int i, hb_bench_result *out)
 {
-    (void)unused;
+    if (i < 0)
+        hb_bench_collect(b, out);
+    else
+        hb_bench_collect_request(b, i, out);
+}
+
+/* The figures get gives, of the whole run with a scenario's requests each
+ * alone in its order ("by_request"), as result() returns them. */
+static PyObject *figures_dict(BenchObject *self, figures_of get)
+{
     core_state *st = type_state(Py_TYPE(self));
-    if (self->b == NULL || !hb_bench_wait(self->b, 0)) {
-        PyErr_SetString(PyExc_RuntimeError, "the run has not ended");
-        return NULL;
-    }
     hb_bench_result *r = PyMem_Malloc(sizeof *r);
     if (r == NULL)
         return PyErr_NoMemory();
-    hb_bench_collect(self->b, r);
+    get(self->b, -1, r);
     PyObject *out = result_dict(st, r);
     hb_bench_result_free(r);
-    /* A scenario's requests, each alone, in its order. */
     PyObject *each = out != NULL ? PyList_New(self->nscenario) : NULL;
     for (int i = 0; each != NULL && i < self->nscenario; i++) {
-        hb_bench_collect_request(self->b, i, r);
+        get(self->b, i, r);
         PyObject *d = result_dict(st, r);
         hb_bench_result_free(r);
         if (d == NULL)
@@ -793,6 +800,31 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     return out;
 }
 
+/* result() -> dict: every figure of the run; call after wait() is True. */
+static PyObject *Bench_result(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->b == NULL || !hb_bench_wait(self->b, 0)) {
+        PyErr_SetString(PyExc_RuntimeError, "the run has not ended");
+        return NULL;
+    }
+    return figures_dict(self, collected);
+}
+
+/* snapshot() -> dict: the figures the loop threads last published (each
+ * second, and at their end), as result() gives them but without the
+ * timeline, the CPU time or the per-connection rates; empty figures
+ * unless the run was made with publish=True. */
+static PyObject *Bench_snapshot(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->b == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the run was not started");
+        return NULL;
+    }
+    return figures_dict(self, hb_bench_snapshot);
+}
+
 static PyMethodDef Bench_methods[] = {
     {"wait", (PyCFunction)Bench_wait, METH_O, "wait(seconds) -> True once the run has ended."},
     {"stop", (PyCFunction)Bench_stop, METH_NOARGS, "End the run early."},
@@ -802,6 +834,8 @@ static PyMethodDef Bench_methods[] = {
     {"go", (PyCFunction)Bench_go, METH_O,
      "go(start): a prepared start's measured part begins at start (time.time()'s clock)."},
     {"result", (PyCFunction)Bench_result, METH_NOARGS, "Every figure of the ended run."},
+    {"snapshot", (PyCFunction)Bench_snapshot, METH_NOARGS,
+     "The figures published at the last second boundary (publish=True)."},
     {0},
 };
 

@@ -203,8 +203,49 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     # always starts so, every connection open before the common instant.
     prepared = bool(spec.warmup) or coordinator is not None
     settings, route = loop_settings(spec, prepared)
-    bench = _core._Bench(settings)
+    live = _metrics(spec)
+    try:
+        if live is not None:
+            settings["publish"] = True
+        bench = _core._Bench(settings)
+        return _measure(spec, bench, prepared, route, progress, stream, coordinator, live)
+    finally:
+        if live is not None:
+            live[0].close()
+
+
+def _metrics(spec: RunSpec) -> tuple[Any, Any] | None:
+    """run(metrics=): the endpoint, bound before anything is sent (a port
+    in use is an OSError naming it), and the run's exposition."""
+    if spec.metrics is None:
+        return None
+    from .metrics import MetricsServer, RunMetrics, new_run_label, parse_address, target_of
+    names = [r.name for r in spec.scenario.requests] if spec.scenario is not None else []
+    shape = RunMetrics(spec.metrics_run or new_run_label(), names,
+                       target_of(spec.rate, spec.stages), bool(spec.rate or spec.stages))
+    address = parse_address("metrics", spec.metrics)
+    try:
+        server = MetricsServer(address, lambda: "# EOF\n")
+    except OSError as e:
+        raise OSError(e.errno, f"metrics: cannot listen on {spec.metrics}: {e.strerror}") from None
+    return server.start(), shape
+
+
+def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRoute | None,
+             progress: Progress, stream: IO[str] | None, coordinator: Coordinator | None,
+             live: tuple[Any, Any] | None) -> Result:
+    """The run driven to its end (its live metrics served meanwhile, and
+    its final ones for metrics_linger after)."""
+    if live is not None:
+        server, shape = live
+
+        def text() -> str:
+            issued, complete, failed = bench.progress()
+            return shape.live(bench.snapshot(), max(0, issued - complete - failed))
+        server.set(text)
     at = _begin(bench, prepared, coordinator)
+    if live is not None:
+        shape.start = at
     started: str | None = None
     interrupted_at: float | None = None
     if at is None:
@@ -229,8 +270,12 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
                                  spec.rate if spec.stages is None else None, spec.stages)
         for part in [raw, *raw.get("by_request", ())]:
             part["time_taken"] = max(part["time_taken"], length)
-    return _results(spec, raw, started=started, interrupted=interrupted, route=route,
-                    interrupted_at=interrupted_at)
+    result = _results(spec, raw, started=started, interrupted=interrupted, route=route,
+                      interrupted_at=interrupted_at)
+    if live is not None:
+        server.set(lambda: shape.final(result))
+        server.linger(spec.metrics_linger)
+    return result
 
 
 def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupted: bool,

@@ -57,6 +57,9 @@ def run(
     http2: bool = False,
     streams: int = 1,
     window: int | None = None,
+    metrics: str | None = None,
+    metrics_run: str | None = None,
+    metrics_linger: float = 0.0,
     cluster: Any = None,
     workers: int | None = None,
     _coordinator: Coordinator | None = None,
@@ -83,7 +86,9 @@ def run(
     http2 speaks HTTP/2 (h2 by ALPN over https://, h2c by prior knowledge
     over http://) with up to `streams` requests in flight on each
     connection and the client's windows `window` bytes (wide open unless
-    given), and
+    given), metrics="HOST:PORT" serves live figures for Prometheus at
+    /metrics (OpenMetrics; a `run` label of metrics_run, and the final
+    figures kept for metrics_linger seconds after the end), and
     cluster (a dask.distributed.Client or an address) spreads the run over
     `workers` of a Dask cluster's workers, merged exactly.
 

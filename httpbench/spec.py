@@ -69,6 +69,9 @@ class RunSpec:
     http2: bool = False
     streams: int = 1
     window: int | None = None
+    metrics: str | None = None  # HOST:PORT to serve /metrics on while the run lasts
+    metrics_run: str | None = None  # the `run` label (None: a short id)
+    metrics_linger: float = 0.0  # seconds the final figures stay served
 
     @classmethod
     def from_arguments(cls, url: str, **given: Any) -> RunSpec:
@@ -155,6 +158,18 @@ def _numbers(a: dict[str, Any]) -> None:
     a["streams"] = _check.count("streams", a["streams"], 1, _check.MAX_STREAMS)
     if a["window"] is not None:
         a["window"] = _check.count("window", a["window"], 1, _check.MAX_WINDOW)
+    if a["metrics"] is not None:
+        from .metrics import check_label, parse_address
+        parse_address("metrics", a["metrics"])
+        if a["metrics_run"] is not None:
+            check_label("metrics_run", a["metrics_run"])
+    elif a["metrics_run"] is not None:
+        raise ValueError("metrics_run labels the metrics: pass metrics='HOST:PORT' too")
+    if a["metrics_linger"] != 0.0:
+        a["metrics_linger"] = _check.seconds("metrics_linger", a["metrics_linger"])
+        if a["metrics_linger"] > 3600:
+            raise ValueError(f"metrics_linger must be at most 3600 seconds, not "
+                             f"{a['metrics_linger']!r}")
 
 
 def _combinations(a: dict[str, Any]) -> None:

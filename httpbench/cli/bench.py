@@ -71,7 +71,7 @@ def bench_parser() -> argparse.ArgumentParser:
 
 
     add_common(p, "requests", "concurrency", "threads", "timeout", "headers", "quiet", "json",
-               "html", "unix_socket", "proxy", "http2", "streams", "window",
+               "html", "metrics", "metrics_run", "metrics_linger", "unix_socket", "proxy", "http2", "streams", "window",
                requests={"help": "requests to perform (with neither -n nor a time limit the run "
                                  "lasts 10 s, as wrk's; ab's default of one request measures "
                                  "nothing)"},
@@ -293,7 +293,8 @@ def bench(argv: Sequence[str]) -> int:
                 lengths_vary=args.lengths_vary, stream=sys.stderr, unix_socket=args.unix_socket,
                 pipeline=args.pipeline, proxy=proxy, scenario=scenario, cluster=args.dask,
                 workers=args.workers, http2=args.http2, streams=args.streams,
-                window=args.window, **tls)  # type: ignore[arg-type]
+                window=args.window, metrics=args.metrics, metrics_run=args.metrics_run,
+                metrics_linger=args.metrics_linger, **tls)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError, TLSError, ImportError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).

@@ -39,6 +39,16 @@ COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
         "metavar": "FILE",
         "help": "write a standalone HTML report to FILE: one file that opens from disk with no "
                 "network (see also: httpbench report)"}),
+    "metrics": (("--metrics",), {
+        "metavar": "HOST:PORT",
+        "help": "serve live figures for Prometheus at http://HOST:PORT/metrics (OpenMetrics) "
+                "while the run lasts"}),
+    "metrics_run": (("--metrics-run",), {
+        "metavar": "NAME", "help": "with --metrics: the run label (default: a short id)"}),
+    "metrics_linger": (("--metrics-linger",), {
+        "metavar": "TIME", "default": "0",
+        "help": "with --metrics: keep serving the final figures this long after the run "
+                "(default 0), so a scraper catches the end"}),
     "unix_socket": (("--unix-socket",), {
         "metavar": "PATH",
         "help": "as curl: connect to this Unix socket, not the URL's host and port (the URL "
@@ -94,6 +104,17 @@ def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CON
         args.window = _check.count("--window", args.window, 1, _check.MAX_WINDOW)
         if not args.http2:
             raise UsageError("--window is HTTP/2's: add --http2")
+    if "metrics" in given:
+        if args.metrics is not None:
+            from ..metrics import check_label, parse_address
+            parse_address("--metrics", args.metrics)
+            if args.metrics_run is not None:
+                check_label("--metrics-run", args.metrics_run)
+        elif args.metrics_run is not None or args.metrics_linger != "0":
+            raise UsageError("--metrics-run and --metrics-linger go with --metrics HOST:PORT")
+        linger = args.metrics_linger
+        args.metrics_linger = 0.0 if linger in ("0", "0s") else parse_time("--metrics-linger",
+                                                                             linger)
 
 
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,312 @@
+"""Live metrics for Prometheus: run(metrics="127.0.0.1:9464") serves the
+OpenMetrics 1.0.0 text exposition at /metrics while the run lasts.
+
+    httpbench_requests_total{run, outcome}   complete, each failure class, cancelled
+    httpbench_responses_total{run, status}
+    httpbench_in_flight{run}
+    httpbench_bytes_received_total{run}
+    httpbench_target_rate{run}               under a rate or a shape
+    httpbench_latency_seconds{run}           a histogram (from the intended start)
+    httpbench_latency_uncorrected_seconds    beside it under a rate
+
+A scenario's requests are series of their own (a `name` label each). The
+figures come from what each loop thread publishes as each second of the
+timeline begins (csrc bench_result.c, hb_br_publish): nothing per request,
+no second clock. The histogram's buckets are fixed edges, 1-2-5 from
+100 us to 60 s, counted from the run's own latency histogram. After the
+run the final figures are served for `metrics_linger` seconds so that a
+scraper catches the end."""
+
+from __future__ import annotations
+
+import http.server
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._core import Histogram
+from .figures import FAILURE_CLASSES
+
+__all__ = ["MetricsServer", "Figures", "exposition", "parse_address", "check_label", "EDGES",
+           "CONTENT_TYPE", "new_run_label"]
+
+CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+# The histogram's edges in seconds: 1-2-5 from 100 us to 50 s, then 60 s.
+EDGES: tuple[float, ...] = tuple(float(f"{m}e{k}") for k in range(-4, 2) for m in (1, 2, 5)) \
+    + (60.0,)
+OUTCOMES = ("complete", *FAILURE_CLASSES, "cancelled")
+
+
+def new_run_label() -> str:
+    """A short id for a run's `run` label: 8 hex digits."""
+    return os.urandom(4).hex()
+
+
+def parse_address(name: str, text: object) -> tuple[str, int]:
+    """HOST:PORT (or [IPv6]:PORT) to listen on, PORT 0..65535 (0: any
+    free one); ValueError naming the argument otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
+    m = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^\s:\[\]]*):(\d{1,5})", text)
+    if m is None:
+        raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
+    host = m.group(1) if m.group(1) is not None else m.group(3)
+    port = int(m.group(2) or m.group(4))
+    if port > 65535:
+        raise ValueError(f"{name}'s port must be 0 to 65535, not {port}")
+    return host or "0.0.0.0", port
+
+
+def check_label(name: str, value: object) -> str:
+    """A label value: text of 1 to 128 printable characters."""
+    if not isinstance(value, str) or not 0 < len(value) <= 128 or not value.isprintable():
+        raise ValueError(f"{name} must be text of 1 to 128 printable characters, not {value!r}")
+    return value
+
+
+class Figures:
+    """What one series set shows: outcomes, statuses, bytes, the latency
+    histograms (ns); from the loop's snapshot dict or from a Result."""
+
+    def __init__(self, outcomes: dict[str, int], statuses: dict[int, int], received: int,
+                 latency: Histogram, uncorrected: Histogram) -> None:
+        self.outcomes, self.statuses, self.received = outcomes, statuses, received
+        self.latency, self.uncorrected = latency, uncorrected
+
+    @classmethod
+    def of_raw(cls, raw: dict[str, Any]) -> Figures:
+        """From Bench.snapshot()'s (or result()'s) dict."""
+        return cls({o: int(raw.get(o, 0)) for o in OUTCOMES}, dict(raw["status_counts"]),
+                   int(raw["bytes_received"]), raw["latency"], raw["latency_uncorrected"])
+
+    @classmethod
+    def of_result(cls, r: Any) -> Figures:
+        return cls({"complete": r.complete, **r.failures, "cancelled": r.cancelled},
+                   dict(r.status_counts), r.bytes_received, r.latency.histogram,
+                   r.latency_uncorrected.histogram)
+
+
+def _labels(labels: Sequence[tuple[str, str]]) -> str:
+    def esc(v: str) -> str:
+        return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return ",".join(f'{k}="{esc(v)}"' for k, v in labels)
+
+
+def _num(v: float) -> str:
+    if isinstance(v, int):
+        return str(v)
+    return repr(float(v)) if math.isfinite(v) else ("+Inf" if v > 0 else "NaN")
+
+
+def _buckets(h: Histogram) -> list[int]:
+    """Cumulative counts at each edge (and +Inf) from the histogram's own
+    buckets: a bucket counts at the first edge at or above its highest
+    value."""
+    counts = [0] * (len(EDGES) + 1)
+    for _, hi, n in h.buckets():
+        top = (hi - 1) / 1e9
+        i = next((k for k, edge in enumerate(EDGES) if top <= edge), len(EDGES))
+        counts[i] += n
+    out, total = [], 0
+    for n in counts:
+        total += n
+        out.append(total)
+    return out
+
+
+Series = tuple[list[tuple[str, str]], Figures]
+
+
+def exposition(series: Sequence[Series], in_flight: Sequence[tuple[list[tuple[str, str]], int]],
+               target: Sequence[tuple[list[tuple[str, str]], float]], uncorrected: bool) -> str:
+    """The OpenMetrics text of the series (labels, figures), the in-flight
+    gauges and the target rates, ending in # EOF."""
+    out: list[str] = []
+
+    def family(name: str, kind: str, help_text: str, unit: str = "") -> None:
+        out.append(f"# TYPE {name} {kind}")
+        if unit:
+            out.append(f"# UNIT {name} {unit}")
+        out.append(f"# HELP {name} {help_text}")
+
+    family("httpbench_requests", "counter",
+           "Requests by outcome: complete, each failure class, cancelled.")
+    for labels, f in series:
+        for o in OUTCOMES:
+            out.append(f"httpbench_requests_total{{{_labels(labels + [('outcome', o)])}}} "
+                       f"{f.outcomes.get(o, 0)}")
+    family("httpbench_responses", "counter", "Complete responses by status code.")
+    for labels, f in series:
+        for code, n in sorted(f.statuses.items()):
+            out.append(f"httpbench_responses_total{{{_labels(labels + [('status', str(code))])}}}"
+                       f" {n}")
+    family("httpbench_in_flight", "gauge", "Requests issued and not yet ended.")
+    for labels, n in in_flight:
+        out.append(f"httpbench_in_flight{{{_labels(labels)}}} {n}")
+    family("httpbench_bytes_received", "counter", "Bytes received, heads and bodies.")
+    for labels, f in series:
+        out.append(f"httpbench_bytes_received_total{{{_labels(labels)}}} {f.received}")
+    if target:
+        family("httpbench_target_rate", "gauge", "The rate asked for now, requests a second.")
+        for labels, v in target:
+            out.append(f"httpbench_target_rate{{{_labels(labels)}}} {_num(v)}")
+    hists = [("httpbench_latency_seconds", "latency",
+              "Latency from each request's intended start (its send in a closed loop).")]
+    if uncorrected:
+        hists.append(("httpbench_latency_uncorrected_seconds", "uncorrected",
+                      "Latency from each request's actual send."))
+    for name, which, help_text in hists:
+        family(name, "histogram", help_text, "seconds")
+        for labels, f in series:
+            h: Histogram = getattr(f, which)
+            for edge, n in zip((*EDGES, math.inf), _buckets(h), strict=True):
+                out.append(f"{name}_bucket{{{_labels(labels + [('le', _num(edge))])}}} {n}")
+            out.append(f"{name}_count{{{_labels(labels)}}} {h.count}")
+            out.append(f"{name}_sum{{{_labels(labels)}}} {_num(h.mean * h.count / 1e9)}")
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Listener
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path = self.path.split("?", 1)[0]
+        if path != "/metrics":
+            body = b"not found: the metrics are at /metrics\n"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+        else:
+            try:
+                body = self.server.text().encode()
+            except Exception as e:  # the snapshot failed: say so, do not hang
+                body = f"httpbench: the figures could not be read: {e}\n".encode()
+                self.send_response(500)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+            else:
+                self.send_response(200)
+                self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_HEAD = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # a scrape a second is no news
+
+
+class _Listener(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    text: Callable[[], str]
+
+
+class MetricsServer:
+    """Serves text() at http://HOST:PORT/metrics from a thread of its own,
+    from start() to close(). The address is bound at once, so a port in
+    use is an OSError before the run begins."""
+
+    def __init__(self, address: tuple[str, int], text: Callable[[], str]) -> None:
+        cls = _Listener
+        if ":" in address[0]:
+            import socket
+
+            class _Listener6(_Listener):
+                address_family = socket.AF_INET6
+            cls = _Listener6
+        self.httpd = cls(address, _Handler)
+        self.httpd.text = text
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={
+            "poll_interval": 0.1}, name="httpbench-metrics", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def set(self, text: Callable[[], str]) -> None:
+        """What is served from now on."""
+        self.httpd.text = text
+
+    def start(self) -> MetricsServer:
+        self.thread.start()
+        return self
+
+    def linger(self, seconds: float) -> None:
+        """Keeps serving for `seconds` (Ctrl-C ends it early)."""
+        end = time.monotonic() + seconds
+        try:
+            while time.monotonic() < end:
+                time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+        except KeyboardInterrupt:
+            pass
+
+    def close(self) -> None:
+        if self.thread.is_alive():
+            self.httpd.shutdown()
+            self.thread.join()
+        self.httpd.server_close()
+
+
+class RunMetrics:
+    """A run's exposition: `run` labels, a scenario's names, the target
+    rate over time (seconds from the start to req/s; None: no target), and
+    whether the uncorrected latency goes beside the corrected one."""
+
+    def __init__(self, run: str, names: Sequence[str], target: Callable[[float], float] | None,
+                 uncorrected: bool) -> None:
+        self.base = [("run", run)]
+        self.names, self.target, self.uncorrected = list(names), target, uncorrected
+        self.start: float | None = None  # time.time() of the measured part's start
+
+    def _target(self, final: bool) -> list[tuple[list[tuple[str, str]], float]]:
+        if self.target is None:
+            return []
+        since = math.inf if final or self.start is None else max(0.0, time.time() - self.start)
+        return [(self.base, self.target(since))]
+
+    def _series(self, whole: Figures, parts: Sequence[Figures]) -> list[Series]:
+        if self.names:
+            return [(self.base + [("name", n)], f) for n, f in zip(self.names, parts,
+                                                                    strict=True)]
+        return [(self.base, whole)]
+
+    def live(self, snapshot: dict[str, Any], in_flight: int) -> str:
+        """From Bench.snapshot() and the in-flight count."""
+        parts = [Figures.of_raw(p) for p in snapshot.get("by_request") or []]
+        return exposition(self._series(Figures.of_raw(snapshot), parts),
+                          [(self.base, in_flight)], self._target(False), self.uncorrected)
+
+    def final(self, r: Any) -> str:
+        """From the run's Result: nothing in flight."""
+        parts = [Figures.of_result(x) for x in r.by_name.values()]
+        return exposition(self._series(Figures.of_result(r), parts), [(self.base, 0)],
+                          self._target(True), self.uncorrected)
+
+
+def target_of(rate: float | None, stages: Sequence[tuple[float, float]] | None
+              ) -> Callable[[float], float] | None:
+    """The rate asked for at t seconds into the run: a constant rate, or a
+    shape's stages ramping from the level before (0 at the start); the
+    last stage's level after the shape ends. None for a closed loop."""
+    if stages:
+        corners = [(0.0, 0.0)]
+        t = 0.0
+        for seconds, level in stages:
+            t += seconds
+            corners.append((t, level))
+
+        def at(since: float) -> float:
+            for (t0, r0), (t1, r1) in zip(corners, corners[1:], strict=False):
+                if since <= t1:
+                    return r0 + (r1 - r0) * ((since - t0) / (t1 - t0) if t1 > t0 else 1.0)
+            return corners[-1][1]
+        return at
+    if rate:
+        return lambda since: rate
+    return None
