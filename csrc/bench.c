@@ -52,6 +52,9 @@ static void *thread_main(void *arg)
         run = wait_for_go(t) == 0;
         getrusage(RUSAGE_THREAD, &ru0);
     }
+    /* The measured part alone is logged: a warmup's requests are not. */
+    if (b->log != NULL)
+        t->log = hb_rlog_ring_at(b->log, t->index);
     if (run)
         hb_bc_run(t);
     for (int i = 0; i < t->nconns; i++)
@@ -63,10 +66,25 @@ static void *thread_main(void *arg)
         t->cpu_sys = cpu_seconds(&ru.ru_stime) - cpu_seconds(&ru0.ru_stime);
     }
     pthread_mutex_lock(&b->mu);
+    if (b->running == 1 && b->log != NULL) {
+        /* The last one out: every record is in a ring, so the log is
+         * drained and closed before the run counts as ended (its file is
+         * whole when run() returns). Nothing else runs to race with. */
+        pthread_mutex_unlock(&b->mu);
+        b->log_error = hb_rlog_close(b->log, &b->log_written, &b->log_dropped);
+        pthread_mutex_lock(&b->mu);
+    }
     if (--b->running == 0)
         pthread_cond_broadcast(&b->done_cv);
     pthread_mutex_unlock(&b->mu);
     return NULL;
+}
+
+int hb_bench_log_status(hb_bench *b, uint64_t *written, uint64_t *dropped)
+{
+    *written = b->log_written;
+    *dropped = b->log_dropped;
+    return b->log_error;
 }
 
 /* b->reqs from the scenario, or from the run's one request, with every
@@ -152,6 +170,7 @@ static int copy_shapes(hb_bench *b, const hb_bench_config *cfg)
 static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int nt)
 {
     const hb_bench_config *cfg = &b->cfg;
+    t->index = i;
     t->first_conn = first;
     t->nconns = conc / nt + (i < conc % nt);
     t->conns = calloc((size_t)t->nconns, sizeof *t->conns);
@@ -191,6 +210,7 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         for (int k = 0; k < depth; k++) {
             c->xs[k].rq = &b->reqs[0];
             c->xs[k].res = &t->res[0];
+            c->xs[k].conn = (uint32_t)(first + j);
         }
         c->thr = t;
     }
@@ -340,6 +360,16 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++)
         if (setup_thread(b, &b->threads[i], i, first, conc, nt) != 0)
             goto error;
+    if (cfg->log != NULL) {
+        hb_rlog_config lc = *cfg->log;
+        const char *outcomes[HB_BR_MAX_OUTCOMES];
+        lc.nrings = nt;
+        lc.outcomes = outcomes;
+        lc.noutcomes = hb_br_outcome_names(outcomes);
+        if ((b->log = hb_rlog_open(&lc)) == NULL)
+            goto error;
+    }
+    b->cfg.log = NULL; /* the caller's: not kept */
     launch(b, nt);
     return b;
 error:
@@ -471,6 +501,7 @@ void hb_bench_free(hb_bench *b)
             pthread_mutex_destroy(&t->pub_mu);
     }
     free(b->threads);
+    hb_rlog_free(b->log);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->done_cv);
     pthread_cond_destroy(&b->gate_cv);

@@ -25,6 +25,7 @@
 
 #include "hist.h"
 #include "net.h"
+#include "rlog.h"
 #include "scen.h"
 #include "shape.h"
 
@@ -128,6 +129,8 @@ typedef struct {
                                    * (1..HB_BENCH_MAX_WINDOW; 0: wide open) */
     int publish;                  /* each thread publishes its figures as each second of the
                                    * timeline begins, and at its end, for hb_bench_snapshot */
+    const hb_rlog_config *log;    /* the per-request log (rlog.h; nrings is set here, and
+                                   * the fd is the run's from a successful start), or NULL */
 } hb_bench_config;
 
 /* Per second of the run: outcomes (non_2xx: complete responses not 2xx, a
@@ -266,6 +269,11 @@ void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out);
  * out stays empty, without cfg.publish. Takes each thread's publication
  * lock in turn: never held by the loop for more than a copy. */
 void hb_bench_snapshot(hb_bench *b, int i, hb_bench_result *out);
+
+/* The per-request log's end, once the run has ended (hb_bench_wait): the
+ * records written and dropped, and 0 or the errno of the write that
+ * failed. Zeros without a log. */
+int hb_bench_log_status(hb_bench *b, uint64_t *written, uint64_t *dropped);
 
 /* Stops if need be, joins the threads and frees b. */
 void hb_bench_free(hb_bench *b);

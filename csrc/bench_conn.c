@@ -382,6 +382,22 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
     return 1;
 }
 
+/* n more bytes of c's batch written: each exchange's share of them, its
+ * request's bytes in the batch's order (the log's bytes_sent). */
+static void count_sent(bconn *c, uint64_t n)
+{
+    uint64_t len = c->xs[0].req_len, done = c->sent - n;
+    for (int k = 0; k < c->batch && n > 0; k++) {
+        uint64_t lo = (uint64_t)k * len, hi = lo + len;
+        if (done >= hi)
+            continue;
+        uint64_t take = hi - done < n ? hi - done : n;
+        c->xs[k].tx += take;
+        done += take;
+        n -= take;
+    }
+}
+
 static void write_request(bthread *t, bconn *c, int64_t now)
 {
     const char *req = c->batch > 1 ? t->b->pipe_req : c->xs[0].req;
@@ -392,6 +408,7 @@ static void write_request(bthread *t, bconn *c, int64_t now)
         if (n > 0) {
             c->sent += (size_t)n;
             c->xs[0].res->bytes_sent += (uint64_t)n;
+            count_sent(c, (uint64_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -471,6 +488,8 @@ static void start_request(bthread *t, bconn *c, int64_t now)
     x->t_first = 0;
     x->connect_ns = 0;
     x->retried = 0;
+    x->status = 0;
+    x->tx = x->rx = 0;
     /* A pipeline's batch: the same request (b->pipe_req repeats it), each
      * an exchange of its own in order, all timed from the one write. */
     for (int i = 1; i < batch; i++)
@@ -654,9 +673,11 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         if (!c->have_head) {
             if (n == 0)
                 return;
+            bexch *x = hb_bc_current(c);
             ssize_t used = take_head(t, c, p, n, now);
             if (used < 0)
                 return;
+            x->rx += (uint64_t)used;
             p += used;
             n -= (size_t)used;
             continue;
@@ -669,6 +690,7 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
         }
         if (dn > 0 && hb_bc_current(c)->rq->r.expect_body_len > 0)
             hb_scen_needle_feed(&hb_bc_current(c)->rq->body, &hb_bc_current(c)->found, p + off, dn);
+        hb_bc_current(c)->rx += used;
         p += used;
         n -= used;
         if (rc == HB_PARSE_DONE) {
@@ -850,7 +872,7 @@ static void tick(bthread *t, int64_t now)
                 /* Not finished within the grace: cancelled, which is no
                  * failure (issued == complete + failed + cancelled). */
                 for (int k = c->answered; k < c->batch; k++)
-                    c->xs[k].res->cancelled++;
+                    hb_br_cancelled(t, &c->xs[k], now);
                 t->inflight -= unanswered(c);
                 hb_bc_close(c);
                 c->state = BC_IDLE;

@@ -482,7 +482,7 @@ void hb_h2l_tick(bthread *t, bconn *c, int64_t now, int abandon)
          * (issued == complete + failed + cancelled). */
         FOR_TAKEN(c, x, depth)
         {
-            x->res->cancelled++;
+            hb_br_cancelled(t, x, now);
             release(t, c, x, now);
         }
         if (c->state == BC_RETRY)

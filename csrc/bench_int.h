@@ -125,6 +125,10 @@ typedef struct {
     const hb_h2_req *h2req;
     uint64_t got;
     int refusals;
+    /* The per-request log: the request's bytes written and its
+     * response's parsed (HTTP/1.1), and its connection over all threads. */
+    uint64_t tx, rx;
+    uint32_t conn;
 } bexch;
 
 typedef struct {
@@ -205,6 +209,8 @@ typedef struct bthread {
     hb_bench_result *pub;
     pthread_mutex_t pub_mu;
     int pub_mu_ok;
+    hb_rlog_ring *log; /* the per-request log's ring, while the measured part runs */
+    int index;         /* in b->threads */
 } bthread;
 
 struct hb_bench {
@@ -258,6 +264,9 @@ struct hb_bench {
     hb_shape *vus_measured;
     hb_h2_req *h2reqs; /* HTTP/2: each variant as h2 sends it, as ptrs */
     int nh2reqs;
+    hb_rlog *log; /* the per-request log, or NULL; closed by the last thread out */
+    uint64_t log_written, log_dropped;
+    int log_error;
 };
 
 /* Whether the run was asked to stop (stop_at is set by then). */
@@ -291,6 +300,16 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
 /* Exchange ex completed at now: counted (non_2xx unless ok2xx; a keep-alive
  * request when kept) and timed. */
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept);
+
+/* Exchange ex was in flight when the grace after a stop or the duration
+ * ended: cancelled, which is no failure. */
+void hb_br_cancelled(bthread *t, bexch *ex, int64_t now);
+
+/* The log's outcome names after complete into out (room for
+ * HB_BR_MAX_OUTCOMES): the failure classes, then "cancelled". Returns how
+ * many. */
+#define HB_BR_MAX_OUTCOMES 16
+int hb_br_outcome_names(const char **out);
 /* The first final response's head and Server field, once for the run. */
 void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head);
 /* An HTTP/2 response's Server field, the first for the run. */

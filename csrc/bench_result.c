@@ -75,8 +75,69 @@ void hb_bench_snapshot(hb_bench *b, int i, hb_bench_result *out)
     out->document_length = doc != NULL ? __atomic_load_n(doc, __ATOMIC_RELAXED) : -1;
 }
 
+/* The outcomes the log names, after complete: the failure classes by
+ * their field (hb_br_failed's cls), then cancelled. Their names are
+ * httpbench.Result's (FAILURE_CLASSES). */
+static const struct {
+    size_t cls;
+    const char *name;
+} OUTCOMES[] = {
+    {HB_FAIL(fail_connect), "connect"},     {HB_FAIL(fail_receive), "receive"},
+    {HB_FAIL(fail_length), "length"},       {HB_FAIL(fail_exceptions), "exceptions"},
+    {HB_FAIL(fail_timeout), "timeout"},     {HB_FAIL(fail_tls), "tls"},
+    {HB_FAIL(fail_check), "check"},         {HB_FAIL(fail_reset), "reset"},
+};
+#define NOUTCOMES (sizeof OUTCOMES / sizeof OUTCOMES[0])
+#define OUTCOME_CANCELLED ((uint8_t)(NOUTCOMES + 1))
+
+int hb_br_outcome_names(const char **out)
+{
+    for (size_t i = 0; i < NOUTCOMES; i++)
+        out[i] = OUTCOMES[i].name;
+    out[NOUTCOMES] = "cancelled";
+    return (int)NOUTCOMES + 1;
+}
+
+/* One record of ex's outcome in the thread's ring (nothing waits). */
+static void log_outcome(bthread *t, const bexch *ex, int64_t now, uint8_t outcome)
+{
+    const hb_bench *b = t->b;
+    int64_t start = ex->t_start ? ex->t_start : ex->t_intended;
+    hb_rlog_rec rec = {
+        .intended = ex->t_intended - b->start,
+        .start = start - b->start,
+        .latency = now - ex->t_intended,
+        .tx = b->cfg.http2 ? (ex->h2req != NULL ? ex->h2req->body_len : 0) : ex->tx,
+        .rx = b->cfg.http2 ? ex->got : ex->rx,
+        .conn = ex->conn,
+        .stream = b->cfg.http2 ? ex->sid : 0,
+        .status = (uint16_t)(ex->status > 0 && ex->status < 1000 ? ex->status : 0),
+        .name = (uint16_t)(ex->rq - b->reqs),
+        .thread = (uint16_t)t->index,
+        .outcome = outcome,
+    };
+    hb_rlog_put(t->log, &rec);
+}
+
+static uint8_t outcome_of(size_t cls)
+{
+    for (size_t i = 0; i < NOUTCOMES; i++)
+        if (OUTCOMES[i].cls == cls)
+            return (uint8_t)(i + 1);
+    return (uint8_t)NOUTCOMES; /* not reached: every class is named */
+}
+
+void hb_br_cancelled(bthread *t, bexch *ex, int64_t now)
+{
+    ex->res->cancelled++;
+    if (t->log != NULL)
+        log_outcome(t, ex, now, OUTCOME_CANCELLED);
+}
+
 void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
 {
+    if (t->log != NULL)
+        log_outcome(t, ex, now, outcome_of(cls));
     ex->res->failed++;
     (*(uint64_t *)((char *)ex->res + cls))++;
     hb_second *sec = hb_br_second(t, now);
@@ -92,6 +153,8 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
 {
     hb_bench_result *res = ex->res;
+    if (t->log != NULL)
+        log_outcome(t, ex, now, HB_RLOG_COMPLETE);
     /* non_2xx counts complete responses only (non_2xx <= complete): one
      * that failed a check is in that class, its status in status[]. */
     if (!ok2xx)

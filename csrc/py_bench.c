@@ -227,7 +227,7 @@ static const setting SETTINGS[] = {
 };
 #undef AT
 static const char *const OBJECT_SETTINGS[] = {
-    "host", "port", "request", "tls", "unix_socket", "tunnel", "stages", "vus", "scenario",
+    "host", "port", "request", "tls", "unix_socket", "tunnel", "stages", "vus", "scenario", "log",
 };
 
 /* One table entry's value into cfg. Returns 0, or -1 with an exception. */
@@ -325,6 +325,8 @@ typedef struct {
     hb_addr unix_addr;
     hb_shape *shape, *vus;
     void *scen_mem;
+    hb_rlog_config log;
+    const char **log_names; /* PyMem; the bytes are the settings dict's */
 } bench_parts;
 
 static void bench_parts_free(bench_parts *p)
@@ -332,8 +334,63 @@ static void bench_parts_free(bench_parts *p)
     PyMem_Free(p->shape);
     PyMem_Free(p->vus);
     PyMem_Free(p->scen_mem);
+    PyMem_Free(p->log_names);
     p->shape = p->vus = NULL;
     p->scen_mem = NULL;
+    p->log_names = NULL;
+}
+
+/* The log setting, (fd, format, names, sample, seed, delay_ns,
+ * ring_records) as httpbench/local.py writes it, into p->log. Returns 0,
+ * or -1 with an exception. */
+static int log_of(PyObject *v, bench_parts *p)
+{
+    long long fd, format, delay, ring;
+    double sample;
+    PyObject *names, *seed;
+    if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != 7) {
+        PyErr_SetString(PyExc_TypeError, "log must be (fd, format, names, sample, seed, "
+                                         "delay_ns, ring_records)");
+        return -1;
+    }
+    names = PyTuple_GET_ITEM(v, 2);
+    seed = PyTuple_GET_ITEM(v, 4);
+    if (hbpy_arg_int(PyTuple_GET_ITEM(v, 0), "log fd", 0, INT_MAX, &fd) != 0 ||
+        hbpy_arg_int(PyTuple_GET_ITEM(v, 1), "log format", 0, 1, &format) != 0 ||
+        hbpy_arg_real(PyTuple_GET_ITEM(v, 3), "log_sample", 0, 1, &sample) != 0 ||
+        hbpy_arg_int(PyTuple_GET_ITEM(v, 5), "log delay", 0, 3600000000000LL, &delay) != 0 ||
+        hbpy_arg_int(PyTuple_GET_ITEM(v, 6), "log ring", 1024, 1 << 24, &ring) != 0)
+        return -1;
+    if (!PyList_Check(names) || PyList_GET_SIZE(names) > 65535 || !PyLong_Check(seed)) {
+        PyErr_SetString(PyExc_TypeError, "log names must be a list of bytes, its seed an int");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(names);
+    p->log_names = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *p->log_names);
+    if (p->log_names == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyList_GET_ITEM(names, i);
+        if (!PyBytes_Check(s) || strlen(PyBytes_AS_STRING(s)) != (size_t)PyBytes_GET_SIZE(s)) {
+            PyErr_SetString(PyExc_TypeError, "a log name must be bytes without NUL");
+            return -1;
+        }
+        p->log_names[i] = PyBytes_AS_STRING(s);
+    }
+    unsigned long long s = PyLong_AsUnsignedLongLongMask(seed);
+    if (s == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    p->log = (hb_rlog_config){.fd = (int)fd,
+                              .format = (int)format,
+                              .ring_records = (uint32_t)ring,
+                              .names = p->log_names,
+                              .nnames = (int)n,
+                              .sample = sample,
+                              .seed = s,
+                              .delay_ns = delay};
+    return 0;
 }
 
 /* settings[name], or NULL for a missing key or None (borrowed). */
@@ -385,6 +442,11 @@ static int bench_objects(core_state *st, PyObject *settings, bench_parts *p, hb_
             goto error;
         cfg->scenario = reqs;
         cfg->nscenario = ns;
+    }
+    if ((v = optional(settings, "log")) != NULL) {
+        if (log_of(v, p) != 0)
+            goto error;
+        cfg->log = &p->log;
     }
     if (p->tls != NULL) {
         cfg->transport = &hb_net_tls;
@@ -811,6 +873,20 @@ static PyObject *Bench_result(BenchObject *self, PyObject *unused)
     return figures_dict(self, collected);
 }
 
+/* log_status() -> (written, dropped, errno) of the per-request log, once
+ * the run has ended; zeros without a log. */
+static PyObject *Bench_log_status(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->b == NULL || !hb_bench_wait(self->b, 0)) {
+        PyErr_SetString(PyExc_RuntimeError, "the run has not ended");
+        return NULL;
+    }
+    uint64_t written, dropped;
+    int err = hb_bench_log_status(self->b, &written, &dropped);
+    return Py_BuildValue("(KKi)", (unsigned long long)written, (unsigned long long)dropped, err);
+}
+
 /* snapshot() -> dict: the figures the loop threads last published (each
  * second, and at their end), as result() gives them but without the
  * timeline, the CPU time or the per-connection rates; empty figures
@@ -834,6 +910,8 @@ static PyMethodDef Bench_methods[] = {
     {"go", (PyCFunction)Bench_go, METH_O,
      "go(start): a prepared start's measured part begins at start (time.time()'s clock)."},
     {"result", (PyCFunction)Bench_result, METH_NOARGS, "Every figure of the ended run."},
+    {"log_status", (PyCFunction)Bench_log_status, METH_NOARGS,
+     "(written, dropped, errno) of the per-request log, once the run has ended."},
     {"snapshot", (PyCFunction)Bench_snapshot, METH_NOARGS,
      "The figures published at the last second boundary (publish=True)."},
     {0},

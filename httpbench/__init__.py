@@ -35,6 +35,7 @@ from .exceptions import (
 from .agents import available_agents
 from .capacity import CapacityResult, CapacityStep, capacity
 from .compare import Comparison, compare
+from .reqlog import LogRecord, read_log
 from .result import Latency, Result
 from .runner import run
 from .scenario import Request, Scenario
@@ -57,6 +58,8 @@ __all__ = [
     "capacity",
     "CapacityResult",
     "CapacityStep",
+    "read_log",
+    "LogRecord",
     "HttpbenchError",
     "ConnectError",
     "Timeout",

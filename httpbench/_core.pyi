@@ -219,13 +219,22 @@ class _Bench:
         concurrency, threads, timeout needed; head, keepalive, rate,
         lengths_vary, pipeline, idempotent, sequence, seed, prepared,
         warmup_requests, warmup_seconds, tls, unix_socket, tunnel, stages,
-        vus, scenario optional."""
+        vus, scenario, http2, streams, window, publish (figures published
+        each second for snapshot()), log ((fd, format, names, sample,
+        seed, delay_ns, ring_records): the per-request log) optional."""
     def wait(self, seconds: float, /) -> bool: ...
     def stop(self) -> None: ...
     def progress(self) -> tuple[int, int, int]: ...
     def prepared(self) -> bool: ...
     def go(self, start: float, /) -> None: ...
     def result(self) -> dict[str, Any]: ...
+    def snapshot(self) -> dict[str, Any]:
+        """The figures the loop threads last published (publish=True), as
+        result() gives them, without the timeline, CPU time and
+        per-connection rates."""
+    def log_status(self) -> tuple[int, int, int]:
+        """(written, dropped, errno) of the per-request log, once the run
+        has ended."""
 
 RESULT_COUNTS: tuple[str, ...]
 RESULT_SECONDS: tuple[str, ...]

@@ -19,7 +19,8 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # streams_max_used, refused, reset_codes, header_bytes_wire and
 # header_bytes_decoded, and per-connection req/s (conn_rps_*); 11 `kind`
 # ("run"), cpus, hostname, interrupted_at, the timeline's non_2xx per
-# second and a worker's lost_at.
+# second, a worker's lost_at, and the per-request log's log, log_records,
+# log_dropped and log_error.
 SCHEMA = 11
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2

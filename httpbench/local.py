@@ -8,11 +8,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import os
 import resource
 import sys
 import time
 from collections.abc import Sequence
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from . import _core
 from ._request import (IDEMPOTENT, USER_AGENT, basic_auth, host_field, public_url, tls_context,
@@ -22,6 +23,12 @@ from .progress import Progress, Reporter
 from .result import FAILURE_CLASSES, Latency, Result, Second
 from .scenario import describe, loop_form
 from .spec import RunSpec
+
+if TYPE_CHECKING:
+    from .metrics import MetricsServer, RunMetrics
+    from .reqlog import LogFile
+
+    Live = tuple[MetricsServer, RunMetrics]
 
 __all__ = ["run_local", "Coordinator", "schedule_length"]
 
@@ -204,17 +211,50 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     prepared = bool(spec.warmup) or coordinator is not None
     settings, route = loop_settings(spec, prepared)
     live = _metrics(spec)
+    log = None
     try:
         if live is not None:
             settings["publish"] = True
-        bench = _core._Bench(settings)
-        return _measure(spec, bench, prepared, route, progress, stream, coordinator, live)
+        if spec.log is not None:
+            log = _log_file(spec)
+            settings["log"] = log.setting(_LOG_DELAY_NS)
+        try:
+            bench = _core._Bench(settings)
+        except BaseException:
+            if log is not None:
+                log.abandon()
+            raise
+        if log is not None:
+            log.given()
+        result = _measure(spec, bench, prepared, route, progress, stream, coordinator, live)
     finally:
         if live is not None:
             live[0].close()
+    if log is not None:
+        written, dropped, err = bench.log_status()
+        result.log, result.log_records, result.log_dropped = log.path, written, dropped
+        result.log_error = os.strerror(err) if err else ""
+        log.finish()
+    return result
 
 
-def _metrics(spec: RunSpec) -> tuple[Any, Any] | None:
+# Tests only: the log's writer made slow on purpose (ns of sleep per pass
+# over the rings), to show that records are then dropped and counted, the
+# run not slowed.
+_LOG_DELAY_NS = int(os.environ.get("HTTPBENCH_TEST_LOG_DELAY_NS", "0") or 0)
+
+
+def _log_file(spec: RunSpec) -> LogFile:
+    """The log's file, opened before anything is sent (a path that cannot
+    be written is an OSError naming it)."""
+    from .reqlog import LogFile
+    assert spec.log is not None
+    names = [r.name for r in spec.scenario.requests] if spec.scenario is not None else [""]
+    seed = spec.scenario.seed if spec.scenario is not None else 0
+    return LogFile(spec.log, names, spec.log_sample, seed)
+
+
+def _metrics(spec: RunSpec) -> Live | None:
     """run(metrics=): the endpoint, bound before anything is sent (a port
     in use is an OSError naming it), and the run's exposition."""
     if spec.metrics is None:
@@ -233,7 +273,7 @@ def _metrics(spec: RunSpec) -> tuple[Any, Any] | None:
 
 def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRoute | None,
              progress: Progress, stream: IO[str] | None, coordinator: Coordinator | None,
-             live: tuple[Any, Any] | None) -> Result:
+             live: Live | None) -> Result:
     """The run driven to its end (its live metrics served meanwhile, and
     its final ones for metrics_linger after)."""
     if live is not None:

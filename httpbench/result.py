@@ -121,7 +121,8 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "header_bytes_wire": 0, "header_bytes_decoded": 0,
                           "conn_rps_min": 0.0, "conn_rps_max": 0.0, "conn_rps_mean": 0.0,
                           "conn_rps_sd": 0.0, "interrupted_at": None, "cpus": None,
-                          "hostname": ""}
+                          "hostname": "", "log": "", "log_records": 0, "log_dropped": 0,
+                          "log_error": ""}
 
 
 class Second(NamedTuple):
@@ -249,6 +250,13 @@ class Result:
     # result saved before schema 11).
     cpus: int | None = dataclasses.field(default_factory=os.cpu_count)
     hostname: str = dataclasses.field(default_factory=socket.gethostname)
+    # The per-request log (run(log=)): its file ("" without one), the
+    # records written, those dropped (the writer fell behind, or a write
+    # failed: log_error says why).
+    log: str = ""
+    log_records: int = 0
+    log_dropped: int = 0
+    log_error: str = ""
     # The loop's counters that have no field of their own, by name: a count
     # added to csrc/py_bench.c's table lands here (CONTRIBUTING.md). Summed
     # in a merge; empty for the comparison's agents.

@@ -4,6 +4,7 @@ The arguments are checked once, into a RunSpec (httpbench.spec)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from typing import IO, Any
@@ -60,6 +61,8 @@ def run(
     metrics: str | None = None,
     metrics_run: str | None = None,
     metrics_linger: float = 0.0,
+    log: str | os.PathLike[str] | None = None,
+    log_sample: float = 1.0,
     cluster: Any = None,
     workers: int | None = None,
     _coordinator: Coordinator | None = None,
@@ -88,7 +91,10 @@ def run(
     connection and the client's windows `window` bytes (wide open unless
     given), metrics="HOST:PORT" serves live figures for Prometheus at
     /metrics (OpenMetrics; a `run` label of metrics_run, and the final
-    figures kept for metrics_linger seconds after the end), and
+    figures kept for metrics_linger seconds after the end), log=FILE
+    writes a record per request (or a random `log_sample` of them) as CSV,
+    JSON lines or SQLite by the file's extension (httpbench.read_log reads
+    it back), and
     cluster (a dask.distributed.Client or an address) spreads the run over
     `workers` of a Dask cluster's workers, merged exactly.
 
@@ -98,6 +104,9 @@ def run(
     given = {k: v for k, v in locals().items()
              if k not in ("url", "cluster", "workers", "_coordinator", "progress", "stream")}
     spec = RunSpec.from_arguments(url, **given)
+    if cluster is not None and spec.log is not None:
+        raise ValueError("log with a cluster is not supported: each worker's requests are on "
+                         "its own machine (give each worker's run its own log)")
     if cluster is not None:
         return _on_cluster(spec, cluster, workers, progress, stream)
     if workers is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any
 
 from . import _check
@@ -72,6 +73,8 @@ class RunSpec:
     metrics: str | None = None  # HOST:PORT to serve /metrics on while the run lasts
     metrics_run: str | None = None  # the `run` label (None: a short id)
     metrics_linger: float = 0.0  # seconds the final figures stay served
+    log: str | None = None  # the per-request log's file (.csv, .jsonl, .db or .sqlite)
+    log_sample: float = 1.0  # the fraction of requests logged, at random
 
     @classmethod
     def from_arguments(cls, url: str, **given: Any) -> RunSpec:
@@ -158,6 +161,17 @@ def _numbers(a: dict[str, Any]) -> None:
     a["streams"] = _check.count("streams", a["streams"], 1, _check.MAX_STREAMS)
     if a["window"] is not None:
         a["window"] = _check.count("window", a["window"], 1, _check.MAX_WINDOW)
+    if a["log"] is not None:
+        from .reqlog import log_format
+        log_format("log", a["log"])
+        a["log"] = os.fspath(a["log"])
+    if a["log_sample"] != 1.0 or isinstance(a["log_sample"], bool):
+        v = a["log_sample"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise ValueError(f"log_sample must be a fraction above 0 and at most 1, not {v!r}")
+        if a["log"] is None:
+            raise ValueError("log_sample samples the log: pass log=FILE too")
+        a["log_sample"] = float(v)
     if a["metrics"] is not None:
         from .metrics import check_label, parse_address
         parse_address("metrics", a["metrics"])
@@ -165,7 +179,7 @@ def _numbers(a: dict[str, Any]) -> None:
             check_label("metrics_run", a["metrics_run"])
     elif a["metrics_run"] is not None:
         raise ValueError("metrics_run labels the metrics: pass metrics='HOST:PORT' too")
-    if a["metrics_linger"] != 0.0:
+    if a["metrics_linger"] != 0.0 or isinstance(a["metrics_linger"], bool):
         a["metrics_linger"] = _check.seconds("metrics_linger", a["metrics_linger"])
         if a["metrics_linger"] > 3600:
             raise ValueError(f"metrics_linger must be at most 3600 seconds, not "

@@ -4,6 +4,7 @@ hey's habits; with no URL, the comparison."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -11,6 +12,7 @@ from typing import IO
 from .. import _check
 from .._version import __version__
 from ..exceptions import HttpbenchError, TLSError
+from ..reqlog import log_format
 from ..result import Result
 from .._url import split_url
 from ..runner import basic_auth, run
@@ -71,7 +73,8 @@ def bench_parser() -> argparse.ArgumentParser:
 
 
     add_common(p, "requests", "concurrency", "threads", "timeout", "headers", "quiet", "json",
-               "html", "metrics", "metrics_run", "metrics_linger", "unix_socket", "proxy", "http2", "streams", "window",
+               "html", "metrics", "metrics_run", "metrics_linger", "unix_socket", "proxy", "http2",
+               "streams", "window",
                requests={"help": "requests to perform (with neither -n nor a time limit the run "
                                  "lasts 10 s, as wrk's; ab's default of one request measures "
                                  "nothing)"},
@@ -103,6 +106,11 @@ def bench_parser() -> argparse.ArgumentParser:
                    help="as ab: 2 or more prints the first response's head")
     p.add_argument("-e", dest="csv", help="write the percentiles as CSV to this file")
 
+    p.add_argument("--log", metavar="FILE",
+                   help="write a record per request to FILE: CSV, JSON lines or SQLite by its "
+                        "extension (.csv, .jsonl, .db, .sqlite); httpbench.read_log reads it")
+    p.add_argument("--log-sample", type=float, metavar="FRACTION",
+                   help="with --log: log this fraction of the requests, at random (0.01: 1%%)")
     p.add_argument("--hgrm", metavar="FILE",
                    help="write HdrHistogram's percentile distribution (values in ms) to FILE "
                         "('-': standard output)")
@@ -259,6 +267,14 @@ def bench(argv: Sequence[str]) -> int:
         scenario = _scenario(args, method, body)
         tls = tls_options(args)
         proxy = proxy_option(args)
+        if args.log is not None:
+            log_format("--log", args.log)
+            folder = os.path.dirname(os.path.abspath(args.log))
+            if not os.access(folder, os.W_OK):
+                raise UsageError(f"--log: cannot write {args.log} (no such folder, or not "
+                                 "writable)")
+        if args.log_sample is not None and args.log is None:
+            raise UsageError("--log-sample samples the log: add --log FILE")
         if args.url is not None and not split_url(args.url).tls:
             given = [flag for flag, v in (("--cacert", args.cacert), ("--cert", args.cert),
                                           ("--key", args.key), ("-f", args.protocol),
@@ -294,7 +310,9 @@ def bench(argv: Sequence[str]) -> int:
                 pipeline=args.pipeline, proxy=proxy, scenario=scenario, cluster=args.dask,
                 workers=args.workers, http2=args.http2, streams=args.streams,
                 window=args.window, metrics=args.metrics, metrics_run=args.metrics_run,
-                metrics_linger=args.metrics_linger, **tls)  # type: ignore[arg-type]
+                metrics_linger=args.metrics_linger, log=args.log,
+                log_sample=1.0 if args.log_sample is None else args.log_sample,
+                **tls)  # type: ignore[arg-type]
     except (ValueError, FileNotFoundError, TLSError, ImportError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).

@@ -119,6 +119,13 @@ def key_rows(r: Result) -> list[tuple[str, str | None, Any, str]]:
                      f"max {r.conn_rps_max:,.2f})"))
     if r.not_run:
         rows.append(("Not run (lost workers)", "not_run", r.not_run, f"{r.not_run:,}"))
+    if r.log:
+        rows.append(("Request log records", "log_records", r.log_records,
+                     f"{r.log_records:,} in {r.log}"))
+        rows.append(("Request log dropped", "log_dropped", r.log_dropped,
+                     f"{r.log_dropped:,}" + (f" ({r.log_error})" if r.log_error else
+                                             " (the writer fell behind)" if r.log_dropped
+                                             else "")))
     return rows
 
 

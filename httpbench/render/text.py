@@ -117,6 +117,10 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.http_version == "2" and r.complete:
         yield (f"Req/s per connection:   min {r.conn_rps_min:.2f}, max {r.conn_rps_max:.2f}, "
                f"mean {r.conn_rps_mean:.2f}, sd {r.conn_rps_sd:.2f}")
+    if r.log:
+        dropped = f", {r.log_dropped} dropped" if r.log_dropped else ""
+        why = f" ({r.log_error})" if r.log_error else ""
+        yield f"Request log:            {r.log}: {r.log_records} records{dropped}{why}"
     if r.interrupted:
         yield "Interrupted:            the run was stopped before its end"
     if r.rate:

@@ -1,0 +1,186 @@
+"""The per-request log: run(log="requests.csv") writes one record per
+request, by the file's extension as CSV (a header row first), JSON lines
+or an SQLite table `requests`; read_log() reads any of them back.
+
+    intended_start, start   seconds from the result's start time
+    latency                 seconds, from the intended start (the run's latency)
+    status                  the response's status; None (empty) when none came
+    bytes_sent, bytes_received
+                            the request's and its response's bytes (HTTP/2: the
+                            request's body and the response's DATA)
+    failure                 "" when complete, else its failure class, or "cancelled"
+    name                    a scenario request's name ("" for a run of one request)
+    connection, thread      which connection (over all threads) and loop thread
+    stream                  HTTP/2's stream id; None (empty) over HTTP/1.1
+
+The records are written by a C thread from rings the loop threads fill
+(csrc/rlog.c): the loop never waits for the log, and a record that finds
+its ring full is dropped and counted (Result.log_dropped). Cancelled
+requests are logged; a warmup's are not.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+__all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile"]
+
+FIELDS = ("intended_start", "start", "latency", "status", "bytes_sent", "bytes_received",
+          "failure", "name", "connection", "thread", "stream")
+_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".db": "sqlite", ".sqlite": "sqlite"}
+# Records a ring holds per loop thread before the writer must have taken
+# some (56 bytes each: 3.5 MiB a thread).
+RING_RECORDS = 65536
+
+
+class LogRecord(NamedTuple):
+    """One request of a run's log (read_log)."""
+
+    intended_start: float
+    start: float
+    latency: float
+    status: int | None
+    bytes_sent: int
+    bytes_received: int
+    failure: str
+    name: str
+    connection: int
+    thread: int
+    stream: int | None
+
+
+def log_format(name: str, path: object) -> str:
+    """The log's format by its file's extension: csv, jsonl or sqlite;
+    ValueError naming the argument for another."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a file's path, not {path!r}")
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    if ext not in _FORMATS:
+        raise ValueError(f"{name} must end in .csv, .jsonl, .db or .sqlite (the format is "
+                         f"the extension's), not {os.fspath(path)!r}")
+    return _FORMATS[ext]
+
+
+def _csv_name(name: str) -> bytes:
+    """A name as one CSV field (RFC 4180: quoted when it must be)."""
+    if any(c in name for c in ',"\r\n'):
+        name = '"' + name.replace('"', '""') + '"'
+    return name.encode("utf-8")
+
+
+def _json_name(name: str) -> bytes:
+    return json.dumps(name)[1:-1].encode("ascii")
+
+
+class LogFile:
+    """The log's file for one run: opened before the run (a path that
+    cannot be written is an OSError at once), handed to the C loop as a
+    descriptor, and for SQLite filled from the loop's CSV after it."""
+
+    def __init__(self, path: str | os.PathLike[str], names: Sequence[str], sample: float,
+                 seed: int) -> None:
+        self.path = os.fspath(path)
+        self.format = log_format("log", path)
+        # SQLite is written after the run from the CSV the loop wrote.
+        self.written_path = self.path + ".httpbench.csv" if self.format == "sqlite" \
+            else self.path
+        try:
+            self.fd: int | None = os.open(self.written_path,
+                                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                                          0o644)
+        except OSError as e:
+            raise OSError(e.errno, f"log: cannot write {self.path}: {e.strerror}") from None
+        escape = _json_name if self.format == "jsonl" else _csv_name
+        self.names = [escape(n) for n in names] or [b""]
+        self.sample, self.seed = sample, seed
+
+    def setting(self, delay_ns: int = 0) -> tuple[Any, ...]:
+        """The loop's `log` setting; the descriptor is the loop's from then."""
+        assert self.fd is not None
+        return (self.fd, 1 if self.format == "jsonl" else 0, self.names, self.sample,
+                self.seed, delay_ns, RING_RECORDS)
+
+    def given(self) -> None:
+        """The loop took the descriptor (it closes it)."""
+        self.fd = None
+
+    def abandon(self) -> None:
+        """Nothing ran: the file goes."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        for p in {self.written_path, self.path}:
+            if os.path.exists(p):
+                os.unlink(p)
+
+    def finish(self) -> None:
+        """After the run: SQLite's table from the loop's CSV."""
+        if self.format != "sqlite":
+            return
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        db = sqlite3.connect(self.path)
+        try:
+            db.execute("CREATE TABLE requests (intended_start REAL, start REAL, latency REAL, "
+                       "status INTEGER, bytes_sent INTEGER, bytes_received INTEGER, "
+                       "failure TEXT, name TEXT, connection INTEGER, thread INTEGER, "
+                       "stream INTEGER)")
+            with open(self.written_path, newline="", encoding="utf-8") as f:
+                rows = csv.reader(f)
+                next(rows, None)
+                db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                               (_typed(r) for r in rows))
+            db.commit()
+        finally:
+            db.close()
+        os.unlink(self.written_path)
+
+
+def _typed(row: Sequence[str]) -> LogRecord:
+    """A CSV row as a record: its numbers, and None for an empty status or
+    stream."""
+    return LogRecord(float(row[0]), float(row[1]), float(row[2]),
+                     int(row[3]) if row[3] else None, int(row[4]), int(row[5]), row[6], row[7],
+                     int(row[8]), int(row[9]), int(row[10]) if row[10] else None)
+
+
+def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
+    """The records of a run's log, by the file's extension (.csv, .jsonl,
+    .db or .sqlite): a list of LogRecord, or with frame=True a pandas
+    DataFrame of them (pandas imported here). ValueError for another
+    extension or a file that is not a log."""
+    fmt = log_format("path", path)
+    records: list[LogRecord] = []
+    try:
+        if fmt == "csv":
+            with open(path, newline="", encoding="utf-8") as f:
+                rows = csv.reader(f)
+                head = next(rows, None)
+                if head is None or tuple(head) != FIELDS:
+                    raise ValueError(f"{os.fspath(path)}: not a request log (its header is "
+                                     f"{head!r})")
+                records = [_typed(r) for r in rows]
+        elif fmt == "jsonl":
+            with open(path, encoding="utf-8") as f:
+                records = [LogRecord(**json.loads(line)) for line in f if line.strip()]
+        else:
+            db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
+            try:
+                records = [LogRecord(*row) for row in db.execute(
+                    f"SELECT {', '.join(FIELDS)} FROM requests ORDER BY rowid")]
+            finally:
+                db.close()
+    except (KeyError, TypeError, IndexError, json.JSONDecodeError, sqlite3.Error) as e:
+        raise ValueError(f"{os.fspath(path)}: not a request log ({e})") from None
+    if not frame:
+        return records
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("read_log(frame=True) needs pandas: pip install pandas") from None
+    return pd.DataFrame(records, columns=list(FIELDS))

@@ -1,0 +1,225 @@
+"""The per-request log (run(log=)): a record per request, exact against the
+run's own counts and the server's, in CSV, JSON lines and SQLite; sampled;
+and a writer made slow on purpose drops and counts, the run not slowed."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import httpbench
+import httpbench.local
+import httpbench.reqlog
+from httpbench import Request, Scenario, read_log
+from httpbench.reqlog import FIELDS, LogRecord
+
+FORMATS = ("csv", "jsonl", "db", "sqlite")
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[httpbench.Server]:
+    with httpbench.Server(threads=2) as s:
+        yield s
+
+
+SCENARIO = Scenario([Request("GET", "/rnd?c=10", name="small"),
+                     Request("GET", "/rnd?c=3000", name="large"),
+                     Request("POST", "/echo", body=b"x" * 500, name="post, \"quoted\""),
+                     Request("GET", "/status/404", name="missing")], order="sequence")
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_every_request_is_one_record_and_every_field_adds_up(srv, tmp_path, ext):
+    path = tmp_path / f"requests.{ext}"
+    before = srv.stats()["requests"]
+    r = httpbench.run(srv.url("/"), scenario=SCENARIO, requests=4000, concurrency=4,
+                      progress=False, log=path)
+    served = srv.stats()["requests"] - before
+    recs = read_log(path)
+    assert all(isinstance(x, LogRecord) for x in recs)
+    assert len(recs) == r.issued == r.log_records == served == 4000 and r.log_dropped == 0
+    assert r.log == str(path) and not r.log_error
+    # The whole run's counts, field by field.
+    assert sum(x.bytes_received for x in recs) == r.bytes_received
+    assert sum(x.bytes_sent for x in recs) == r.bytes_sent
+    assert collections.Counter(x.status for x in recs) == r.status_counts
+    assert {x.failure for x in recs} == {""}
+    # Each request's name, its own counts and its own bytes.
+    by = collections.defaultdict(list)
+    for x in recs:
+        by[x.name].append(x)
+    assert set(by) == set(r.by_name)
+    for name, xs in by.items():
+        part = r.by_name[name]
+        assert len(xs) == part.complete
+        assert sum(x.bytes_received for x in xs) == part.bytes_received
+        # Every record of a name is the same exchange: the same bytes each.
+        assert len({x.bytes_received for x in xs}) == 1, name
+        assert len({x.bytes_sent for x in xs}) == 1, name
+    assert {x.status for x in by["missing"]} == {404}
+    # The bodies' difference, and Content-Length's two more digits.
+    assert by["large"][0].bytes_received - by["small"][0].bytes_received == 3000 - 10 + 2
+    assert by['post, "quoted"'][0].bytes_sent > 500
+    # Connections and threads: every one of the run's, and each instant
+    # within the run, in order of intent.
+    assert {x.connection for x in recs} == {0, 1, 2, 3}
+    assert {x.thread for x in recs} == set(range(r.threads))
+    assert all(x.stream is None for x in recs)
+    assert all(0 <= x.intended_start <= x.start <= r.time_taken for x in recs)
+    assert all(0 < x.latency < 5 for x in recs)
+    assert sorted(x.latency for x in recs)[len(recs) // 2] == pytest.approx(r.latency.p50,
+                                                                            rel=0.05)
+
+
+def test_the_formats_read_back_the_same_records(srv, tmp_path):
+    """A run's CSV written as JSON lines and SQLite by hand reads back the
+    same: read_log's three readers agree with each other and with the
+    files' own layouts (CSV's header, the table's columns)."""
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=500, concurrency=2, progress=False,
+                      log=tmp_path / "a.csv")
+    recs = read_log(tmp_path / "a.csv")
+    assert (tmp_path / "a.csv").read_text().splitlines()[0] == ",".join(FIELDS)
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(x._asdict()) + "\n" for x in recs))
+    db = sqlite3.connect(tmp_path / "c.db")
+    db.execute(f"CREATE TABLE requests ({', '.join(FIELDS)})")
+    db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?)", recs)
+    db.commit()
+    db.close()
+    assert read_log(tmp_path / "b.jsonl") == recs == read_log(tmp_path / "c.db")
+    assert len(recs) == r.issued
+    # The loop's own SQLite file has the table and types the docs name.
+    httpbench.run(srv.url("/rnd?c=10"), requests=50, progress=False, log=tmp_path / "d.sqlite")
+    db = sqlite3.connect(tmp_path / "d.sqlite")
+    cols = [(c[1], c[2]) for c in db.execute("PRAGMA table_info(requests)")]
+    db.close()
+    assert [c for c, _ in cols] == list(FIELDS)
+    assert dict(cols)["latency"] == "REAL" and dict(cols)["status"] == "INTEGER"
+    assert not (tmp_path / "d.sqlite.httpbench.csv").exists()
+    pd = pytest.importorskip("pandas")
+    frame = read_log(tmp_path / "a.csv", frame=True)
+    assert isinstance(frame, pd.DataFrame) and list(frame.columns) == list(FIELDS)
+    assert len(frame) == 500 and frame["bytes_received"].sum() == r.bytes_received
+
+
+def test_failures_and_cancelled_requests_are_logged_by_class(srv, tmp_path):
+    # Nothing listens: connect failures, no status.
+    with httpbench.Server() as gone:
+        url = gone.url("/")
+    r = httpbench.run(url, requests=20, progress=False, log=tmp_path / "refused.jsonl")
+    recs = read_log(tmp_path / "refused.jsonl")
+    assert len(recs) == r.failures["connect"] == 20
+    assert {(x.failure, x.status, x.bytes_received) for x in recs} == {("connect", None, 0)}
+    # Timeouts, each at its deadline.
+    r = httpbench.run(srv.url("/delay?ms=400"), requests=4, concurrency=2, timeout=0.1,
+                      progress=False, log=tmp_path / "slow.csv")
+    recs = read_log(tmp_path / "slow.csv")
+    assert [x.failure for x in recs] == ["timeout"] * 4 == ["timeout"] * r.failures["timeout"]
+    assert all(0.1 <= x.latency < 0.3 for x in recs)
+    # In flight when the duration's grace ended: cancelled, logged too.
+    r = httpbench.run(srv.url("/delay?ms=5000"), duration=0.3, concurrency=3, progress=False,
+                      log=tmp_path / "cut.csv")
+    recs = read_log(tmp_path / "cut.csv")
+    assert r.cancelled == 3 and len(recs) == r.issued == 3
+    assert [x.failure for x in recs] == ["cancelled"] * 3
+
+
+def test_a_warmup_is_not_logged(srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=300, warmup=200, concurrency=2,
+                      progress=False, log=tmp_path / "w.csv")
+    assert len(read_log(tmp_path / "w.csv")) == r.issued == 300
+
+
+def test_http2_streams_are_logged_with_their_ids(srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=700"), requests=1000, concurrency=2, http2=True,
+                      streams=10, progress=False, log=tmp_path / "h2.csv")
+    recs = read_log(tmp_path / "h2.csv")
+    assert len(recs) == r.complete == 1000
+    assert all(x.stream is not None and x.stream % 2 == 1 for x in recs)
+    # Per connection, each stream id once.
+    ids = collections.Counter((x.connection, x.stream) for x in recs)
+    assert max(ids.values()) == 1
+    assert {x.bytes_received for x in recs} == {700}  # DATA
+
+
+def test_a_sample(srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=20_000, concurrency=4, progress=False,
+                      log=tmp_path / "s.csv", log_sample=0.05)
+    n = len(read_log(tmp_path / "s.csv"))
+    assert n == r.log_records and r.log_dropped == 0
+    # 5% of 20,000: 1,000, with a standard deviation of 31.
+    assert 850 <= n <= 1150
+
+
+def test_a_slow_writer_drops_and_counts_and_the_run_keeps_its_pace(srv, tmp_path, monkeypatch):
+    """The writer sleeps 30 s a pass and the rings hold 4,096 records: at
+    5,000 a second for 3 s they fill, the rest are dropped and counted,
+    and the run holds its rate as a run without a log does."""
+    monkeypatch.setattr(httpbench.local, "_LOG_DELAY_NS", 30_000_000_000)
+    monkeypatch.setattr(httpbench.reqlog, "RING_RECORDS", 4096)
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=15_000, rate=5000, concurrency=8,
+                      progress=False, log=tmp_path / "slow.csv")
+    recs = read_log(tmp_path / "slow.csv")
+    assert r.log_dropped > 0 and r.log_records + r.log_dropped == r.issued == 15_000
+    assert len(recs) == r.log_records <= 4096 * r.threads
+    assert f"{r.log_dropped} dropped" in r.report()
+    plain = httpbench.run(srv.url("/rnd?c=10"), requests=15_000, rate=5000, concurrency=8,
+                          progress=False)
+    # An open loop's pace is its schedule's: both took the 3 s it sets
+    # (to the last answer, at most a few ms after).
+    assert r.time_taken == pytest.approx(3.0, abs=0.05)
+    assert plain.time_taken == pytest.approx(3.0, abs=0.05)
+    assert r.complete == plain.complete == 15_000
+
+
+def test_bad_settings_are_refused_by_name(srv, tmp_path):
+    url = srv.url("/")
+    for kwargs, said in (({"log": tmp_path / "x.txt"}, "log must end in .csv, .jsonl"),
+                         ({"log": 3}, "log must be a file's path"),
+                         ({"log_sample": 0.5}, "pass log=FILE too"),
+                         ({"log": tmp_path / "a.csv", "log_sample": 0}, "log_sample must be"),
+                         ({"log": tmp_path / "a.csv", "log_sample": 1.5}, "log_sample must be"),
+                         ({"log": tmp_path / "a.csv", "log_sample": math.nan},
+                          "log_sample must be"),
+                         ({"log": tmp_path / "a.csv", "log_sample": True}, "log_sample must be"),
+                         ({"log": tmp_path / "a.csv", "cluster": "tcp://127.0.0.1:1"},
+                          "log with a cluster")):
+        with pytest.raises(ValueError, match=said):
+            httpbench.run(url, requests=1, progress=False, **kwargs)
+    assert not (tmp_path / "a.csv").exists()
+    with pytest.raises(OSError, match="log: cannot write"):
+        httpbench.run(url, requests=1, progress=False, log=tmp_path / "no" / "a.csv")
+    # A run that could not start (its host does not resolve) leaves no file.
+    with pytest.raises(httpbench.ConnectError):
+        httpbench.run("http://nowhere.invalid/", requests=1, progress=False,
+                      log=tmp_path / "b.csv")
+    assert not (tmp_path / "b.csv").exists()
+    for args, said in ((["--log", "x.txt"], "--log must end in .csv"),
+                       (["--log-sample", "0.1"], "add --log FILE"),
+                       (["--log", str(tmp_path / "no" / "a.csv")], "--log: cannot write")):
+        cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5", *args, url],
+                             capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 2 and said in cli.stderr, cli.stderr
+    (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a request log"):
+        read_log(tmp_path / "junk.csv")
+    with pytest.raises(ValueError, match="must end in"):
+        read_log(tmp_path / "junk.txt")
+
+
+def test_the_command_line_writes_the_log(srv, tmp_path):
+    cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "300", "-c", "3",
+                          "--log", "r.jsonl", "--log-sample", "1", "--json", "r.json",
+                          srv.url("/rnd?c=10")], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert cli.returncode == 0, cli.stderr
+    assert "Request log:            r.jsonl: 300 records" in cli.stdout
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["log_records"] == 300 and d["log_dropped"] == 0
+    assert len(read_log(tmp_path / "r.jsonl")) == 300
