@@ -87,6 +87,19 @@ int hb_bench_log_status(hb_bench *b, uint64_t *written, uint64_t *dropped)
     return b->log_error;
 }
 
+/* The per-request log of lc, a ring per thread, its outcomes named here.
+ * Returns 0, or -1 with errno (the fd is then the caller's still). */
+static int open_log(hb_bench *b, const hb_rlog_config *lc, int nt)
+{
+    hb_rlog_config c = *lc;
+    const char *outcomes[HB_BR_MAX_OUTCOMES];
+    c.nrings = nt;
+    c.outcomes = outcomes;
+    c.noutcomes = hb_br_outcome_names(outcomes);
+    b->log = hb_rlog_open(&c);
+    return b->log != NULL ? 0 : -1;
+}
+
 /* b->reqs from the scenario, or from the run's one request, with every
  * pointer array copied into allocations of b's own. Returns 0, or -1 with
  * errno (ENOMEM; EINVAL for a scenario out of its limits). */
@@ -360,15 +373,8 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++)
         if (setup_thread(b, &b->threads[i], i, first, conc, nt) != 0)
             goto error;
-    if (cfg->log != NULL) {
-        hb_rlog_config lc = *cfg->log;
-        const char *outcomes[HB_BR_MAX_OUTCOMES];
-        lc.nrings = nt;
-        lc.outcomes = outcomes;
-        lc.noutcomes = hb_br_outcome_names(outcomes);
-        if ((b->log = hb_rlog_open(&lc)) == NULL)
-            goto error;
-    }
+    if (cfg->log != NULL && open_log(b, cfg->log, nt) != 0)
+        goto error;
     b->cfg.log = NULL; /* the caller's: not kept */
     launch(b, nt);
     return b;

@@ -82,10 +82,10 @@ static const struct {
     size_t cls;
     const char *name;
 } OUTCOMES[] = {
-    {HB_FAIL(fail_connect), "connect"},     {HB_FAIL(fail_receive), "receive"},
-    {HB_FAIL(fail_length), "length"},       {HB_FAIL(fail_exceptions), "exceptions"},
-    {HB_FAIL(fail_timeout), "timeout"},     {HB_FAIL(fail_tls), "tls"},
-    {HB_FAIL(fail_check), "check"},         {HB_FAIL(fail_reset), "reset"},
+    {HB_FAIL(fail_connect), "connect"}, {HB_FAIL(fail_receive), "receive"},
+    {HB_FAIL(fail_length), "length"},   {HB_FAIL(fail_exceptions), "exceptions"},
+    {HB_FAIL(fail_timeout), "timeout"}, {HB_FAIL(fail_tls), "tls"},
+    {HB_FAIL(fail_check), "check"},     {HB_FAIL(fail_reset), "reset"},
 };
 #define NOUTCOMES (sizeof OUTCOMES / sizeof OUTCOMES[0])
 #define OUTCOME_CANCELLED ((uint8_t)(NOUTCOMES + 1))

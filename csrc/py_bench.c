@@ -688,8 +688,7 @@ static PyObject *timeline_list(const hb_bench_result *r)
         uint64_t p50, p99;
         hb_bench_second_percentiles(sec, &p50, &p99);
         PyObject *t = Py_BuildValue("(iIIKKI)", s, sec->complete, sec->failed,
-                                    (unsigned long long)p50, (unsigned long long)p99,
-                                    sec->non_2xx);
+                                    (unsigned long long)p50, (unsigned long long)p99, sec->non_2xx);
         if (t == NULL)
             Py_CLEAR(list);
         else
