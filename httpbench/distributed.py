@@ -19,6 +19,7 @@ here only, when a run asks for a cluster.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import socket
@@ -93,9 +94,11 @@ def _about_worker() -> tuple[str, str]:
 class _WorkerCoordinator:
     """run()'s Coordinator on a worker: the barrier and the reports."""
 
-    def __init__(self, run_id: str, index: int) -> None:
+    def __init__(self, run_id: str, index: int, publish: bool = False) -> None:
         distributed = _dask()
         self.index = index
+        self.publish = publish
+        self.metrics = distributed.Queue(f"httpbench-metrics-{run_id}") if publish else None
         self.ready = distributed.Queue(f"httpbench-ready-{run_id}")
         self.go = distributed.Variable(f"httpbench-go-{run_id}")
         self.stop = distributed.Variable(f"httpbench-stop-{run_id}")
@@ -117,14 +120,24 @@ class _WorkerCoordinator:
         self.reports.put((self.index, issued, complete, failed))
         return bool(self.stop.get(timeout=10))
 
+    def figures(self, snapshot: dict[str, Any]) -> None:
+        """The coordinator's live metrics: this worker's figures, as they
+        travel (their histograms' exact state)."""
+        from .metrics import snapshot_figures
+        whole, parts = snapshot_figures(snapshot)
+        assert self.metrics is not None
+        self.metrics.put((self.index, whole.to_plain(), [p.to_plain() for p in parts]))
 
-def _on_worker(run_id: str, index: int, url: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+
+def _on_worker(run_id: str, index: int, url: str, kwargs: dict[str, Any],
+               publish: bool = False) -> dict[str, Any]:
     """A worker's part: httpbench.run with its share, started with the
-    others'; returns its Result's dict and its timeline's buckets."""
+    others'; returns its Result's dict and its timeline's buckets. With
+    publish, its figures go to the coordinator's metrics each second."""
     from .local import run_local
     from .spec import RunSpec
     spec = RunSpec.from_arguments(url, **kwargs)
-    r = run_local(spec, progress=False, coordinator=_WorkerCoordinator(run_id, index))
+    r = run_local(spec, progress=False, coordinator=_WorkerCoordinator(run_id, index, publish))
     return {"result": r.to_dict(), "buckets": r.timeline_buckets}
 
 
@@ -205,9 +218,80 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
     go = distributed.Variable(f"httpbench-go-{run_id}", client=client)
     stop = distributed.Variable(f"httpbench-stop-{run_id}", client=client)
     stop.set(False)
+    live = _Live(kwargs, run_id, client, chosen) if kwargs.get("metrics") else None
+    try:
+        return _go(distributed, client, url, kwargs, reporter, chosen, shares, about, run_id,
+                   ready, reports, go, stop, concurrency, stages, vus, live)
+    finally:
+        if live is not None:
+            live.close()
+
+
+class _Live:
+    """run(metrics=) over Dask: the coordinator serves each worker's
+    series (a `worker` label), from the figures the workers send each
+    second, and after the run their final ones."""
+
+    def __init__(self, kwargs: dict[str, Any], run_id: str, client: Any,
+                 chosen: list[str]) -> None:
+        from .metrics import MetricsServer, RunMetrics, new_run_label, parse_address, target_of
+        distributed = _dask()
+        scenario = kwargs.get("scenario")
+        names = [r.name for r in scenario.requests] if scenario is not None else []
+        rate = kwargs.get("rate") if kwargs.get("stages") is None else None
+        self.shape = RunMetrics(kwargs.get("metrics_run") or new_run_label(), names,
+                                target_of(rate, kwargs.get("stages")),
+                                bool(kwargs.get("rate") or kwargs.get("stages")))
+        self.chosen = chosen
+        self.latest: dict[str, Any] = {}
+        self.in_flight: dict[int, int] = {}
+        self.linger = float(kwargs.get("metrics_linger") or 0.0)
+        try:
+            self.server = MetricsServer(parse_address("metrics", kwargs["metrics"]),
+                                        lambda: self.shape.workers(self.latest))
+        except OSError as e:
+            raise OSError(e.errno, f"metrics: cannot listen on {kwargs['metrics']}: "
+                                   f"{e.strerror}") from None
+        self.server.start()
+        self.queue = distributed.Queue(f"httpbench-metrics-{run_id}", client=client)
+
+    def drain(self, last: dict[int, tuple[int, int, int]]) -> None:
+        """Takes what the workers sent; in flight from their progress."""
+        from .metrics import Figures
+        latest = dict(self.latest)
+        for index, whole, parts in self.queue.get(batch=True):
+            issued, complete, failed = last.get(index, (0, 0, 0))
+            latest[self.chosen[index]] = (Figures.of_plain(whole),
+                                          [Figures.of_plain(p) for p in parts],
+                                          max(0, issued - complete - failed))
+        self.latest = latest  # one assignment: the server's thread reads it whole
+
+    def final(self, parts: list[WorkerPart]) -> None:
+        """Each worker's final figures, kept for metrics_linger seconds."""
+        from .metrics import Figures
+        self.latest = {p.address: (Figures.of_result(p.result),
+                                   [Figures.of_result(x) for x in p.result.by_name.values()],
+                                   0) for p in parts}
+        self.server.set(lambda: self.shape.workers(self.latest, final=True))
+        self.server.linger(self.linger)
+
+    def close(self) -> None:
+        self.server.close()
+        with contextlib.suppress(Exception):
+            self.queue.close()
+
+
+def _go(distributed: Any, client: Any, url: str, kwargs: dict[str, Any],
+        reporter: Callable[[int, int], None] | None, chosen: list[str],
+        shares: list[dict[str, Any]], about: dict[str, Any], run_id: str, ready: Any,
+        reports: Any, go: Any, stop: Any, concurrency: int, stages: Any, vus: Any,
+        live: _Live | None) -> Result:
+    """The run over the chosen workers: submitted, barrier, progress,
+    merge (with its live metrics when asked)."""
+    n = len(chosen)
     futures = []
     for i, (addr, share) in enumerate(zip(chosen, shares, strict=True)):
-        kw = {**kwargs, **share}
+        kw = {**kwargs, **share, "metrics": None, "metrics_run": None, "metrics_linger": 0.0}
         if vus is None:
             kw.pop("concurrency_stages", None)
         scenario = kw.get("scenario")
@@ -216,9 +300,9 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
             # index (worker 0 keeps it, so one worker picks as a local run).
             kw["scenario"] = Scenario(scenario.requests, scenario.order,
                                       (scenario.seed + i * 0x9E3779B97F4A7C15) % 2**64)
-        futures.append(client.submit(_on_worker, run_id, i, url, kw, workers=[addr],
-                                     allow_other_workers=False, pure=False, retries=0,
-                                     key=f"httpbench-{run_id}-{i}"))
+        futures.append(client.submit(_on_worker, run_id, i, url, kw, live is not None,
+                                     workers=[addr], allow_other_workers=False, pure=False,
+                                     retries=0, key=f"httpbench-{run_id}-{i}"))
     lost = _Lost()
     scheduler_lost = ""
     last: dict[int, tuple[int, int, int]] = {}
@@ -246,6 +330,8 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         for index, issued, complete, failed in reports.get(batch=True):
             last[index] = (issued, complete, failed)
             heard[index] = time.monotonic()
+        if live is not None:
+            live.drain(last)
 
     try:
         # The barrier: every worker warm (or lost), then one start instant.
@@ -263,6 +349,8 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         instant = time.time() + LEAD_S
         go.set(instant)
         at = instant
+        if live is not None:
+            live.shape.start = instant
         now = time.monotonic()
         for i in range(n):
             heard[i] = now + LEAD_S
@@ -331,6 +419,8 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
     if not scheduler_lost:
         for name in (f"httpbench-ready-{run_id}", f"httpbench-progress-{run_id}"):
             distributed.Queue(name, client=client).close()
+    if live is not None:
+        live.final(parts)
     merged = merge([p.result for p in parts], url=url, start=at)
     merged.workers = parts
     merged.not_run = sum(p.not_run for p in parts)

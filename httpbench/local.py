@@ -44,6 +44,13 @@ class Coordinator(Protocol):
     def progress(self, issued: int, complete: int, failed: int) -> bool:
         """A few times a second; returns True to stop the run."""
 
+    # Whether the caller serves live metrics: the loop then publishes its
+    # figures, and figures() gets Bench.snapshot() once a second.
+    publish: bool
+
+    def figures(self, snapshot: dict[str, Any]) -> None:
+        """Once a second when publish: the loop's published figures."""
+
 
 def schedule_length(requests: int | None, duration: float | None, rate: float | None,
                     stages: Sequence[tuple[float, float]] | None) -> float:
@@ -66,6 +73,8 @@ def _drive(bench: _core._Bench, reporter: Reporter | None,
     the loop's figures and when Ctrl-C came (seconds since the epoch;
     None when it did not)."""
     stopped: float | None = None
+    publish = coordinator is not None and coordinator.publish
+    ticks = 0
     try:
         while not bench.wait(0.25):
             issued, complete, failed = bench.progress()
@@ -73,6 +82,10 @@ def _drive(bench: _core._Bench, reporter: Reporter | None,
                 reporter.update(complete, failed)
             if coordinator is not None and coordinator.progress(issued, complete, failed):
                 bench.stop()
+            ticks += 1
+            if publish and ticks % 4 == 0:
+                assert coordinator is not None
+                coordinator.figures(bench.snapshot())
     except KeyboardInterrupt:
         stopped = time.time()
         bench.stop()
@@ -213,7 +226,7 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     live = _metrics(spec)
     log = None
     try:
-        if live is not None:
+        if live is not None or (coordinator is not None and coordinator.publish):
             settings["publish"] = True
         if spec.log is not None:
             log = _log_file(spec)

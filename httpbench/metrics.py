@@ -83,6 +83,21 @@ class Figures:
         return cls({o: int(raw.get(o, 0)) for o in OUTCOMES}, dict(raw["status_counts"]),
                    int(raw["bytes_received"]), raw["latency"], raw["latency_uncorrected"])
 
+    def to_plain(self) -> dict[str, Any]:
+        """A form that pickles and travels (a worker's report over Dask)."""
+        return {"outcomes": self.outcomes, "statuses": self.statuses, "received": self.received,
+                "latency": self.latency.state(), "uncorrected": self.uncorrected.state()}
+
+    @classmethod
+    def of_plain(cls, d: dict[str, Any]) -> Figures:
+        hists = []
+        for name in ("latency", "uncorrected"):
+            h = Histogram()
+            count, lo, hi, total, sq, clamped, buckets = d[name]
+            h.restore((count, lo, hi, total, sq, clamped, [tuple(b) for b in buckets]))
+            hists.append(h)
+        return cls(dict(d["outcomes"]), dict(d["statuses"]), int(d["received"]), *hists)
+
     @classmethod
     def of_result(cls, r: Any) -> Figures:
         return cls({"complete": r.complete, **r.failures, "cancelled": r.cancelled},
@@ -278,15 +293,34 @@ class RunMetrics:
 
     def live(self, snapshot: dict[str, Any], in_flight: int) -> str:
         """From Bench.snapshot() and the in-flight count."""
-        parts = [Figures.of_raw(p) for p in snapshot.get("by_request") or []]
-        return exposition(self._series(Figures.of_raw(snapshot), parts),
-                          [(self.base, in_flight)], self._target(False), self.uncorrected)
+        whole, parts = snapshot_figures(snapshot)
+        return exposition(self._series(whole, parts), [(self.base, in_flight)],
+                          self._target(False), self.uncorrected)
+
+    def workers(self, each: dict[str, tuple[Figures, list[Figures], int]],
+                final: bool = False) -> str:
+        """Over Dask: each worker's series (a `worker` label, its address),
+        from its last report: (figures, a scenario's, in flight)."""
+        series: list[Series] = []
+        flying = []
+        for address, (whole, parts, in_flight) in sorted(each.items()):
+            label = [("worker", address)]
+            series += [(labels + label, f) for labels, f in self._series(whole, parts)]
+            flying.append((self.base + label, in_flight))
+        return exposition(series, flying, self._target(final), self.uncorrected)
 
     def final(self, r: Any) -> str:
         """From the run's Result: nothing in flight."""
         parts = [Figures.of_result(x) for x in r.by_name.values()]
         return exposition(self._series(Figures.of_result(r), parts), [(self.base, 0)],
                           self._target(True), self.uncorrected)
+
+
+def snapshot_figures(snapshot: dict[str, Any]) -> tuple[Figures, list[Figures]]:
+    """Bench.snapshot()'s figures: the whole run's and each scenario
+    request's."""
+    return (Figures.of_raw(snapshot),
+            [Figures.of_raw(p) for p in snapshot.get("by_request") or []])
 
 
 def target_of(rate: float | None, stages: Sequence[tuple[float, float]] | None

@@ -231,6 +231,9 @@ def test_a_worker_killed_mid_run(srv, monkeypatch):
     assert r.issued == r.complete + r.failed + r.cancelled
     assert r.not_run == dead.not_run and r.issued + r.not_run == 4000
     assert "lost" in r.report() and took < 25
+    # When it was lost, marked on the report's timeline.
+    assert dead.lost_at is not None and 1.0 < dead.lost_at < took and alive.lost_at is None
+    assert f"lost {dead.address}" in r.to_html()
 
 
 def test_the_command_line_and_ctrl_c(cluster, srv, tmp_path):

@@ -260,3 +260,47 @@ def test_metrics_docs_name_every_family():
                  "httpbench_bytes_received_total", "httpbench_target_rate",
                  "httpbench_latency_seconds", "httpbench_latency_uncorrected_seconds"):
         assert name in text, name
+
+
+def test_over_dask_each_worker_has_its_series(srv):
+    distributed = pytest.importorskip("distributed")
+    port = free_port()
+    texts: list[str] = []
+    done = threading.Event()
+
+    def keep_scraping() -> None:
+        while not done.is_set():
+            try:
+                texts.append(scrape(port)[1])
+            except OSError:
+                pass
+            time.sleep(0.3)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as lc, distributed.Client(lc) as c:
+        t = threading.Thread(target=keep_scraping)
+        t.start()
+        try:
+            r = httpbench.run(srv.url("/rnd?c=100"), requests=6000, rate=2000, concurrency=4,
+                              cluster=c, progress=False, metrics=f"127.0.0.1:{port}",
+                              metrics_run="dask", metrics_linger=1.5)
+        finally:
+            done.set()
+            t.join()
+    addresses = {w.address for w in r.workers}
+
+    def complete(text: str) -> dict[str, float]:
+        return {dict(k[1])["worker"]: v for k, v in samples(text).items()
+                if k[0] == "httpbench_requests_total" and dict(k[1])["outcome"] == "complete"}
+    live = [complete(x) for x in texts]
+    # While it ran: both workers' series, counting up.
+    mid = [x for x in live if set(x) == addresses and 0 < sum(x.values()) < 6000]
+    assert mid, live
+    # In the linger: each worker's final count, their sum the run's.
+    final = live[-1]
+    assert final == {w.address: w.result.complete for w in r.workers}
+    assert sum(final.values()) == r.complete == 6000
+    last = samples(texts[-1])
+    assert all(dict(k[1])["run"] == "dask" for k in last)
+    assert last["httpbench_target_rate", (("run", "dask"),)] == 2000.0
+    with pytest.raises(OSError):
+        scrape(port)
