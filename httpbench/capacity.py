@@ -201,6 +201,10 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     arguments (concurrency, default 50, threads, headers, timeout, ...)
     pass through; rate, duration and requests are capacity's to set.
 
+    metrics="HOST:PORT" serves every stage's figures on one endpoint, each
+    with a `stage` label ("probe", then 1, 2, ... in the order run), kept
+    after its stage ends, for metrics_linger seconds after the last.
+
     A scenario's capacity: capacity(url, scenario=s), or capacity(s) when
     its Requests' targets are full URLs (the first of them gives the
     server); the SLO and the error rate are the whole mix's.
@@ -231,15 +235,53 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
                          f"{'it' if len(taken) == 1 else 'them'} out")
     run_kwargs.setdefault("progress", False)
     run_kwargs.setdefault("concurrency", DEFAULT_CONCURRENCY)
+    endpoint = _endpoint(run_kwargs)
+    try:
+        return _search(url, slo, bounds, max_error_rate, start, step, stage_s, run_kwargs,
+                       endpoint)
+    finally:
+        if endpoint is not None:
+            endpoint[0].close()
+
+
+def _endpoint(run_kwargs: dict[str, Any]) -> tuple[Any, float] | None:
+    """capacity(metrics=): one endpoint for every stage (each a `stage`
+    label: "probe", then 1, 2, ... in the order run), and the linger after
+    the last; the settings checked as run() checks them."""
+    address = run_kwargs.pop("metrics", None)
+    label = run_kwargs.pop("metrics_run", None)
+    linger = run_kwargs.pop("metrics_linger", 0.0)
+    if address is None:
+        if label is not None or linger:
+            raise ValueError("metrics_run and metrics_linger go with metrics='HOST:PORT'")
+        return None
+    from .metrics import Endpoint, check_label, parse_address
+    parse_address("metrics", address)
+    if label is not None:
+        check_label("metrics_run", label)
+    if linger != 0.0 or isinstance(linger, bool):
+        linger = _check.seconds("metrics_linger", linger)
+        if linger > 3600:
+            raise ValueError(f"metrics_linger must be at most 3600 seconds, not {linger!r}")
+    return Endpoint(address, label), float(linger)
+
+
+def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate: float,
+            start: float | None, step: float, stage_s: float, run_kwargs: dict[str, Any],
+            endpoint: tuple[Any, float] | None) -> CapacityResult:
     steps: list[CapacityStep] = []
 
+    def measured(label: str, **kw: Any) -> Result:
+        at = (endpoint[0], label) if endpoint is not None else None
+        return run(url, _endpoint=at, **kw, **run_kwargs)
+
     def stage(rate: float) -> bool:
-        r = run(url, rate=rate, duration=stage_s, **run_kwargs)
+        r = measured(str(len(steps) + 1), rate=rate, duration=stage_s)
         steps.append(_judge(r, rate, bounds, max_error_rate))
         return steps[-1].held
 
     if start is None:
-        probe = run(url, duration=1.0, **run_kwargs)
+        probe = measured("probe", duration=1.0)
         start = max(1.0, probe.rps / 10)
     # One request per connection per stage: below it a stage measures
     # too few requests to say anything, and the connections sit idle.
@@ -264,12 +306,16 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
         else:
             broke = lowest
     if held is None:
-        return CapacityResult(0.0, slo, max_error_rate, steps, url, met=False)
-    if broke is not None and broke > held:
-        while broke / held > _CLOSE and len(steps) < _MAX_STEPS:
-            mid = math.sqrt(held * broke)
-            if stage(mid):
-                held = mid
-            else:
-                broke = mid
-    return CapacityResult(held, slo, max_error_rate, steps, url)
+        found = CapacityResult(0.0, slo, max_error_rate, steps, url, met=False)
+    else:
+        if broke is not None and broke > held:
+            while broke / held > _CLOSE and len(steps) < _MAX_STEPS:
+                mid = math.sqrt(held * broke)
+                if stage(mid):
+                    held = mid
+                else:
+                    broke = mid
+        found = CapacityResult(held, slo, max_error_rate, steps, url)
+    if endpoint is not None:
+        endpoint[0].linger(endpoint[1])
+    return found

@@ -234,25 +234,19 @@ class _Live:
 
     def __init__(self, kwargs: dict[str, Any], run_id: str, client: Any,
                  chosen: list[str]) -> None:
-        from .metrics import MetricsServer, RunMetrics, new_run_label, parse_address, target_of
+        from .metrics import Endpoint, RunMetrics, target_of
         distributed = _dask()
         scenario = kwargs.get("scenario")
         names = [r.name for r in scenario.requests] if scenario is not None else []
         rate = kwargs.get("rate") if kwargs.get("stages") is None else None
-        self.shape = RunMetrics(kwargs.get("metrics_run") or new_run_label(), names,
+        self.endpoint = Endpoint(kwargs["metrics"], kwargs.get("metrics_run"))
+        self.shape = RunMetrics([("run", self.endpoint.run)], names,
                                 target_of(rate, kwargs.get("stages")),
                                 bool(kwargs.get("rate") or kwargs.get("stages")))
         self.chosen = chosen
         self.latest: dict[str, Any] = {}
-        self.in_flight: dict[int, int] = {}
         self.linger = float(kwargs.get("metrics_linger") or 0.0)
-        try:
-            self.server = MetricsServer(parse_address("metrics", kwargs["metrics"]),
-                                        lambda: self.shape.workers(self.latest))
-        except OSError as e:
-            raise OSError(e.errno, f"metrics: cannot listen on {kwargs['metrics']}: "
-                                   f"{e.strerror}") from None
-        self.server.start()
+        self.endpoint.show(self.shape, lambda: self.shape.workers(self.latest))
         self.queue = distributed.Queue(f"httpbench-metrics-{run_id}", client=client)
 
     def drain(self, last: dict[int, tuple[int, int, int]]) -> None:
@@ -269,14 +263,14 @@ class _Live:
     def final(self, parts: list[WorkerPart]) -> None:
         """Each worker's final figures, kept for metrics_linger seconds."""
         from .metrics import Figures
-        self.latest = {p.address: (Figures.of_result(p.result),
-                                   [Figures.of_result(x) for x in p.result.by_name.values()],
-                                   0) for p in parts}
-        self.server.set(lambda: self.shape.workers(self.latest, final=True))
-        self.server.linger(self.linger)
+        final = {p.address: (Figures.of_result(p.result),
+                             [Figures.of_result(x) for x in p.result.by_name.values()], 0)
+                 for p in parts}
+        self.endpoint.finish(self.shape.workers(final, final=True))
+        self.endpoint.linger(self.linger)
 
     def close(self) -> None:
-        self.server.close()
+        self.endpoint.close()
         with contextlib.suppress(Exception):
             self.queue.close()
 

@@ -25,10 +25,10 @@ from .scenario import describe, loop_form
 from .spec import RunSpec
 
 if TYPE_CHECKING:
-    from .metrics import MetricsServer, RunMetrics
+    from .metrics import Endpoint, Parts, RunMetrics
     from .reqlog import LogFile
 
-    Live = tuple[MetricsServer, RunMetrics]
+    Live = tuple[Endpoint, RunMetrics, bool]
 
 __all__ = ["run_local", "Coordinator", "schedule_length"]
 
@@ -215,7 +215,8 @@ def _begin(bench: _core._Bench, prepared: bool, coordinator: Coordinator | None)
 
 
 def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None = None,
-              coordinator: Coordinator | None = None) -> Result:
+              coordinator: Coordinator | None = None,
+              endpoint: tuple[Endpoint, str] | None = None) -> Result:
     """Runs spec through the C loop on this machine (httpbench.run's work
     when no cluster is given, and each cluster worker's)."""
     # A warmup runs on the run's own connections (a prepared start: the
@@ -223,7 +224,7 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     # always starts so, every connection open before the common instant.
     prepared = bool(spec.warmup) or coordinator is not None
     settings, route = loop_settings(spec, prepared)
-    live = _metrics(spec)
+    live = _metrics(spec, endpoint)
     log = None
     try:
         if live is not None or (coordinator is not None and coordinator.publish):
@@ -241,7 +242,7 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
             log.given()
         result = _measure(spec, bench, prepared, route, progress, stream, coordinator, live)
     finally:
-        if live is not None:
+        if live is not None and live[2]:
             live[0].close()
     if log is not None:
         written, dropped, err = bench.log_status()
@@ -267,21 +268,25 @@ def _log_file(spec: RunSpec) -> LogFile:
     return LogFile(spec.log, names, spec.log_sample, seed)
 
 
-def _metrics(spec: RunSpec) -> Live | None:
+def _metrics(spec: RunSpec, given: tuple[Endpoint, str] | None) -> Live | None:
     """run(metrics=): the endpoint, bound before anything is sent (a port
-    in use is an OSError naming it), and the run's exposition."""
-    if spec.metrics is None:
+    in use is an OSError naming it), or the one given with this run's
+    `stage` label (a capacity search's); this run's samples; whether the
+    endpoint is this run's own."""
+    if spec.metrics is None and given is None:
         return None
-    from .metrics import MetricsServer, RunMetrics, new_run_label, parse_address, target_of
+    from .metrics import Endpoint, RunMetrics, target_of
+    if given is not None:
+        endpoint, stage = given
+        base = [("run", endpoint.run), ("stage", stage)]
+    else:
+        assert spec.metrics is not None
+        endpoint = Endpoint(spec.metrics, spec.metrics_run)
+        base = [("run", endpoint.run)]
     names = [r.name for r in spec.scenario.requests] if spec.scenario is not None else []
-    shape = RunMetrics(spec.metrics_run or new_run_label(), names,
-                       target_of(spec.rate, spec.stages), bool(spec.rate or spec.stages))
-    address = parse_address("metrics", spec.metrics)
-    try:
-        server = MetricsServer(address, lambda: "# EOF\n")
-    except OSError as e:
-        raise OSError(e.errno, f"metrics: cannot listen on {spec.metrics}: {e.strerror}") from None
-    return server.start(), shape
+    shape = RunMetrics(base, names, target_of(spec.rate, spec.stages),
+                       bool(spec.rate or spec.stages))
+    return endpoint, shape, given is None
 
 
 def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRoute | None,
@@ -290,12 +295,12 @@ def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRou
     """The run driven to its end (its live metrics served meanwhile, and
     its final ones for metrics_linger after)."""
     if live is not None:
-        server, shape = live
+        endpoint, shape, own = live
 
-        def text() -> str:
+        def now() -> Parts:
             issued, complete, failed = bench.progress()
             return shape.live(bench.snapshot(), max(0, issued - complete - failed))
-        server.set(text)
+        endpoint.show(shape, now)
     at = _begin(bench, prepared, coordinator)
     if live is not None:
         shape.start = at
@@ -326,8 +331,9 @@ def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRou
     result = _results(spec, raw, started=started, interrupted=interrupted, route=route,
                       interrupted_at=interrupted_at)
     if live is not None:
-        server.set(lambda: shape.final(result))
-        server.linger(spec.metrics_linger)
+        endpoint.finish(shape.final(result))
+        if own:
+            endpoint.linger(spec.metrics_linger)
     return result
 
 

@@ -19,6 +19,7 @@ scraper catches the end."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import math
 import os
@@ -32,7 +33,8 @@ from ._core import Histogram
 from .figures import FAILURE_CLASSES
 
 __all__ = ["MetricsServer", "Figures", "exposition", "parse_address", "check_label", "EDGES",
-           "CONTENT_TYPE", "new_run_label"]
+           "CONTENT_TYPE", "new_run_label", "Endpoint", "RunMetrics", "Parts", "render",
+           "target_of"]
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 # The histogram's edges in seconds: 1-2-5 from 100 us to 50 s, then 60 s.
@@ -268,18 +270,40 @@ class MetricsServer:
         self.httpd.server_close()
 
 
-class RunMetrics:
-    """A run's exposition: `run` labels, a scenario's names, the target
-    rate over time (seconds from the start to req/s; None: no target), and
-    whether the uncorrected latency goes beside the corrected one."""
+Labels = list[tuple[str, str]]
 
-    def __init__(self, run: str, names: Sequence[str], target: Callable[[float], float] | None,
-                 uncorrected: bool) -> None:
-        self.base = [("run", run)]
+
+@dataclasses.dataclass
+class Parts:
+    """One run's samples before they are written: its series, its
+    in-flight gauges and its target rates."""
+
+    series: list[Series]
+    in_flight: list[tuple[Labels, int]]
+    target: list[tuple[Labels, float]]
+
+
+def render(parts: Sequence[Parts], uncorrected: bool) -> str:
+    """The exposition of several runs' samples (capacity's stages), each
+    family once."""
+    return exposition([s for p in parts for s in p.series],
+                      [g for p in parts for g in p.in_flight],
+                      [t for p in parts for t in p.target], uncorrected)
+
+
+class RunMetrics:
+    """A run's samples: its labels (`run`, and a capacity search's
+    `stage`), a scenario's names, the target rate over time (seconds from
+    the start to req/s; None: no target), and whether the uncorrected
+    latency goes beside the corrected one."""
+
+    def __init__(self, base: Labels, names: Sequence[str],
+                 target: Callable[[float], float] | None, uncorrected: bool) -> None:
+        self.base = list(base)
         self.names, self.target, self.uncorrected = list(names), target, uncorrected
         self.start: float | None = None  # time.time() of the measured part's start
 
-    def _target(self, final: bool) -> list[tuple[list[tuple[str, str]], float]]:
+    def _target(self, final: bool) -> list[tuple[Labels, float]]:
         if self.target is None:
             return []
         since = math.inf if final or self.start is None else max(0.0, time.time() - self.start)
@@ -291,14 +315,13 @@ class RunMetrics:
                                                                     strict=True)]
         return [(self.base, whole)]
 
-    def live(self, snapshot: dict[str, Any], in_flight: int) -> str:
+    def live(self, snapshot: dict[str, Any], in_flight: int) -> Parts:
         """From Bench.snapshot() and the in-flight count."""
         whole, parts = snapshot_figures(snapshot)
-        return exposition(self._series(whole, parts), [(self.base, in_flight)],
-                          self._target(False), self.uncorrected)
+        return Parts(self._series(whole, parts), [(self.base, in_flight)], self._target(False))
 
     def workers(self, each: dict[str, tuple[Figures, list[Figures], int]],
-                final: bool = False) -> str:
+                final: bool = False) -> Parts:
         """Over Dask: each worker's series (a `worker` label, its address),
         from its last report: (figures, a scenario's, in flight)."""
         series: list[Series] = []
@@ -307,13 +330,48 @@ class RunMetrics:
             label = [("worker", address)]
             series += [(labels + label, f) for labels, f in self._series(whole, parts)]
             flying.append((self.base + label, in_flight))
-        return exposition(series, flying, self._target(final), self.uncorrected)
+        return Parts(series, flying, self._target(final))
 
-    def final(self, r: Any) -> str:
+    def final(self, r: Any) -> Parts:
         """From the run's Result: nothing in flight."""
         parts = [Figures.of_result(x) for x in r.by_name.values()]
-        return exposition(self._series(Figures.of_result(r), parts), [(self.base, 0)],
-                          self._target(True), self.uncorrected)
+        return Parts(self._series(Figures.of_result(r), parts), [(self.base, 0)],
+                     self._target(True))
+
+
+class Endpoint:
+    """One /metrics for one run, or for several in turn (a capacity
+    search's stages, each with its `stage` label): the runs ended keep
+    their final samples beside the current run's live ones."""
+
+    def __init__(self, address: str, run: str | None = None) -> None:
+        try:
+            self.server = MetricsServer(parse_address("metrics", address), lambda: "# EOF\n")
+        except OSError as e:
+            raise OSError(e.errno, f"metrics: cannot listen on {address}: {e.strerror}") \
+                from None
+        self.server.start()
+        self.run = run or new_run_label()
+        self.done: list[Parts] = []
+        self.uncorrected = False
+
+    def show(self, shape: RunMetrics, live: Callable[[], Parts]) -> None:
+        """Serves live() beside the ended runs' samples."""
+        self.uncorrected |= shape.uncorrected
+        done = list(self.done)
+        self.server.set(lambda: render([*done, live()], self.uncorrected))
+
+    def finish(self, parts: Parts) -> None:
+        """A run ended: its final samples stay."""
+        self.done.append(parts)
+        done = list(self.done)
+        self.server.set(lambda: render(done, self.uncorrected))
+
+    def linger(self, seconds: float) -> None:
+        self.server.linger(seconds)
+
+    def close(self) -> None:
+        self.server.close()
 
 
 def snapshot_figures(snapshot: dict[str, Any]) -> tuple[Figures, list[Figures]]:

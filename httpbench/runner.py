@@ -66,6 +66,7 @@ def run(
     cluster: Any = None,
     workers: int | None = None,
     _coordinator: Coordinator | None = None,
+    _endpoint: Any = None,
 ) -> Result:
     """Runs a load against url and returns what it measured (ab's report
     is str(result); docs/running.md says every argument's meaning).
@@ -102,7 +103,8 @@ def run(
     ValueError naming the argument, before anything is sent.
     """
     given = {k: v for k, v in locals().items()
-             if k not in ("url", "cluster", "workers", "_coordinator", "progress", "stream")}
+             if k not in ("url", "cluster", "workers", "_coordinator", "_endpoint", "progress",
+                          "stream")}
     spec = RunSpec.from_arguments(url, **given)
     if cluster is not None and spec.log is not None:
         raise ValueError("log with a cluster is not supported: each worker's requests are on "
@@ -111,7 +113,7 @@ def run(
         return _on_cluster(spec, cluster, workers, progress, stream)
     if workers is not None:
         raise ValueError("workers is for a run over a cluster: give cluster= too")
-    return run_local(spec, progress, stream, _coordinator)
+    return run_local(spec, progress, stream, _coordinator, _endpoint)
 
 
 def _on_cluster(spec: RunSpec, cluster: Any, workers: int | None, progress: Progress,

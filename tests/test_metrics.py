@@ -304,3 +304,38 @@ def test_over_dask_each_worker_has_its_series(srv):
     assert last["httpbench_target_rate", (("run", "dask"),)] == 2000.0
     with pytest.raises(OSError):
         scrape(port)
+
+
+def test_a_capacity_search_serves_every_stage_on_one_endpoint(srv):
+    port = free_port()
+    got: dict[str, Any] = {}
+    c_holder: dict[str, Any] = {}
+
+    def search() -> None:
+        c_holder["c"] = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<40ms", start=300,
+                                           stage_s=0.5, concurrency=10,
+                                           metrics=f"127.0.0.1:{port}", metrics_run="cap",
+                                           metrics_linger=2.0)
+    t = threading.Thread(target=search)
+    t.start()
+    # In the linger: the search has ended once its result is set... poll.
+    deadline = time.monotonic() + 60
+    while "c" not in c_holder and time.monotonic() < deadline:
+        try:
+            got["text"] = scrape(port)[1]
+        except OSError:
+            pass
+        time.sleep(0.2)
+    t.join()
+    c = c_holder["c"]
+    final = samples(got["text"])
+    by_stage = {dict(k[1])["stage"]: v for k, v in final.items()
+                if k[0] == "httpbench_requests_total" and dict(k[1])["outcome"] == "complete"}
+    assert set(by_stage) == {str(i + 1) for i in range(len(c.steps))}
+    assert [by_stage[str(i + 1)] for i in range(len(c.steps))] == [s.requests - s.errors
+                                                                   for s in c.steps]
+    rates = {dict(k[1])["stage"]: v for k, v in final.items()
+             if k[0] == "httpbench_target_rate"}
+    assert [rates[str(i + 1)] for i in range(len(c.steps))] == [s.target for s in c.steps]
+    with pytest.raises(ValueError, match="go with metrics"):
+        httpbench.capacity(srv.url("/"), metrics_run="x")

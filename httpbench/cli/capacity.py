@@ -33,8 +33,8 @@ def capacity_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, default=1.25, help="rate factor per stage (1.25)")
     p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
                    help="each stage's length (default 5)")
-    add_common(p, "concurrency", "threads", "timeout", "headers", "json", "html", "http2",
-               "streams", "window",
+    add_common(p, "concurrency", "threads", "timeout", "headers", "json", "html", "metrics",
+               "metrics_run", "metrics_linger", "http2", "streams", "window",
                concurrency={"default": 50,
                             "help": "connections (default 50, not 1 as for a run: one "
                                     "connection waits for each answer, so it cannot reach most "
@@ -59,7 +59,8 @@ def capacity_main(argv: Sequence[str]) -> int:
                      start=args.start, step=args.step, stage_s=args.stage,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
                      headers=args.headers, scenario=scenario, http2=args.http2,
-                     streams=args.streams, window=args.window)
+                     streams=args.streams, window=args.window, metrics=args.metrics,
+                     metrics_run=args.metrics_run, metrics_linger=args.metrics_linger)
     except (ValueError, UsageError, HttpbenchError, OSError) as e:
         if outputs is not None:
             outputs.discard()
