@@ -32,12 +32,20 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
+    # Playwright's driver and chromium are no part of what is tested: a
+    # sanitizer run's preloaded runtime is kept out of them.
+    preload = os.environ.pop("LD_PRELOAD", None)
+    try:
+        pw = sync_api.sync_playwright().start()
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    finally:
+        if preload is not None:
+            os.environ["LD_PRELOAD"] = preload
+    try:
+        yield b
+    finally:
+        b.close()
+        pw.stop()
 
 
 @pytest.fixture(scope="module")
