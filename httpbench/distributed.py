@@ -522,6 +522,10 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     fields["server_software"] = next((p.server_software for p in real if p.server_software), "")
     fields["first_error"] = next((p.first_error for p in parts if p.first_error), "")
     fields["interrupted"] = any(p.interrupted for p in parts)
+    # The machines that measured: each host once, and their CPUs.
+    hosts = {p.hostname: p.cpus for p in real if p.hostname}
+    fields["hostname"] = ", ".join(hosts)
+    fields["cpus"] = sum(c for c in hosts.values() if c) or None
     if url is not None:
         fields["url"] = url
     if start is not None:

@@ -417,3 +417,25 @@ def test_every_kind_of_saved_json_loads_by_its_kind(srv, tmp_path):
     for cls in ("run", "comparison", "capacity"):
         assert f'<section class="{cls}"' in page
     assert "<script" not in page and " src=" not in page and " href=" not in page
+
+
+def test_the_password_is_hidden_and_the_notebook_draws_the_same(browser, srv, tmp_path):
+    url = srv.url("/rnd?c=10").replace("http://", "http://alice:s3cret@")
+    r = httpbench.run(url, requests=500, concurrency=2, progress=False)
+    page = r.to_html(tmp_path / "r.html")
+    assert "s3cret" not in page and "alice:***@" in page
+    # The notebook's summary: the same tables and pictures, by the same code.
+    summary = r._repr_html_()
+    assert "s3cret" not in summary and "<script" not in summary.lower()
+    assert '<svg class="chart" data-kind="percentiles"' in summary
+    assert '<td data-key="rps" data-value="' in summary
+    for table in ('class="figures"', 'class="settings"', 'class="failures"',
+                  'class="percentiles"'):
+        assert table in summary and table in page
+    # And the command line writes the report to standard output with -o -.
+    (tmp_path / "r.json").write_text(r.to_json())
+    out = subprocess.run([sys.executable, "-m", "httpbench", "report", str(tmp_path / "r.json"),
+                          "-o", "-", "--title", "my run"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("<!DOCTYPE html>")
+    assert "<title>my run</title>" in out.stdout
