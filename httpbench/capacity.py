@@ -115,6 +115,10 @@ class CapacityResult:
     def __str__(self) -> str:
         return self.report()
 
+    def bounds(self) -> list[tuple[str, float]]:
+        """The SLO's bounds: (statistic, seconds) each."""
+        return parse_slo(self.slo)
+
     def to_dict(self) -> dict[str, Any]:
         """The search as JSON-ready data (capacity --json writes it)."""
         return {"kind": "capacity", "schema": SCHEMA, "url": self.url, "slo": self.slo,
@@ -132,12 +136,8 @@ class CapacityResult:
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of the search (its knee plot and
         stages), written to path when given; returns its text."""
-        from .render.report import capacity_doc, render
-        page = render([capacity_doc(self)])
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(page)
-        return page
+        from .render.report import capacity_doc, page
+        return page(capacity_doc(self), path)
 
     def plot(self, ax: Any = None) -> Any:
         """p99 and p50 latency against the rate asked for, the stages in

@@ -207,12 +207,8 @@ class Comparison:
         """The standalone HTML report of the comparison (the table, bars
         per agent, each run in full), written to path when given; returns
         its text."""
-        from .render.report import comparison_doc, render
-        page = render([comparison_doc(self)])
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(page)
-        return page
+        from .render.report import comparison_doc, page
+        return page(comparison_doc(self), path)
 
 
 def compare(url: str | None = None, agents: Sequence[str] | None = None,

@@ -318,7 +318,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                                     "runs": runs}, indent=1))
         tr.write_line(f"saved {len(state.runs)} run(s) to {path}")
     if state.html:
-        from .render.report import load, session_doc, write
+        from .render.report import session_doc, write
+        from .saved import load
         docs = []
         if state.compare and state.baseline_path is not None:
             docs.append(load(state.baseline_path))

@@ -360,12 +360,8 @@ class Result:
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of this run (one file, no network:
         docs/report.md), written to path when given; returns its text."""
-        from .render.report import render, run_doc
-        page = render([run_doc(self)])
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(page)
-        return page
+        from .render.report import page, run_doc
+        return page(run_doc(self), path)
 
     def to_pandas(self, by_name: bool = False) -> Any:
         """The run's figures as a one-row DataFrame (pandas imported here);

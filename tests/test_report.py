@@ -22,7 +22,8 @@ import pytest
 import httpbench
 from httpbench import Request, Scenario
 from httpbench.render.charts import full_seconds, percentile_points
-from httpbench.render.report import load, render
+from httpbench.render.report import render
+from httpbench.saved import load
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -26,7 +26,8 @@ def report_parser() -> argparse.ArgumentParser:
 
 
 def report_main(argv: Sequence[str]) -> int:
-    from ..render.report import load, render
+    from ..render.report import render
+    from ..saved import load
 
     args = report_parser().parse_args(argv)
     try:

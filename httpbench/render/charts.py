@@ -203,9 +203,8 @@ def capacity_chart(c: CapacityResult) -> str:
     """p99 and p50 against the rate asked for, in order of rate; held
     stages as dots and broken ones as crosses; the SLO's bounds and the
     capacity found."""
-    from ..capacity import parse_slo
     steps = sorted(c.steps, key=lambda s: s.target)
-    bounds = parse_slo(c.slo)
+    bounds = c.bounds()
     top = max([s.p99 for s in steps] + [v for _, v in bounds], default=0.0)
     scale, unit = time_unit(top)
     xs = [s.target for s in steps]

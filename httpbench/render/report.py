@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import html
-import json
 import os
 import platform
 from collections.abc import Callable, Sequence
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..figures import SCHEMA
 from . import charts
 from . import html as tables
 
@@ -29,7 +27,7 @@ if TYPE_CHECKING:
     from ..compare import Comparison
     from ..result import Result
 
-__all__ = ["Doc", "load", "render", "write", "run_doc", "comparison_doc", "capacity_doc",
+__all__ = ["Doc", "render", "write", "page", "run_doc", "comparison_doc", "capacity_doc",
            "session_doc", "FIGURES"]
 
 e = html.escape
@@ -81,53 +79,6 @@ def session_doc(runs: Sequence[tuple[str, Result, list[dict[str, float]] | None]
                 label: str = "session", machine: dict[str, Any] | None = None) -> Doc:
     return Doc(label, "session", runs=[run_doc(r, name, rounds) for name, r, rounds in runs],
                machine=machine or {})
-
-
-def load(path: str | os.PathLike[str]) -> Doc:
-    """A saved JSON file as a Doc, told apart by its `kind` (and, for files
-    written before kinds, by its keys): a run's result (--json), a
-    comparison's (compare --json), a capacity search's (capacity --json)
-    or a pytest session's baseline (--httpbench-save). ValueError naming
-    the file for anything else."""
-    from ..capacity import CapacityResult
-    from ..compare import Comparison
-    from ..result import Result
-    p = Path(path)
-    try:
-        d = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{p}: cannot read it as JSON ({err})") from None
-    if not isinstance(d, dict):
-        raise ValueError(f"{p}: not a result (a JSON object was expected)")
-    kind = d.get("kind")
-    if kind is None:
-        if "runs" in d and "machine" in d:
-            kind = "session"
-        elif "steps" in d and "slo" in d:
-            kind = "capacity"
-        elif "url" in d and "latency" in d:
-            kind = "run"
-        elif d and all(isinstance(v, dict) and "latency" in v for v in d.values()):
-            kind = "comparison"
-    label = p.stem
-    try:
-        if kind == "run":
-            return run_doc(Result.from_dict(d), label)
-        if kind == "comparison":
-            return comparison_doc(Comparison.from_dict(d), label)
-        if kind == "capacity":
-            return capacity_doc(CapacityResult.from_dict(d), label)
-        if kind == "session":
-            schema = d.get("schema", SCHEMA)
-            if not isinstance(schema, int) or schema > SCHEMA:
-                raise ValueError(f"a session of schema {schema!r}")
-            runs = [(name, Result.from_dict(r), r.get("rounds"))
-                    for name, r in d["runs"].items()]
-            return session_doc(runs, label, d.get("machine"))
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{p}: not a result httpbench reads ({err})") from None
-    raise ValueError(f"{p}: not a result httpbench reads: no known kind "
-                     f"({kind!r}; run, comparison, capacity or session)")
 
 
 # The figures set side by side in a report of several runs: (JSON key,
@@ -350,3 +301,12 @@ def render(docs: Sequence[Doc], title: str | None = None) -> str:
 def write(path: str | os.PathLike[str], docs: Sequence[Doc], title: str | None = None) -> None:
     """Writes the report of docs to path (UTF-8)."""
     Path(path).write_text(render(docs, title), encoding="utf-8")
+
+
+def page(doc: Doc, path: str | os.PathLike[str] | None) -> str:
+    """The report of one doc (the to_html methods'), written to path when
+    given; returns its text."""
+    text = render([doc])
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
