@@ -441,6 +441,21 @@ static void write_request(bthread *t, bconn *c, int64_t now)
     watch_wants(t, c);
 }
 
+void hb_bc_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
+{
+    hb_bp_choose(t, c, x);
+    x->res->issued += (uint64_t)n;
+    __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)n, __ATOMIC_RELAXED);
+    t->inflight += n;
+    x->t_intended = t->b->paced ? c->next_at : now;
+    hb_bp_advance(t, c);
+    x->t_start = now;
+    x->t_first = 0;
+    x->connect_ns = 0;
+    x->status = 0;
+    x->tx = x->rx = 0;
+}
+
 static void start_request(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
@@ -478,18 +493,8 @@ static void start_request(bthread *t, bconn *c, int64_t now)
     c->batch = batch;
     c->answered = 0;
     bexch *x = &c->xs[0];
-    hb_bp_choose(t, c, x);
-    x->res->issued += (uint64_t)batch;
-    __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)batch, __ATOMIC_RELAXED);
-    t->inflight += batch;
-    x->t_intended = b->paced ? c->next_at : now;
-    hb_bp_advance(t, c);
-    x->t_start = now;
-    x->t_first = 0;
-    x->connect_ns = 0;
+    hb_bc_issue(t, c, x, batch, now);
     x->retried = 0;
-    x->status = 0;
-    x->tx = x->rx = 0;
     /* A pipeline's batch: the same request (b->pipe_req repeats it), each
      * an exchange of its own in order, all timed from the one write. */
     for (int i = 1; i < batch; i++)

@@ -183,16 +183,7 @@ static void take(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     bexch *x = take_slot(b, c);
-    hb_bp_choose(t, c, x);
-    x->res->issued++;
-    __atomic_store_n(&t->live_issued, t->live_issued + 1, __ATOMIC_RELAXED);
-    t->inflight++;
-    x->t_intended = b->paced ? c->next_at : now;
-    hb_bp_advance(t, c);
-    x->t_start = now;
-    x->t_first = 0;
-    x->connect_ns = 0;
-    x->status = 0;
+    hb_bc_issue(t, c, x, 1, now);
     x->found = 0;
     x->got = 0;
     x->refusals = 0;

@@ -361,6 +361,12 @@ void hb_bc_watch(bthread *t, bconn *c, unsigned events);
  * a keep-alive request) or failed. */
 void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept);
 
+/* Exchange x of c takes the ticket just taken at now (n of them: a
+ * pipeline's batch, all timed from x's start): its request picked, the n
+ * counted issued and in flight, its clock and outcome reset. The one
+ * start of an exchange, over HTTP/1.1 and HTTP/2 alike. */
+void hb_bc_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now);
+
 /* ---- bench_h2.c: the connection machine's HTTP/2 part */
 
 /* c takes what its streams allow: tickets due, sent on streams (or
