@@ -141,7 +141,7 @@ def test_a_shape_s_target_rate_follows_its_ramp(srv):
     assert len(rate) == 1 and 250 <= rate[0] <= 350
 
 
-def test_only_metrics_is_served_and_bad_settings_are_refused(srv):
+def test_only_metrics_is_served_and_bad_settings_are_refused(srv, tmp_path):
     port = free_port()
     out: dict[str, Any] = {}
 
@@ -180,15 +180,15 @@ def test_only_metrics_is_served_and_bad_settings_are_refused(srv):
         before = srv.stats()["requests"]
         cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5", "--metrics",
                               f"127.0.0.1:{taken}", url], capture_output=True, text=True,
-                             timeout=60)
+                             timeout=60, cwd=tmp_path)
         assert cli.returncode == 1 and "cannot listen" in cli.stderr
         assert srv.stats()["requests"] == before  # nothing was sent
     cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5", "--metrics",
-                          "x", url], capture_output=True, text=True, timeout=60)
+                          "x", url], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert cli.returncode == 2 and "--metrics must be 'HOST:PORT'" in cli.stderr
     cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5",
                           "--metrics-linger", "3s", url], capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, cwd=tmp_path)
     assert cli.returncode == 2 and "go with --metrics" in cli.stderr
 
 

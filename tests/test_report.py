@@ -264,12 +264,13 @@ def test_two_runs_side_by_side_from_saved_json(browser, srv, tmp_path):
         out = tmp_path / f"run{i}.json"
         done = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-t", "1.5", "-c", str(c),
                                "--json", str(out), srv.url("/rnd?c=512")],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         paths.append(out)
     html = tmp_path / "two.html"
     done = subprocess.run([sys.executable, "-m", "httpbench", "report", *map(str, paths), "-o",
-                           str(html)], capture_output=True, text=True, timeout=60)
+                           str(html)], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     a, b = (httpbench.Result.from_json(p.read_text()) for p in paths)
     page = Page(browser, html)
@@ -437,6 +438,6 @@ def test_the_password_is_hidden_and_the_notebook_draws_the_same(browser, srv, tm
     (tmp_path / "r.json").write_text(r.to_json())
     out = subprocess.run([sys.executable, "-m", "httpbench", "report", str(tmp_path / "r.json"),
                           "-o", "-", "--title", "my run"], capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.startswith("<!DOCTYPE html>")
     assert "<title>my run</title>" in out.stdout

@@ -204,7 +204,7 @@ def test_bad_settings_are_refused_by_name(srv, tmp_path):
                        (["--log-sample", "0.1"], "add --log FILE"),
                        (["--log", str(tmp_path / "no" / "a.csv")], "--log: cannot write")):
         cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5", *args, url],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert cli.returncode == 2 and said in cli.stderr, cli.stderr
     (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="not a request log"):
