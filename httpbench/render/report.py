@@ -152,7 +152,7 @@ def _run_section(d: Doc, level: int = 2) -> str:
 def _comparison_section(d: Doc) -> str:
     c = d.comparison
     assert c is not None
-    each = "".join(f"<details><summary>{e(a)} {e(s)}</summary>"
+    each = "".join(f"<details open><summary>{e(a)} {e(s)}</summary>"
                    f"{_run_section(run_doc(r, f'{a} {s}'), 3)}</details>"
                    for (a, s), r in c.results.items())
     return (f"<section class=\"comparison\" data-label=\"{e(d.label)}\"><h2>{e(d.label)}</h2>"
