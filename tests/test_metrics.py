@@ -146,15 +146,19 @@ def test_only_metrics_is_served_and_bad_settings_are_refused(srv, tmp_path):
     out: dict[str, Any] = {}
 
     def other() -> None:
-        time.sleep(0.5)
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
-        except urllib.error.HTTPError as e:
-            out["status"] = e.code
+        # Until the endpoint is up (the run binds it as it starts), then once.
+        deadline = time.monotonic() + 10
+        while "status" not in out and time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+            except urllib.error.HTTPError as e:
+                out["status"] = e.code
+            except OSError:
+                time.sleep(0.05)
     t = threading.Thread(target=other)
     t.start()
     httpbench.run(srv.url("/rnd?c=10"), duration=1.0, progress=False,
-                  metrics=f"127.0.0.1:{port}")
+                  metrics=f"127.0.0.1:{port}", metrics_linger=1.0)
     t.join()
     assert out["status"] == 404
     url = srv.url("/")

@@ -81,28 +81,26 @@ def session_doc(runs: Sequence[tuple[str, Result, list[dict[str, float]] | None]
                machine=machine or {})
 
 
+def _latency(key: str, label: str, stat: str, metric: str | None) -> tuple[Any, ...]:
+    """A latency row of FIGURES: the statistic in seconds (None when nothing
+    was timed), shown in ms, lower being better."""
+    return (key, label, lambda r: getattr(r.latency, stat) if r.latency.count else None,
+            lambda v: f"{v * 1e3:,.3f} ms", metric, False)
+
+
 # The figures set side by side in a report of several runs: (JSON key,
 # label, value of a Result, formatter, what the noise rule calls it or
 # None, higher is better).
 FIGURES: tuple[tuple[str, str, Callable[[Result], float | None], Callable[[float], str],
                      str | None, bool], ...] = (
     ("rps", "Requests per second", lambda r: r.rps, lambda v: f"{v:,.2f}", "rps", True),
-    ("latency.mean", "Latency mean", lambda r: r.latency.mean if r.latency.count else None,
-     lambda v: f"{v * 1e3:,.3f} ms", None, False),
-    ("latency.percentiles.50", "Latency p50",
-     lambda r: r.latency.p50 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
-     "p50", False),
-    ("latency.percentiles.90", "Latency p90",
-     lambda r: r.latency.p90 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
-     None, False),
-    ("latency.percentiles.99", "Latency p99",
-     lambda r: r.latency.p99 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
-     "p99", False),
-    ("latency.percentiles.99.9", "Latency p99.9",
-     lambda r: r.latency.p999 if r.latency.count else None, lambda v: f"{v * 1e3:,.3f} ms",
-     None, False),
-    ("latency.max", "Latency max", lambda r: r.latency.max if r.latency.count else None,
-     lambda v: f"{v * 1e3:,.3f} ms", None, False),
+    *(_latency(key, label, stat, metric) for key, label, stat, metric in (
+        ("latency.mean", "Latency mean", "mean", None),
+        ("latency.percentiles.50", "Latency p50", "p50", "p50"),
+        ("latency.percentiles.90", "Latency p90", "p90", None),
+        ("latency.percentiles.99", "Latency p99", "p99", "p99"),
+        ("latency.percentiles.99.9", "Latency p99.9", "p999", None),
+        ("latency.max", "Latency max", "max", None))),
     ("complete", "Complete", lambda r: r.complete, lambda v: f"{v:,.0f}", None, True),
     ("failed", "Failed", lambda r: r.failed, lambda v: f"{v:,.0f}", None, False),
     ("non_2xx", "Non-2xx", lambda r: r.non_2xx, lambda v: f"{v:,.0f}", None, False),
