@@ -4,6 +4,10 @@ Switches, read from the environment at build time:
   HTTPBENCH_SANITIZE=1  clang with ASan and UBSan (run with the ASan runtime
                         preloaded; see README.md)
   HTTPBENCH_WERROR=1    turn warnings into errors (CI)
+  HTTPBENCH_NO_MAX_CONTINUATIONS=1
+                        skip the probe for nghttp2_option_set_max_continuations,
+                        so the library's own CONTINUATION limit stands (the
+                        branch of docs/http2.md a library without it takes)
 """
 
 import glob
@@ -103,17 +107,37 @@ class always_build_ext(build_ext):
         # One line of C per library tried first, so that missing headers
         # read as what to install rather than as a wall of compiler errors.
         for _, _, header, message in LIBRARIES:
-            with tempfile.TemporaryDirectory() as tmp:
-                probe = os.path.join(tmp, "probe.c")
-                with open(probe, "w") as f:
-                    f.write(f"#include <{header}>\nint main(void) {{ return 0; }}\n")
-                try:
-                    self.compiler.compile(
-                        [probe], output_dir=tmp, include_dirs=self.extensions[0].include_dirs
-                    )
-                except Exception:
-                    raise SystemExit(message) from None
+            if not self.builds(f"#include <{header}>\nint main(void) {{ return 0; }}\n"):
+                raise SystemExit(message)
+        if os.environ.get("HTTPBENCH_NO_MAX_CONTINUATIONS") != "1" and self.builds(
+                "#include <nghttp2/nghttp2.h>\n"
+                "int main(void) { nghttp2_option *o = 0; nghttp2_option_new(&o);\n"
+                "  nghttp2_option_set_max_continuations(o, 100); return 0; }\n", link=True):
+            self.extensions[0].define_macros.append(("HB_HAVE_MAX_CONTINUATIONS", "1"))
         super().build_extensions()
+
+    def builds(self, source: str, link: bool = False) -> bool:
+        """Whether source compiles (an undeclared call an error) and, with
+        link, links against the extension's libraries: a feature is probed
+        for by what the library has, never by its version number
+        (distributions backport fixes that bring new calls, as Debian's
+        nghttp2 1.52 has CVE-2024-28182's nghttp2_option_set_max_continuations)."""
+        ext = self.extensions[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = os.path.join(tmp, "probe.c")
+            with open(probe, "w") as f:
+                f.write(source)
+            try:
+                objects = self.compiler.compile(
+                    [probe], output_dir=tmp, include_dirs=ext.include_dirs,
+                    extra_postargs=["-Werror=implicit-function-declaration"])
+                if link:
+                    self.compiler.link_executable(
+                        objects, os.path.join(tmp, "probe"), libraries=ext.libraries,
+                        library_dirs=ext.library_dirs)
+            except Exception:
+                return False
+        return True
 
 
 setup(

@@ -176,6 +176,7 @@ void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *
     X(closing, "closing_responses") /* final heads that ended keep-alive (close, HTTP/1.0) */      \
     X(fail_reset, "reset")          /* HTTP/2: a stream the server reset (RST_STREAM) */           \
     X(refused, "refused")           /* HTTP/2: streams refused (REFUSED_STREAM), sent again */     \
+    X(retries, "retries") /* sent again on a new socket: unprocessed by a GOAWAY, or stale */      \
     X(header_bytes_wire, "header_bytes_wire")       /* HTTP/2: HEADERS payloads received */        \
     X(header_bytes_decoded, "header_bytes_decoded") /* and the fields they decoded to */
 
@@ -191,11 +192,14 @@ typedef struct {
     double elapsed;                 /* seconds from start to the last outcome */
     double cpu_user, cpu_sys;       /* the loop threads' CPU time, seconds */
     /* HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS (the lowest
-     * any connection heard; 0 until one did), the most streams one
-     * connection had in flight, and RST_STREAMs by error code. */
+     * any connection heard, once streams_limited; streams_heard: some
+     * SETTINGS came, and without a limit in any, the server set none),
+     * the most streams one connection had in flight, and RST_STREAMs by
+     * error code. */
     uint32_t streams_allowed;
     uint32_t streams_max_used;
     int streams_heard;
+    int streams_limited;
     uint64_t reset_codes[HB_BENCH_RESET_CODES];
     /* Each connection's req/s over the run (h2load's min, max, mean and
      * standard deviation); the whole run's figures only. */
@@ -269,6 +273,11 @@ void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out);
  * out stays empty, without cfg.publish. Takes each thread's publication
  * lock in turn: never held by the loop for more than a copy. */
 void hb_bench_snapshot(hb_bench *b, int i, hb_bench_result *out);
+
+/* How many times the threads have published so far (cfg.publish): a
+ * snapshot of several parts (hb_bench_snapshot of each request) is of one
+ * moment when this is the same before and after it. */
+uint64_t hb_bench_publications(hb_bench *b);
 
 /* The per-request log's end, once the run has ended (hb_bench_wait): the
  * records written and dropped, and 0 or the errno of the write that

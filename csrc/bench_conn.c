@@ -36,8 +36,10 @@
  *                                            closed early, stale       BC_CONNECTING (sent again)
  *                                            closed early, error       failed: BC_IDLE
  *   BC_DRAIN       the server's FIN          FIN, bytes, a tick        closed: BC_IDLE
- *   BC_RETRY       next_try (retry_due)      due                       BC_CONNECTING
- *                                            past the timeout          failed (connect)
+ *   BC_RETRY       next_try (retry_due):     due                       BC_CONNECTING
+ *                  a Unix backlog was full,  past the timeout          failed (connect)
+ *                  or a GOAWAY ended a
+ *                  socket that served none
  *   any            the request's deadline    tick()                    failed (timeout); past a
  *                                                                      stop's grace, cancelled
  */
@@ -96,6 +98,7 @@ void hb_bc_close(bconn *c)
     c->read_ahead = 0;
     c->refused = 0;
     c->served = 0;
+    c->paused = 0;
     hb_buf_clear(&c->head);
     hb_buf_shrink(&c->head, 65536);
     hb_h2_free(c->h2); /* the session was the socket's */
@@ -334,7 +337,12 @@ static int64_t retry_due(bthread *t, int64_t now)
         if (now >= c->next_try) {
             t->retrying--;
             c->state = BC_CONNECTING;
-            connect_addr(t, c, now); /* (BC_RETRY again, counted again, if still full) */
+            if (c->paused) {
+                c->paused = 0;
+                hb_bc_begin_connect(t, c, now);
+            } else {
+                connect_addr(t, c, now); /* (BC_RETRY again, counted again, if still full) */
+            }
             if (c->state == BC_RETRY && c->next_try < next)
                 next = c->next_try;
         } else if (c->next_try < next) {
@@ -359,6 +367,15 @@ void hb_bc_begin_connect(bthread *t, bconn *c, int64_t now)
     connect_addr(t, c, now);
 }
 
+void hb_bc_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait)
+{
+    c->t_connect = now;
+    c->paused = 1; /* (counted when made, by retry_due) */
+    t->retrying++;
+    c->state = BC_RETRY;
+    c->next_try = now + wait;
+}
+
 /* A reused socket that the server had closed before answering: send the
  * request again on a new one, once (RFC 9112 section 9.3.1). */
 static int retry_stale(bthread *t, bconn *c, int64_t now)
@@ -372,8 +389,10 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
     /* What is left goes again, in order, at the front. */
     int left = unanswered(c);
     memmove(c->xs, c->xs + c->answered, (size_t)left * sizeof *c->xs);
-    for (int i = 0; i < left; i++)
+    for (int i = 0; i < left; i++) {
         c->xs[i].retried = 1;
+        c->xs[i].res->retries++;
+    }
     c->batch = left;
     c->answered = 0;
     c->sent = 0;
@@ -576,6 +595,10 @@ void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
     const hb_bench_config *cfg = &b->cfg;
     breq *q = (breq *)x->rq;
 
+    /* A second that begins now is published before anything of this
+     * outcome is counted (hb_br_second), so a snapshot never holds half
+     * of it: its status without its count. */
+    hb_br_second(t, now);
     res->status[x->status < 600 ? x->status : 0]++;
     res->body_bytes += got;
     int ok2xx = x->status >= 200 && x->status < 300;

@@ -14,8 +14,21 @@
 
 /* A stream the server refuses (REFUSED_STREAM) goes again this many
  * times, then fails as reset: a server that refuses everything must not
- * keep the loop resending. */
+ * keep the loop resending. A refusal is the server asking to be asked
+ * again (RFC 9113 section 8.7: it is busy, the connection lives on). */
 #define MAX_REFUSALS 100
+/* A stream a GOAWAY left unprocessed goes on a new socket, but in three
+ * tries in all, as Connection does: a server that ends every connection
+ * before processing anything (GOAWAY with last stream 0) is not asking to
+ * be asked again, and each try costs a connect. */
+#define GOAWAY_TRIES 3
+/* The wait before connecting again after a GOAWAY ended a socket that
+ * served nothing: from the first, doubling to the most, so such a server
+ * sees a few connects a second, not thousands. A socket that served
+ * something reconnects at once (a server's graceful GOAWAY, nginx's
+ * keepalive_requests). */
+#define GOAWAY_WAIT_FIRST_NS 10000000LL
+#define GOAWAY_WAIT_MAX_NS 1000000000LL
 
 #define FOR_TAKEN(c, x, depth)                                                                     \
     for (bexch *x = (c)->xs; x < (c)->xs + (depth); x++)                                           \
@@ -100,6 +113,32 @@ static void on_data(void *owner, void *stream, const char *p, size_t n)
         hb_scen_needle_feed(&x->rq->body, &x->found, p, n);
 }
 
+/* x fails in the reset class, code counted, why saying how. */
+static void reset_failed(bthread *t, bconn *c, bexch *x, uint32_t code, int64_t now,
+                         const char *why)
+{
+    hb_br_failed(t, x, HB_FAIL(fail_reset), now); /* (first: hb_br_second's rule) */
+    x->res->reset_codes[code < HB_BENCH_RESET_CODES ? code : HB_BENCH_RESET_CODES - 1]++;
+    note_error(x, why, hb_h2_code_name(code));
+    release(t, c, x, now);
+}
+
+/* x was above a GOAWAY's last stream, so not processed (RFC 9113 section
+ * 6.8): it waits for the next socket, up to GOAWAY_TRIES tries in all
+ * (each resend counted in retries), then fails as reset with the
+ * GOAWAY's code. */
+static void unsent(bthread *t, bconn *c, bexch *x, int64_t now)
+{
+    x->stream = NULL;
+    if (++x->goaways < GOAWAY_TRIES) {
+        x->res->retries++;
+        x->h2 = BX_WAITING;
+        return;
+    }
+    reset_failed(t, c, x, hb_h2_stats_of(c->h2)->goaway_code, now,
+                 "the server ended three connections (GOAWAY %s) without processing the stream");
+}
+
 static void on_closed(void *owner, void *stream, int how, uint32_t code)
 {
     bconn *c = owner;
@@ -111,6 +150,7 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
     case HB_H2_DONE:
         c->served++;
         c->done_total++;
+        c->goaway_wait = 0;
         hb_bc_judge(t, x, x->got, now, t->b->cfg.keepalive);
         release(t, c, x, now);
         return;
@@ -125,13 +165,10 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
                 return;
             }
         }
-        x->res->reset_codes[code < HB_BENCH_RESET_CODES ? code : HB_BENCH_RESET_CODES - 1]++;
-        hb_br_failed(t, x, HB_FAIL(fail_reset), now);
-        note_error(x, "the server reset a stream: RST_STREAM %s", hb_h2_code_name(code));
-        release(t, c, x, now);
+        reset_failed(t, c, x, code, now, "the server reset a stream: RST_STREAM %s");
         return;
     case HB_H2_UNSENT:
-        x->h2 = BX_WAITING; /* above the GOAWAY's last stream: on the next socket */
+        unsent(t, c, x, now); /* above the GOAWAY's last stream: on the next socket */
         return;
     default: /* HB_H2_BROKEN */
         hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
@@ -187,6 +224,7 @@ static void take(bthread *t, bconn *c, int64_t now)
     x->found = 0;
     x->got = 0;
     x->refusals = 0;
+    x->goaways = 0;
     x->h2 = BX_WAITING;
     c->active++;
     if ((uint32_t)c->active > x->res->streams_max_used)
@@ -380,20 +418,25 @@ static void socket_gone(bthread *t, bconn *c, int64_t now, const char *why)
         if (x->h2 != BX_OPEN)
             continue;
         if (goaway && x->sid > last) {
-            x->h2 = BX_WAITING;
-            x->stream = NULL;
+            unsent(t, c, x, now);
             continue;
         }
         hb_br_failed(t, x, HB_FAIL(fail_receive), now);
         note_error(x, "%s", why);
         release(t, c, x, now);
     }
+    int fruitless = goaway && c->served == 0;
     hb_bc_close(c);
     c->state = BC_IDLE;
-    if (c->active > 0)
-        hb_bc_begin_connect(t, c, now);
-    else
+    if (c->active == 0) {
         push_ready(t, c);
+    } else if (fruitless) {
+        int64_t wait = c->goaway_wait == 0 ? GOAWAY_WAIT_FIRST_NS : 2 * c->goaway_wait;
+        c->goaway_wait = wait < GOAWAY_WAIT_MAX_NS ? wait : GOAWAY_WAIT_MAX_NS;
+        hb_bc_connect_later(t, c, now, c->goaway_wait);
+    } else {
+        hb_bc_begin_connect(t, c, now);
+    }
 }
 
 static void session_over(bthread *t, bconn *c, int64_t now)
@@ -432,12 +475,8 @@ void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now)
             int rc = hb_h2_input(c->h2, t->scratch, (size_t)n);
             res->header_bytes_wire += st->header_bytes_wire - wire;
             res->header_bytes_decoded += st->header_bytes_decoded - decoded;
-            if (st->settings) {
-                uint32_t allowed = hb_h2_streams_allowed(c->h2);
-                if (!res->streams_heard || allowed < res->streams_allowed)
-                    res->streams_allowed = allowed;
-                res->streams_heard = 1;
-            }
+            if (st->settings)
+                hb_br_note_streams(res, st->streams_limited, hb_h2_streams_allowed(c->h2));
             if (rc != 0) {
                 broken(t, c, now);
                 return;

@@ -77,7 +77,8 @@ enum {
     BC_WRITING,
     BC_READING,
     BC_DRAIN,
-    BC_RETRY, /* a Unix socket's backlog was full (EAGAIN): connect again at next_try */
+    BC_RETRY, /* connect again at next_try: a Unix socket's backlog was full (EAGAIN),
+               * or a GOAWAY ended a socket that served nothing (bench_h2.c) */
     BC_H2     /* an HTTP/2 session is open: streams come and go (bench_h2.c) */
 };
 
@@ -125,6 +126,7 @@ typedef struct {
     const hb_h2_req *h2req;
     uint64_t got;
     int refusals;
+    int goaways; /* tries a GOAWAY left unprocessed */
     /* The per-request log: the request's bytes written and its
      * response's parsed (HTTP/1.1), and its connection over all threads. */
     uint64_t tx, rx;
@@ -173,6 +175,9 @@ typedef struct {
     int h2_due;
     int in_ready;
     uint64_t done_total; /* responses over the run, every socket (per-connection req/s) */
+    int paused;          /* BC_RETRY: a connect not yet counted (hb_bc_connect_later) */
+    int64_t goaway_wait; /* the wait before the next connect after a GOAWAY on a socket that
+                          * served nothing: doubling, 0 again once a stream completes */
     int64_t h2_now;
     struct bthread *thr;
 } bconn;
@@ -207,6 +212,7 @@ typedef struct bthread {
     /* cfg.publish: res[] as of the last second boundary (hb_br_publish),
      * under pub_mu (pub_mu_ok once initialised). */
     hb_bench_result *pub;
+    uint64_t pub_gen; /* publications so far, under pub_mu */
     pthread_mutex_t pub_mu;
     int pub_mu_ok;
     hb_rlog_ring *log; /* the per-request log's ring, while the measured part runs */
@@ -293,7 +299,9 @@ static inline bexch *hb_bc_current(bconn *c)
 void hb_br_publish(bthread *t);
 
 /* The second `now` falls in, of t's timeline, grown into when need be;
- * NULL when memory ran out (the timeline then stops, nothing else does). */
+ * NULL when memory ran out (the timeline then stops, nothing else does).
+ * A second that begins is when t publishes (cfg.publish): an outcome asks
+ * for its second before it counts anything. */
 hb_second *hb_br_second(bthread *t, int64_t now);
 /* Exchange ex failed at now, in class cls (HB_FAIL). */
 void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
@@ -312,6 +320,9 @@ void hb_br_cancelled(bthread *t, bexch *ex, int64_t now);
 int hb_br_outcome_names(const char **out);
 /* The first final response's head and Server field, once for the run. */
 void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head);
+/* A server's SETTINGS heard: its SETTINGS_MAX_CONCURRENT_STREAMS when it
+ * set one (limited), the lowest kept in r. */
+void hb_br_note_streams(hb_bench_result *r, int limited, uint32_t allowed);
 /* An HTTP/2 response's Server field, the first for the run. */
 void hb_br_note_server_h2(hb_bench *b, const char *value, size_t len);
 /* The first handshake's agreement, once for the run. */
@@ -353,6 +364,9 @@ void hb_bc_run(bthread *t);
 void hb_bc_close(bconn *c);
 /* A new socket for c (connects counted), whose exchanges wait for it. */
 void hb_bc_begin_connect(bthread *t, bconn *c, int64_t now);
+/* The same, its connect made (and counted) `wait` ns from now: BC_RETRY
+ * meanwhile, the exchanges under their deadlines. */
+void hb_bc_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait);
 /* Waits (epoll) for what c's transport said its last call wanted. */
 void hb_bc_watch(bthread *t, bconn *c, unsigned events);
 /* c's response for exchange x is whole at now with `got` body bytes:

@@ -55,7 +55,22 @@ void hb_br_publish(bthread *t)
         t->pub[k] = t->res[k];
         t->pub[k].timeline = NULL; /* the thread's own; never the snapshot's */
     }
+    t->pub_gen++;
     pthread_mutex_unlock(&t->pub_mu);
+}
+
+uint64_t hb_bench_publications(hb_bench *b)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < b->nthreads; i++) {
+        bthread *t = &b->threads[i];
+        if (t->pub == NULL)
+            continue;
+        pthread_mutex_lock(&t->pub_mu);
+        n += t->pub_gen;
+        pthread_mutex_unlock(&t->pub_mu);
+    }
+    return n;
 }
 
 void hb_bench_snapshot(hb_bench *b, int i, hb_bench_result *out)
@@ -136,11 +151,11 @@ void hb_br_cancelled(bthread *t, bexch *ex, int64_t now)
 
 void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
 {
+    hb_second *sec = hb_br_second(t, now); /* (first: a publication it makes is whole) */
     if (t->log != NULL)
         log_outcome(t, ex, now, outcome_of(cls));
     ex->res->failed++;
     (*(uint64_t *)((char *)ex->res + cls))++;
-    hb_second *sec = hb_br_second(t, now);
     if (sec != NULL)
         sec->failed++;
     t->failed++;
@@ -153,6 +168,7 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
 {
     hb_bench_result *res = ex->res;
+    hb_second *sec = hb_br_second(t, now); /* (first: a publication it makes is whole) */
     if (t->log != NULL)
         log_outcome(t, ex, now, HB_RLOG_COMPLETE);
     /* non_2xx counts complete responses only (non_2xx <= complete): one
@@ -163,7 +179,6 @@ void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
     t->complete++;
     __atomic_store_n(&t->live_complete, t->complete, __ATOMIC_RELAXED);
     hb_hist_record(&res->total, (uint64_t)(now - ex->t_intended));
-    hb_second *sec = hb_br_second(t, now);
     if (sec != NULL) {
         sec->complete++;
         sec->non_2xx += !ok2xx;
@@ -200,6 +215,15 @@ void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head)
         __atomic_store_n(&b->server_set, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&b->mu);
+}
+
+void hb_br_note_streams(hb_bench_result *r, int limited, uint32_t allowed)
+{
+    r->streams_heard = 1;
+    if (limited && (!r->streams_limited || allowed < r->streams_allowed)) {
+        r->streams_allowed = allowed;
+        r->streams_limited = 1;
+    }
 }
 
 void hb_br_note_server_h2(hb_bench *b, const char *value, size_t len)
@@ -259,10 +283,8 @@ void hb_br_add(hb_bench_result *out, const hb_bench_result *r)
         out->status[s] += r->status[s];
     for (int k = 0; k < HB_BENCH_RESET_CODES; k++)
         out->reset_codes[k] += r->reset_codes[k];
-    if (r->streams_heard && (!out->streams_heard || r->streams_allowed < out->streams_allowed)) {
-        out->streams_allowed = r->streams_allowed;
-        out->streams_heard = 1;
-    }
+    if (r->streams_heard)
+        hb_br_note_streams(out, r->streams_limited, r->streams_allowed);
     if (r->streams_max_used > out->streams_max_used)
         out->streams_max_used = r->streams_max_used;
     hb_hist_merge(&out->total, &r->total);

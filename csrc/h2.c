@@ -1,9 +1,11 @@
 /* h2.c: the client's HTTP/2 session on libnghttp2 (h2.h). */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "h2.h"
 
 #include "h2ver.h"
 #include "parser.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +147,7 @@ struct hb_h2_stream {
     const hb_h2_req *req;
     size_t body_sent;
     int32_t id;
+    int ended; /* its response's END_STREAM came: the response is whole */
     hb_h2_stream *next_free;
 };
 
@@ -226,14 +229,6 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
     return 0;
 }
 
-/* A 3-digit :status (nghttp2's messaging checks have passed it). */
-static int status_of(const uint8_t *v, size_t n)
-{
-    if (n != 3)
-        return 0;
-    return (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
-}
-
 static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
                      const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
 {
@@ -252,7 +247,14 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     if (st == NULL || st->user == NULL)
         return 0;
     if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
-        int status = status_of(value, vlen);
+        int status = hb_parse_status_code((const char *)value, vlen);
+        if (status < 0) {
+            /* nghttp2 passes any three digits but 101: 000, 099 and 600
+             * are no status codes (RFC 9110 section 15), as over HTTP/1.1. */
+            snprintf(h->error, sizeof h->error, "invalid status code: :status \"%.*s\"",
+                     (int)(vlen < 16 ? vlen : 16), (const char *)value);
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
+        }
         h->block_final = status >= 200;
         if (h->block_final && h->hooks.head != NULL)
             h->hooks.head(h->owner, st->user, status);
@@ -275,9 +277,18 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 {
-    (void)s;
     hb_h2 *h = arg;
     switch (f->hd.type) {
+    case NGHTTP2_HEADERS:
+    case NGHTTP2_DATA:
+        /* (Called only once nghttp2's checks of the message passed: a
+         * length unlike its DATA resets the stream instead.) */
+        if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+            hb_h2_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+            if (st != NULL)
+                st->ended = 1;
+        }
+        break;
     case NGHTTP2_RST_STREAM:
         h->st.resets++;
         h->rst_id = f->hd.stream_id; /* its close follows at once */
@@ -288,8 +299,14 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
         h->st.goaway_last = f->goaway.last_stream_id;
         break;
     case NGHTTP2_SETTINGS:
-        if (!(f->hd.flags & NGHTTP2_FLAG_ACK))
-            h->st.settings = 1;
+        if (f->hd.flags & NGHTTP2_FLAG_ACK)
+            break;
+        h->st.settings = 1;
+        /* Absent, the limit is none (RFC 9113 section 6.5.2), which
+         * nghttp2 reads back as its sentinel 2^32-1. */
+        for (size_t i = 0; i < f->settings.niv; i++)
+            if (f->settings.iv[i].settings_id == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+                h->st.streams_limited = 1;
         break;
     default: break;
     }
@@ -306,11 +323,15 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
     h->rst_id = 0;
     h->open--;
     void *user = st->user;
+    int st_ended = st->ended;
     stream_give(h, st);
     if (user == NULL)
         return 0; /* cancelled */
     int how;
-    if (rst)
+    if (st_ended)
+        how = HB_H2_DONE; /* RFC 9113 section 8.1: a RST_STREAM after a whole response
+                           * (NO_ERROR: stop sending the request) does not undo it */
+    else if (rst)
         how = code == NGHTTP2_REFUSED_STREAM ? HB_H2_REFUSED : HB_H2_RESET;
     else if (code == NGHTTP2_NO_ERROR)
         how = HB_H2_DONE;
@@ -392,6 +413,7 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
     if (nghttp2_option_new(&opt) != 0)
         goto fail;
     nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
+    hb_h2_limit_continuations(opt);
     if (nghttp2_session_client_new2(&h->s, cb, h, opt) != 0)
         goto fail;
     nghttp2_option_del(opt);
@@ -445,6 +467,7 @@ hb_h2_stream *hb_h2_submit(hb_h2 *h, const hb_h2_req *req, void *stream, int32_t
     st->user = stream;
     st->req = req;
     st->body_sent = 0;
+    st->ended = 0;
     hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     int32_t rc =
         HB_H2_SUBMIT_REQUEST(h->s, NULL, req->nva, req->nnv, req->body != NULL ? &body : NULL, st);
@@ -569,6 +592,17 @@ const char *hb_h2_error(const hb_h2 *h)
 const char *hb_h2_code_name(uint32_t code)
 {
     return nghttp2_http2_strerror(code);
+}
+
+int hb_h2_continuations(void)
+{
+#ifdef HB_HAVE_MAX_CONTINUATIONS
+    return HB_H2_MAX_CONTINUATIONS;
+#else
+    /* Not set: a library with the option applies its default, 8 (its
+     * manual's nghttp2_option_set_max_continuations). */
+    return dlsym(RTLD_DEFAULT, "nghttp2_option_set_max_continuations") != NULL ? 8 : 0;
+#endif
 }
 
 const char *hb_h2_library(void)

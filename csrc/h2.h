@@ -71,7 +71,8 @@ void hb_h2_req_free(hb_h2_req *out);
 
 /* How a stream ended (the `closed` hook's `how`). */
 enum {
-    HB_H2_DONE = 0, /* its response is whole */
+    HB_H2_DONE = 0, /* its response is whole (END_STREAM came; a RST_STREAM after it
+                     * changes nothing, RFC 9113 section 8.1) */
     HB_H2_RESET,    /* the server reset it (RST_STREAM), with its code */
     HB_H2_REFUSED,  /* RST_STREAM REFUSED_STREAM: not processed, may go again
                      * (RFC 9113 section 8.7) */
@@ -88,7 +89,8 @@ enum {
  * not free the session. */
 typedef struct {
     /* A final response head began (status 200..599); 1xx heads are
-     * skipped. Optional: NULL. */
+     * skipped, and a :status outside 100..599 breaks the stream (BROKEN,
+     * "invalid status code", as hb_parse_status_code says). Optional: NULL. */
     void (*head)(void *owner, void *stream, int status);
     /* One field of the final head, as decoded (pseudo-fields included).
      * Optional. */
@@ -127,6 +129,8 @@ typedef struct {
     int32_t goaway_last;           /* its last stream id */
     int goaway;                    /* a GOAWAY came: no new streams */
     int settings;                  /* the server's first SETTINGS came */
+    int streams_limited;           /* they set SETTINGS_MAX_CONCURRENT_STREAMS (absent:
+                                    * no limit, RFC 9113 section 6.5.2) */
 } hb_h2_stats;
 
 /* A new client session: the preface and SETTINGS (no push, the windows
@@ -167,7 +171,8 @@ int hb_h2_can_submit(const hb_h2 *h);
 int hb_h2_open_streams(const hb_h2 *h);
 
 /* The server's SETTINGS_MAX_CONCURRENT_STREAMS; 1 until its SETTINGS
- * come (h2.c says why). */
+ * come (h2.c says why); 2^32-1 when they set none (stats' streams_limited
+ * tells that apart). */
 uint32_t hb_h2_streams_allowed(const hb_h2 *h);
 
 /* Whether the session is over: broken, or nothing left to read or write
@@ -184,6 +189,12 @@ const char *hb_h2_error(const hb_h2 *h);
 /* An error code's name (RFC 9113 section 7: "PROTOCOL_ERROR"), or
  * "unknown". */
 const char *hb_h2_code_name(uint32_t code);
+
+/* The CONTINUATION frames a header block may take on the client's
+ * sessions, as built (h2ver.h): HB_H2_MAX_CONTINUATIONS where the limit
+ * was set, else the loaded library's own: 8 where it has the option
+ * (nghttp2's documented default), 0 where it has none (no limit). */
+int hb_h2_continuations(void);
 
 /* libnghttp2's version as it names itself ("1.52.0"). */
 const char *hb_h2_library(void);

@@ -18,9 +18,9 @@
  * our own counts do. */
 #define H2S_ERR_FLOODED (-904)
 #define H2S_ERR_TOO_MANY_CONTINUATIONS (-905)
-/* CONTINUATION frames one header block may take (a flood of empty ones
- * carries no bytes to count). */
-#define MAX_CONTINUATIONS 100
+/* Frame types RFC 9113 defines (section 6): a type above is an extension
+ * nghttp2 ignores unseen (section 5.5), so it is counted here. */
+#define H2S_LAST_KNOWN_TYPE NGHTTP2_CONTINUATION
 
 typedef struct h2s_stream {
     int32_t id;
@@ -35,7 +35,10 @@ typedef struct h2s_stream {
     const char *why; /* and its text */
     int routed;      /* the plan is made (the head is whole) */
     int whole;       /* the request is whole, or answered before it was */
+    int ended;       /* the client's END_STREAM came */
     int answered;    /* the response is submitted, or its delay runs */
+    int sending;     /* its response is submitted and its last frame not yet sent */
+    int64_t since;   /* while not whole: its first frame, or its body's last bytes */
     hb_buf body;     /* a request body kept (/echo) */
     uint64_t body_got;
     uint64_t reserved; /* of the server's body budget */
@@ -52,18 +55,24 @@ struct hb_h2s {
                           * streams without a word when deleted) */
     int delays;          /* of which waiting out a /delay */
     int awaiting;        /* of which whose request is not whole */
+    int sending;         /* of which whose response is not all sent */
+    int64_t data_at;     /* the last DATA given to send, or response submitted */
+    int64_t idle_since;  /* when the last stream closed (or the session began) */
     /* Floods, counted over the current second. */
     int64_t window;
-    unsigned rst, ping, settings, empty_data;
+    unsigned rst, ping, settings, empty_data, priority, unknown, acks;
     uint32_t block_bytes, continuations;
     int calm; /* a flood: the session ends with ENHANCE_YOUR_CALM */
     /* The input's frames, walked (acks_filtered says why): the preface's
      * bytes still to come, a frame header split across reads, the
-     * current frame's payload still to come. */
+     * current frame's payload still to come, and whether a header block
+     * is open (a HEADERS without END_HEADERS: only its CONTINUATION may
+     * come next, RFC 9113 section 6.10). */
     size_t preface_left;
     uint8_t stash[9];
     size_t nstash;
     uint32_t payload_left;
+    int in_block;
 };
 
 #define H2S_COUNT(h, field) __atomic_add_fetch(&(h)->sh->field, 1, __ATOMIC_RELAXED)
@@ -78,6 +87,8 @@ static void stream_free(hb_h2s *h, h2s_stream *st)
         st->next->prev = st->prev;
     h->awaiting -= !st->whole;
     h->delays -= st->due != 0;
+    h->sending -= st->sending;
+    h->idle_since = h->now;
     if (st->plan.file_fd >= 0)
         close(st->plan.file_fd);
     hb_sess_release(h->sh, &st->reserved);
@@ -121,6 +132,8 @@ static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_
     default: n = 0; break;
     }
     st->sent += n;
+    if (n > 0)
+        h->data_at = h->now; /* progress: the client's window let it go */
     if (st->sent >= total)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (hb_h2_ssize)n;
@@ -167,6 +180,11 @@ static int answer(hb_h2s *h, h2s_stream *st)
     hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     st->answered = 1;
     st->sent = 0;
+    if (!st->sending) {
+        st->sending = 1;
+        h->sending++;
+        h->data_at = h->now;
+    }
     H2S_COUNT(h, requests);
     if (p->status >= 400 && st->status != 0)
         H2S_COUNT(h, rejected);
@@ -222,7 +240,7 @@ static int flooded(hb_h2s *h, unsigned *count)
 {
     if (h->now - h->window >= SECOND_NS) {
         h->window = h->now;
-        h->rst = h->ping = h->settings = h->empty_data = 0;
+        h->rst = h->ping = h->settings = h->empty_data = h->priority = h->unknown = h->acks = 0;
     }
     if (++*count <= HB_H2S_FLOOD)
         return 0;
@@ -243,7 +261,7 @@ static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *
     } else {
         return 0;
     }
-    if (h->block_bytes > HB_MAX_HEAD || h->continuations > MAX_CONTINUATIONS) {
+    if (h->block_bytes > HB_MAX_HEAD || h->continuations > HB_H2_MAX_CONTINUATIONS) {
         h->calm = 1;
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
@@ -260,6 +278,7 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     st->id = f->hd.stream_id;
     st->plan.file_fd = -1;
+    st->since = h->now; /* the request's deadline runs from its first frame */
     if (nghttp2_session_set_stream_user_data(s, st->id, st) != 0) {
         free(st);
         return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -333,6 +352,8 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     h2s_stream *st = nghttp2_session_get_stream_user_data(s, id);
     if (st == NULL || st->answered)
         return 0;
+    if (n > 0)
+        st->since = h->now; /* a body's progress restarts its deadline, as HTTP/1.1's */
     st->body_got += n;
     if (st->body_got > h->sh->max_body) {
         /* Answered at once (RFC 9113 section 8.1: a response may come
@@ -363,8 +384,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
     case NGHTTP2_RST_STREAM: return flooded(h, &h->rst);
     case NGHTTP2_PING: return (f->hd.flags & NGHTTP2_FLAG_ACK) ? 0 : flooded(h, &h->ping);
     case NGHTTP2_SETTINGS: return (f->hd.flags & NGHTTP2_FLAG_ACK) ? 0 : flooded(h, &h->settings);
+    case NGHTTP2_PRIORITY: return flooded(h, &h->priority);
     case NGHTTP2_DATA:
-        if (f->hd.length == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+        /* Empty by its data, padding aside (CVE-2019-9518: a PADDED frame
+         * of pad length 0 carries one byte and no data). */
+        if (f->hd.length - f->data.padlen == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
             flooded(h, &h->empty_data) != 0)
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         break;
@@ -374,12 +398,36 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
     h2s_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
     if (st == NULL)
         return 0;
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        st->ended = 1;
     if (f->hd.type == NGHTTP2_HEADERS && !st->routed)
         route(h, st);
     if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
         return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
     if (f->hd.type == NGHTTP2_HEADERS && st->status != 0)
         return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE; /* 431, 414: at once */
+    return 0;
+}
+
+/* A response's last frame is out: if the request is not all in (an answer
+ * before it, a 413), the client is asked to stop sending it with
+ * RST_STREAM(NO_ERROR), as RFC 9113 section 8.1 lets a server, so the
+ * stream ends and no more of its body comes. */
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+    hb_h2s *h = arg;
+    if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
+        !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    h2s_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (st == NULL)
+        return 0;
+    if (st->sending) {
+        st->sending = 0;
+        h->sending--;
+    }
+    if (!st->ended)
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
     return 0;
 }
 
@@ -401,13 +449,21 @@ hb_h2s *hb_h2s_new(hb_sess_shared *sh)
         goto fail;
     h->sh = sh;
     h->preface_left = 24;
+    h->idle_since = hb_now_ns();
     nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
-    int rc = nghttp2_session_server_new(&h->s, cb, h);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_option *opt = NULL;
+    int rc = nghttp2_option_new(&opt);
+    if (rc == 0) {
+        hb_h2_limit_continuations(opt);
+        rc = nghttp2_session_server_new2(&h->s, cb, h, opt);
+        nghttp2_option_del(opt);
+    }
     nghttp2_session_callbacks_del(cb);
     if (rc != 0)
         goto fail;
@@ -449,6 +505,35 @@ static int feed(hb_h2s *h, const uint8_t *p, size_t n)
     return rc < 0 || h->calm ? -1 : 0;
 }
 
+/* A frame header (9 bytes, RFC 9113 section 4.1) as the walk below sees
+ * it: whether it is the client's SETTINGS ACK, kept from nghttp2; frames
+ * nghttp2 never reports (extension types, and the ACKs kept from it) are
+ * counted as floods here. Returns 1 to drop the frame, 0 to pass it on,
+ * -1 for a flood. */
+static int walk_frame(hb_h2s *h, const uint8_t *hd)
+{
+    uint8_t type = hd[3], flags = hd[4];
+    uint32_t sid = ((uint32_t)hd[5] << 24 | (uint32_t)hd[6] << 16 | (uint32_t)hd[7] << 8 | hd[8]) &
+                   0x7fffffffu;
+    /* A header block is open from a HEADERS (or PUSH_PROMISE) without
+     * END_HEADERS until the CONTINUATION with it: nothing else may come
+     * between (section 6.10), and nghttp2 must see what does. */
+    int in_block = h->in_block;
+    if (type == NGHTTP2_HEADERS || type == NGHTTP2_PUSH_PROMISE || type == NGHTTP2_CONTINUATION)
+        h->in_block = !(flags & NGHTTP2_FLAG_END_HEADERS);
+    else
+        h->in_block = 0;
+    if (type > H2S_LAST_KNOWN_TYPE)
+        return flooded(h, &h->unknown) != 0 ? -1 : 0;
+    /* An ACK only on stream 0, empty, outside a header block (sections
+     * 6.5 and 4.3): any other goes to nghttp2, which calls it the
+     * connection error it is. */
+    if (type != NGHTTP2_SETTINGS || !(flags & NGHTTP2_FLAG_ACK) || h->payload_left != 0 ||
+        sid != 0 || in_block)
+        return 0;
+    return flooded(h, &h->acks) != 0 ? -1 : 1;
+}
+
 /* The input goes to nghttp2 less the client's SETTINGS ACKs. Why: once
  * our SETTINGS are acknowledged, nghttp2 takes a stream beyond
  * SETTINGS_MAX_CONCURRENT_STREAMS for a connection error (a GOAWAY ending
@@ -485,9 +570,8 @@ static int acks_filtered(hb_h2s *h, const uint8_t *p, size_t n)
             break;
         h->nstash = 0;
         h->payload_left = (uint32_t)h->stash[0] << 16 | (uint32_t)h->stash[1] << 8 | h->stash[2];
-        int ack = h->stash[3] == NGHTTP2_SETTINGS && (h->stash[4] & NGHTTP2_FLAG_ACK) &&
-                  h->payload_left == 0;
-        if (!ack && feed(h, h->stash, 9) != 0)
+        int drop = walk_frame(h, h->stash);
+        if (drop < 0 || (!drop && feed(h, h->stash, 9) != 0))
             return -1;
     }
     return feed(h, run, (size_t)(p - run));
@@ -514,6 +598,7 @@ int hb_h2s_input(hb_h2s *h, const char *p, size_t n, int64_t now)
 
 int hb_h2s_output(hb_h2s *h, hb_buf *out, size_t budget, int64_t now)
 {
+    h->now = now;
     if (h->delays > 0) {
         for (h2s_stream *st = h->streams; st != NULL; st = st->next) {
             if (st->due == 0 || st->due > now)
@@ -555,9 +640,19 @@ int64_t hb_h2s_wake(const hb_h2s *h)
     return at;
 }
 
-int hb_h2s_awaiting(const hb_h2s *h)
+void hb_h2s_waits(const hb_h2s *h, hb_h2s_wait *w)
 {
-    return h->awaiting > 0;
+    w->request = w->window = w->idle = 0;
+    if (h->awaiting > 0)
+        for (const h2s_stream *st = h->streams; st != NULL; st = st->next)
+            if (!st->whole && (w->request == 0 || st->since < w->request))
+                w->request = st->since;
+    if (h->sending > 0)
+        w->window = h->data_at;
+    /* No stream open, or none that waits on the client or a /delay (a
+     * stream a client leaves half open): idle, whatever frames come. */
+    if (w->request == 0 && w->window == 0 && h->delays == 0)
+        w->idle = h->idle_since;
 }
 
 int hb_h2s_done(const hb_h2s *h)

@@ -12,15 +12,19 @@
  * Bounded against the known attacks, counted here, not left to the
  * library (Debian's 1.52 has its own flood options only as security
  * backports): a connection that sends more than HB_H2S_FLOOD RST_STREAM,
- * PING, SETTINGS or empty DATA frames in a second (rapid reset,
+ * PING, SETTINGS, SETTINGS ACK, PRIORITY, empty DATA (padding aside:
+ * CVE-2019-9518) or extension frames in a second (rapid reset,
  * CVE-2023-44487, and its cousins), or a header block of more than
- * HB_MAX_HEAD bytes however many CONTINUATION frames carry it (the
+ * HB_MAX_HEAD bytes or HB_H2_MAX_CONTINUATIONS CONTINUATION frames (the
  * CVE-2024-27316 family), gets GOAWAY ENHANCE_YOUR_CALM and is closed; a
  * header list that decodes past HB_MAX_HEAD bytes or HB_MAX_HEADERS fields
  * (an HPACK bomb) is answered 431 without being kept; streams beyond the
  * server's SETTINGS_MAX_CONCURRENT_STREAMS are refused (RST_STREAM); a bad
  * HPACK block is a COMPRESSION_ERROR. Request bodies kept (/echo) count in
- * the server-wide budget as over HTTP/1.1.
+ * the server-wide budget as over HTTP/1.1. A response that goes before its
+ * request is all in ends with RST_STREAM(NO_ERROR) (RFC 9113 section 8.1).
+ * The deadlines (hb_h2s_waits) run from a stream's frames, never from
+ * control frames: a client that PINGs is no less idle.
  */
 #ifndef HB_H2SRV_H
 #define HB_H2SRV_H
@@ -63,9 +67,20 @@ int hb_h2s_want_write(const hb_h2s *h);
 /* When the next delayed response is due; 0 when none waits. */
 int64_t hb_h2s_wake(const hb_h2s *h);
 
-/* Whether a stream waits for the client's bytes (its request not whole):
- * the connection is then under the header timeout, else the idle one. */
-int hb_h2s_awaiting(const hb_h2s *h);
+/* What the connection waits for from the client, each since when (0: not
+ * waited for), for the session's deadlines; control frames (PING,
+ * WINDOW_UPDATE, SETTINGS) move none of them. */
+typedef struct {
+    int64_t request; /* a request not whole: its first frame, or its body's last
+                      * bytes (the header timeout's, as HTTP/1.1's head and body) */
+    int64_t window;  /* responses held back by the client's windows: the last DATA
+                      * they let go (the send timeout's) */
+    int64_t idle;    /* no stream waiting on the client or a /delay: when the last
+                      * stream closed (the idle timeout's) */
+} hb_h2s_wait;
+
+/* Fills w for now (all 0: only /delay streams wait; hb_h2s_wake). */
+void hb_h2s_waits(const hb_h2s *h, hb_h2s_wait *w);
 
 /* Whether the session is over: nothing to read or write (after a GOAWAY,
  * either side's). */

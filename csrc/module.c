@@ -68,6 +68,7 @@ static int core_exec(PyObject *m)
         PyModule_AddObject(m, "MAX_RATE", PyFloat_FromDouble(HB_BENCH_MAX_RATE)) != 0 ||
         PyModule_AddObject(m, "GRACE_SECONDS", PyFloat_FromDouble(HB_BENCH_GRACE_NS / 1e9)) != 0 ||
         PyModule_AddStringConstant(m, "OPENSSL_VERSION", hb_tls_library()) != 0 ||
+        PyModule_AddIntConstant(m, "H2_MAX_CONTINUATIONS", hb_h2_continuations()) != 0 ||
         PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0 ||
         hbpy_add_result_names(m) != 0)
         return -1;

@@ -384,6 +384,19 @@ static void connection_options(const char *v, size_t n, int *close, int *keep_al
     }
 }
 
+int hb_parse_status_code(const char *p, size_t n)
+{
+    if (n != 3)
+        return -1;
+    int code = 0;
+    for (size_t i = 0; i < 3; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        code = code * 10 + (p[i] - '0');
+    }
+    return code >= 100 && code <= 599 ? code : -1;
+}
+
 static const char *parse_status_line(hb_response *r, const char *buf, size_t eol)
 {
     /* status-line = HTTP-version SP status-code SP [ reason-phrase ]
@@ -397,13 +410,8 @@ static const char *parse_status_line(hb_response *r, const char *buf, size_t eol
         return "unsupported HTTP version";
     if (buf[8] != ' ')
         return "invalid status line";
-    int code = 0;
-    for (int i = 9; i < 12; i++) {
-        if (buf[i] < '0' || buf[i] > '9')
-            return "invalid status code";
-        code = code * 10 + (buf[i] - '0');
-    }
-    if (code < 100 || code > 599)
+    int code = hb_parse_status_code(buf + 9, 3);
+    if (code < 0)
         return "invalid status code";
     if (eol > 12 && buf[12] != ' ')
         return "invalid status code";

@@ -65,6 +65,11 @@ typedef struct {
  * parser fills before it is read. */
 #define hb_response_reset(r) memset((r), 0, offsetof(hb_response, headers))
 
+/* A status code (RFC 9110 section 15: three digits, 100 to 599) from the
+ * n bytes at p, as HTTP/1.1's status line and HTTP/2's :status carry it.
+ * Returns it, or -1 when the bytes are not one. */
+int hb_parse_status_code(const char *p, size_t n);
+
 /* Flags for hb_parse_response. */
 #define HB_PARSE_HEAD_REQUEST 1 /* the request was HEAD: no body follows */
 

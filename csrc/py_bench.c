@@ -808,8 +808,10 @@ static PyObject *result_dict(core_state *st, const hb_bench_result *r)
             goto error;
     }
     if (put_item(d, "streams_allowed",
-                 r->streams_heard ? PyLong_FromUnsignedLong(r->streams_allowed)
-                                  : Py_NewRef(Py_None)) ||
+                 r->streams_limited ? PyLong_FromUnsignedLong(r->streams_allowed)
+                                    : Py_NewRef(Py_None)) ||
+        put_item(d, "streams_unlimited",
+                 PyBool_FromLong(r->streams_heard && !r->streams_limited)) ||
         put_item(d, "streams_max_used", PyLong_FromUnsignedLong(r->streams_max_used)) ||
         put_item(d, "reset_codes", reset_codes_dict(r)))
         goto error;
@@ -897,7 +899,16 @@ static PyObject *Bench_snapshot(BenchObject *self, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "the run was not started");
         return NULL;
     }
-    return figures_dict(self, hb_bench_snapshot);
+    /* The whole and each request's parts from the same publications: a
+     * thread that published between them makes the set be read again (a
+     * thread publishes once a second, so once is nearly always enough). */
+    for (int tries = 0;; tries++) {
+        uint64_t before = hb_bench_publications(self->b);
+        PyObject *d = figures_dict(self, hb_bench_snapshot);
+        if (d == NULL || tries == 9 || hb_bench_publications(self->b) == before)
+            return d;
+        Py_DECREF(d);
+    }
 }
 
 static PyMethodDef Bench_methods[] = {

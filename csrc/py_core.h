@@ -20,6 +20,7 @@
 
 #include "bench.h"
 #include "conn.h"
+#include "h2.h"
 #include "hist.h"
 #include "request.h"
 #include "route.h"

@@ -217,8 +217,9 @@ int hb_sess_expired(hb_sess *s, int64_t now)
 {
     if (s->deadline == 0 || now < s->deadline)
         return 0;
-    /* An idle keep-alive connection closing is no timeout of note. */
-    if (!(s->state == S_HEAD && !s->head_begun))
+    /* An idle keep-alive connection closing is no timeout of note (an
+     * HTTP/2 one with no stream waiting on the client neither). */
+    if (!((s->state == S_HEAD || s->state == S_H2) && !s->head_begun))
         SESS_COUNT(timeouts);
     if (s->state == S_RELAY && hb_relay_expired(s->relay)) {
         s->deadline = 0; /* the 504 is queued at the next advance */
@@ -836,10 +837,28 @@ static int h2_write(hb_sess *s, int64_t now)
     return 1;
 }
 
+/* The deadline of an HTTP/2 connection waiting to read: the earliest of
+ * what it waits for (hb_h2s_waits: a request not whole, responses the
+ * client's window holds, or nothing), none while only /delay streams wait
+ * (they end by themselves). Bytes that come do not move it: only what
+ * they do to the streams does. */
+static void h2_deadline(hb_sess *s)
+{
+    hb_h2s_wait w;
+    hb_h2s_waits(s->h2s, &w);
+    int64_t at[3] = {w.request ? w.request + s->sh->header_timeout : 0,
+                     w.window ? w.window + s->sh->send_timeout : 0,
+                     w.idle ? w.idle + s->sh->idle_timeout : 0};
+    s->deadline = 0;
+    for (int i = 0; i < 3; i++)
+        if (at[i] != 0 && (s->deadline == 0 || at[i] < s->deadline))
+            s->deadline = at[i];
+    s->head_begun = w.idle == 0; /* (a timeout then is one of note) */
+}
+
 /* An HTTP/2 connection: what came goes to its session, what it has to
- * send goes out (a budget at a time), then the next read, under the
- * header timeout while a request is not whole, else the idle one, and
- * none while only /delay streams wait (they end by themselves). */
+ * send goes out (a budget at a time), then the next read, under
+ * h2_deadline's deadline. */
 static hb_want sess_h2(hb_sess *s, int64_t now)
 {
     now = fresh(s, now);
@@ -861,8 +880,10 @@ static hb_want sess_h2(hb_sess *s, int64_t now)
         int rc = h2_write(s, now);
         if (rc < 0)
             return HB_WANT_CLOSE;
-        if (rc == 0)
+        if (rc == 0) {
+            s->head_begun = 1;
             return waiting(s);
+        }
     }
     hb_buf_shrink(&s->tx, 1u << 20);
     if (s->close_after || hb_h2s_done(s->h2s)) {
@@ -875,10 +896,7 @@ static hb_want sess_h2(hb_sess *s, int64_t now)
         return GO_ON;
     }
     s->wake_at = hb_h2s_wake(s->h2s);
-    if (hb_h2s_awaiting(s->h2s))
-        s->deadline = s->since + s->sh->header_timeout;
-    else
-        s->deadline = s->wake_at != 0 ? 0 : s->since + s->sh->idle_timeout;
+    h2_deadline(s);
     if (s->blocking && s->wake_at != 0 &&
         !(s->sock.tp->pending != NULL && s->sock.tp->pending(&s->sock))) {
         /* A thread of its own waits for the client or the /delay in
@@ -892,7 +910,7 @@ static hb_want sess_h2(hb_sess *s, int64_t now)
     }
     size_t got;
     switch (sess_fill(s, &got)) {
-    case FILL_DATA: s->since = fresh(s, now); return GO_ON;
+    case FILL_DATA: return GO_ON;
     case FILL_WAIT:
         if (s->wake_at != 0 && fresh(s, now) >= s->wake_at)
             return GO_ON; /* a /delay is over */

@@ -26,6 +26,11 @@ MAX_SECONDS: float
 MAX_RATE: float
 GRACE_SECONDS: float
 OPENSSL_VERSION: str
+# CONTINUATION frames an HTTP/2 header block may take on the client's and
+# the server's sessions as built: 100 where the library's limit was set, its
+# own default (8) where it was not, 0 where the library has no such limit
+# (the server then counts its own 100).
+H2_MAX_CONTINUATIONS: int
 __version__: str
 
 _T = TypeVar("_T")

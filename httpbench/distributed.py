@@ -249,22 +249,21 @@ class _Live:
         self.endpoint.show(self.shape, lambda: self.shape.workers(self.latest))
         self.queue = distributed.Queue(f"httpbench-metrics-{run_id}", client=client)
 
-    def drain(self, last: dict[int, tuple[int, int, int]]) -> None:
-        """Takes what the workers sent; in flight from their progress."""
+    def drain(self) -> None:
+        """Takes what the workers sent (each report one snapshot, its in
+        flight too)."""
         from .metrics import Figures
         latest = dict(self.latest)
         for index, whole, parts in self.queue.get(batch=True):
-            issued, complete, failed = last.get(index, (0, 0, 0))
             latest[self.chosen[index]] = (Figures.of_plain(whole),
-                                          [Figures.of_plain(p) for p in parts],
-                                          max(0, issued - complete - failed))
+                                          [Figures.of_plain(p) for p in parts])
         self.latest = latest  # one assignment: the server's thread reads it whole
 
     def final(self, parts: list[WorkerPart]) -> None:
         """Each worker's final figures, kept for metrics_linger seconds."""
         from .metrics import Figures
         final = {p.address: (Figures.of_result(p.result),
-                             [Figures.of_result(x) for x in p.result.by_name.values()], 0)
+                             [Figures.of_result(x) for x in p.result.by_name.values()])
                  for p in parts}
         self.endpoint.finish(self.shape.workers(final, final=True))
         self.endpoint.linger(self.linger)
@@ -325,7 +324,7 @@ def _go(distributed: Any, client: Any, url: str, kwargs: dict[str, Any],
             last[index] = (issued, complete, failed)
             heard[index] = time.monotonic()
         if live is not None:
-            live.drain(last)
+            live.drain()
 
     try:
         # The barrier: every worker warm (or lost), then one start instant.
@@ -510,6 +509,7 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     fields["reset_codes"] = codes
     allowed = [p.streams_allowed for p in parts if p.streams_allowed is not None]
     fields["streams_allowed"] = min(allowed) if allowed else None
+    fields["streams_unlimited"] = not allowed and any(p.streams_unlimited for p in parts)
     fields["streams_max_used"] = max(p.streams_max_used for p in parts)
     fields["time_taken"] = max(p.time_taken for p in parts)
     for name in _HISTOGRAMS:

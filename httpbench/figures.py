@@ -20,8 +20,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # header_bytes_decoded, and per-connection req/s (conn_rps_*); 11 `kind`
 # ("run"), cpus, hostname, interrupted_at, the timeline's non_2xx per
 # second, a worker's lost_at, and the per-request log's log, log_records,
-# log_dropped and log_error.
-SCHEMA = 11
+# log_dropped and log_error; 12 streams_unlimited (the server's SETTINGS
+# set no SETTINGS_MAX_CONCURRENT_STREAMS) and the `retries` count.
+SCHEMA = 12
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

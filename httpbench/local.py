@@ -298,8 +298,7 @@ def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRou
         endpoint, shape, own = live
 
         def now() -> Parts:
-            issued, complete, failed = bench.progress()
-            return shape.live(bench.snapshot(), max(0, issued - complete - failed))
+            return shape.live(bench.snapshot())
         endpoint.show(shape, now)
     at = _begin(bench, prepared, coordinator)
     if live is not None:
@@ -383,8 +382,8 @@ def _result(raw: dict[str, Any], **about: Any) -> Result:
     for name in _core.RESULT_HISTOGRAMS:
         fields[name] = Latency(raw[name])
     doc = raw["document_length"]
-    for name in ("streams_allowed", "streams_max_used", "reset_codes", "conn_rps_min",
-                 "conn_rps_max", "conn_rps_mean", "conn_rps_sd"):
+    for name in ("streams_allowed", "streams_unlimited", "streams_max_used", "reset_codes",
+                 "conn_rps_min", "conn_rps_max", "conn_rps_mean", "conn_rps_sd"):
         if name in raw:
             fields[name] = raw[name]
     return Result(

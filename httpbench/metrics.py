@@ -1,5 +1,7 @@
 """Live metrics for Prometheus: run(metrics="127.0.0.1:9464") serves the
-OpenMetrics 1.0.0 text exposition at /metrics while the run lasts.
+OpenMetrics 1.0.0 text exposition at /metrics while the run lasts (or
+Prometheus's classic text format 0.0.4 to a scraper that does not ask
+for OpenMetrics: httpbench.scrape negotiates it and serves).
 
     httpbench_requests_total{run, outcome}   complete, each failure class, cancelled
     httpbench_responses_total{run, status}
@@ -15,28 +17,29 @@ timeline begins (csrc bench_result.c, hb_br_publish): nothing per request,
 no second clock. The histogram's buckets are fixed edges, 1-2-5 from
 100 us to 60 s, counted from the run's own latency histogram. After the
 run the final figures are served for `metrics_linger` seconds so that a
-scraper catches the end."""
+scraper catches the end. Every family of a scrape comes from one snapshot
+of the loop's figures: its in-flight gauge too."""
 
 from __future__ import annotations
 
 import dataclasses
-import http.server
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._core import Histogram
 from .figures import FAILURE_CLASSES
+from .scrape import CLASSIC, OPENMETRICS, MetricsServer
 
 __all__ = ["MetricsServer", "Figures", "exposition", "parse_address", "check_label", "EDGES",
-           "CONTENT_TYPE", "new_run_label", "Endpoint", "RunMetrics", "Parts", "render",
-           "target_of"]
+           "CONTENT_TYPE", "CLASSIC_CONTENT_TYPE", "new_run_label", "Endpoint", "RunMetrics",
+           "Parts", "render", "target_of", "in_flight_of"]
 
-CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+CONTENT_TYPE = OPENMETRICS
+CLASSIC_CONTENT_TYPE = CLASSIC
 # The histogram's edges in seconds: 1-2-5 from 100 us to 50 s, then 60 s.
 EDGES: tuple[float, ...] = tuple(float(f"{m}e{k}") for k in range(-4, 2) for m in (1, 2, 5)) \
     + (60.0,)
@@ -72,23 +75,27 @@ def check_label(name: str, value: object) -> str:
 
 class Figures:
     """What one series set shows: outcomes, statuses, bytes, the latency
-    histograms (ns); from the loop's snapshot dict or from a Result."""
+    histograms (ns), and what was in flight as of them; from the loop's
+    snapshot dict or from a Result (nothing in flight)."""
 
     def __init__(self, outcomes: dict[str, int], statuses: dict[int, int], received: int,
-                 latency: Histogram, uncorrected: Histogram) -> None:
+                 latency: Histogram, uncorrected: Histogram, in_flight: int = 0) -> None:
         self.outcomes, self.statuses, self.received = outcomes, statuses, received
         self.latency, self.uncorrected = latency, uncorrected
+        self.in_flight = in_flight
 
     @classmethod
     def of_raw(cls, raw: dict[str, Any]) -> Figures:
         """From Bench.snapshot()'s (or result()'s) dict."""
         return cls({o: int(raw.get(o, 0)) for o in OUTCOMES}, dict(raw["status_counts"]),
-                   int(raw["bytes_received"]), raw["latency"], raw["latency_uncorrected"])
+                   int(raw["bytes_received"]), raw["latency"], raw["latency_uncorrected"],
+                   in_flight_of(raw))
 
     def to_plain(self) -> dict[str, Any]:
         """A form that pickles and travels (a worker's report over Dask)."""
         return {"outcomes": self.outcomes, "statuses": self.statuses, "received": self.received,
-                "latency": self.latency.state(), "uncorrected": self.uncorrected.state()}
+                "latency": self.latency.state(), "uncorrected": self.uncorrected.state(),
+                "in_flight": self.in_flight}
 
     @classmethod
     def of_plain(cls, d: dict[str, Any]) -> Figures:
@@ -98,7 +105,8 @@ class Figures:
             count, lo, hi, total, sq, clamped, buckets = d[name]
             h.restore((count, lo, hi, total, sq, clamped, [tuple(b) for b in buckets]))
             hists.append(h)
-        return cls(dict(d["outcomes"]), dict(d["statuses"]), int(d["received"]), *hists)
+        return cls(dict(d["outcomes"]), dict(d["statuses"]), int(d["received"]), hists[0],
+                   hists[1], int(d.get("in_flight", 0)))
 
     @classmethod
     def of_result(cls, r: Any) -> Figures:
@@ -139,12 +147,21 @@ Series = tuple[list[tuple[str, str]], Figures]
 
 
 def exposition(series: Sequence[Series], in_flight: Sequence[tuple[list[tuple[str, str]], int]],
-               target: Sequence[tuple[list[tuple[str, str]], float]], uncorrected: bool) -> str:
-    """The OpenMetrics text of the series (labels, figures), the in-flight
-    gauges and the target rates, ending in # EOF."""
+               target: Sequence[tuple[list[tuple[str, str]], float]], uncorrected: bool,
+               openmetrics: bool = True) -> str:
+    """The text of the series (labels, figures), the in-flight gauges and
+    the target rates: OpenMetrics 1.0.0, ending in # EOF, or (openmetrics
+    False) Prometheus's classic text format 0.0.4, where a counter's family
+    is named with its _total, HELP comes first and there is no UNIT or EOF."""
     out: list[str] = []
 
     def family(name: str, kind: str, help_text: str, unit: str = "") -> None:
+        if not openmetrics:
+            if kind == "counter":
+                name += "_total"
+            out.append(f"# HELP {name} {help_text}")
+            out.append(f"# TYPE {name} {kind}")
+            return
         out.append(f"# TYPE {name} {kind}")
         if unit:
             out.append(f"# UNIT {name} {unit}")
@@ -184,90 +201,9 @@ def exposition(series: Sequence[Series], in_flight: Sequence[tuple[list[tuple[st
                 out.append(f"{name}_bucket{{{_labels(labels + [('le', _num(edge))])}}} {n}")
             out.append(f"{name}_count{{{_labels(labels)}}} {h.count}")
             out.append(f"{name}_sum{{{_labels(labels)}}} {_num(h.mean * h.count / 1e9)}")
-    out.append("# EOF")
+    if openmetrics:
+        out.append("# EOF")
     return "\n".join(out) + "\n"
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    server: _Listener
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        path = self.path.split("?", 1)[0]
-        if path != "/metrics":
-            body = b"not found: the metrics are at /metrics\n"
-            self.send_response(404)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-        else:
-            try:
-                body = self.server.text().encode()
-            except Exception as e:  # the snapshot failed: say so, do not hang
-                body = f"httpbench: the figures could not be read: {e}\n".encode()
-                self.send_response(500)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-            else:
-                self.send_response(200)
-                self.send_header("Content-Type", CONTENT_TYPE)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    do_HEAD = do_GET
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # a scrape a second is no news
-
-
-class _Listener(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    text: Callable[[], str]
-
-
-class MetricsServer:
-    """Serves text() at http://HOST:PORT/metrics from a thread of its own,
-    from start() to close(). The address is bound at once, so a port in
-    use is an OSError before the run begins."""
-
-    def __init__(self, address: tuple[str, int], text: Callable[[], str]) -> None:
-        cls = _Listener
-        if ":" in address[0]:
-            import socket
-
-            class _Listener6(_Listener):
-                address_family = socket.AF_INET6
-            cls = _Listener6
-        self.httpd = cls(address, _Handler)
-        self.httpd.text = text
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={
-            "poll_interval": 0.1}, name="httpbench-metrics", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
-
-    def set(self, text: Callable[[], str]) -> None:
-        """What is served from now on."""
-        self.httpd.text = text
-
-    def start(self) -> MetricsServer:
-        self.thread.start()
-        return self
-
-    def linger(self, seconds: float) -> None:
-        """Keeps serving for `seconds` (Ctrl-C ends it early)."""
-        end = time.monotonic() + seconds
-        try:
-            while time.monotonic() < end:
-                time.sleep(min(0.1, max(0.0, end - time.monotonic())))
-        except KeyboardInterrupt:
-            pass
-
-    def close(self) -> None:
-        if self.thread.is_alive():
-            self.httpd.shutdown()
-            self.thread.join()
-        self.httpd.server_close()
 
 
 Labels = list[tuple[str, str]]
@@ -283,12 +219,12 @@ class Parts:
     target: list[tuple[Labels, float]]
 
 
-def render(parts: Sequence[Parts], uncorrected: bool) -> str:
+def render(parts: Sequence[Parts], uncorrected: bool, openmetrics: bool = True) -> str:
     """The exposition of several runs' samples (capacity's stages), each
     family once."""
     return exposition([s for p in parts for s in p.series],
                       [g for p in parts for g in p.in_flight],
-                      [t for p in parts for t in p.target], uncorrected)
+                      [t for p in parts for t in p.target], uncorrected, openmetrics)
 
 
 class RunMetrics:
@@ -315,21 +251,23 @@ class RunMetrics:
                                                                     strict=True)]
         return [(self.base, whole)]
 
-    def live(self, snapshot: dict[str, Any], in_flight: int) -> Parts:
-        """From Bench.snapshot() and the in-flight count."""
+    def live(self, snapshot: dict[str, Any]) -> Parts:
+        """From one Bench.snapshot(): its figures, and what was in flight as
+        of them."""
         whole, parts = snapshot_figures(snapshot)
-        return Parts(self._series(whole, parts), [(self.base, in_flight)], self._target(False))
+        return Parts(self._series(whole, parts), [(self.base, whole.in_flight)],
+                     self._target(False))
 
-    def workers(self, each: dict[str, tuple[Figures, list[Figures], int]],
+    def workers(self, each: dict[str, tuple[Figures, list[Figures]]],
                 final: bool = False) -> Parts:
         """Over Dask: each worker's series (a `worker` label, its address),
-        from its last report: (figures, a scenario's, in flight)."""
+        from its last report: (figures, a scenario's)."""
         series: list[Series] = []
         flying = []
-        for address, (whole, parts, in_flight) in sorted(each.items()):
+        for address, (whole, parts) in sorted(each.items()):
             label = [("worker", address)]
             series += [(labels + label, f) for labels, f in self._series(whole, parts)]
-            flying.append((self.base + label, in_flight))
+            flying.append((self.base + label, whole.in_flight))
         return Parts(series, flying, self._target(final))
 
     def final(self, r: Any) -> Parts:
@@ -346,7 +284,8 @@ class Endpoint:
 
     def __init__(self, address: str, run: str | None = None) -> None:
         try:
-            self.server = MetricsServer(parse_address("metrics", address), lambda: "# EOF\n")
+            self.server = MetricsServer(parse_address("metrics", address),
+                                        lambda om: "# EOF\n" if om else "")
         except OSError as e:
             raise OSError(e.errno, f"metrics: cannot listen on {address}: {e.strerror}") \
                 from None
@@ -359,19 +298,26 @@ class Endpoint:
         """Serves live() beside the ended runs' samples."""
         self.uncorrected |= shape.uncorrected
         done = list(self.done)
-        self.server.set(lambda: render([*done, live()], self.uncorrected))
+        self.server.set(lambda om: render([*done, live()], self.uncorrected, om))
 
     def finish(self, parts: Parts) -> None:
         """A run ended: its final samples stay."""
         self.done.append(parts)
         done = list(self.done)
-        self.server.set(lambda: render(done, self.uncorrected))
+        self.server.set(lambda om: render(done, self.uncorrected, om))
 
     def linger(self, seconds: float) -> None:
         self.server.linger(seconds)
 
     def close(self) -> None:
         self.server.close()
+
+
+def in_flight_of(figures: dict[str, Any]) -> int:
+    """Requests issued and not yet ended, as of a snapshot's (or a
+    result's) own counts."""
+    return max(0, int(figures["issued"]) - int(figures["complete"]) - int(figures["failed"]) -
+               int(figures["cancelled"]))
 
 
 def snapshot_figures(snapshot: dict[str, Any]) -> tuple[Figures, list[Figures]]:

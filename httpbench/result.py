@@ -117,6 +117,7 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "pipeline": 1, "proxy": "", "stages": [],
                           "concurrency_stages": [], "not_run": 0, "counts": {},
                           "http_version": "1.1", "streams": 1, "streams_allowed": None,
+                          "streams_unlimited": False,
                           "streams_max_used": 0, "refused": 0, "reset_codes": {},
                           "header_bytes_wire": 0, "header_bytes_decoded": 0,
                           "conn_rps_min": 0.0, "conn_rps_max": 0.0, "conn_rps_mean": 0.0,
@@ -226,12 +227,14 @@ class Result:
     http_version: str = "1.1"
     # HTTP/2: the streams asked for per connection, the server's
     # SETTINGS_MAX_CONCURRENT_STREAMS (the lowest any connection heard;
-    # None until one did), the most one connection had in flight; streams
+    # None until one did, or when the server set none: streams_unlimited
+    # then says so), the most one connection had in flight; streams
     # the server refused (REFUSED_STREAM: sent again, not failed) and the
     # RST_STREAMs that failed streams in the reset class, by error code;
     # the response heads' bytes on the wire (HPACK) and decoded.
     streams: int = 1
     streams_allowed: int | None = None
+    streams_unlimited: bool = False
     streams_max_used: int = 0
     refused: int = 0
     reset_codes: dict[str, int] = dataclasses.field(default_factory=dict)

@@ -17,8 +17,9 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.settings
+import hpack
 
-__all__ = ["H2Server", "PREFACE", "frame"]
+__all__ = ["H2Server", "PREFACE", "frame", "split_block"]
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -27,6 +28,18 @@ def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
     """One raw frame (RFC 9113 section 4.1)."""
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + \
         struct.pack(">I", stream) + payload
+
+
+def split_block(sid: int, flags: int, block: bytes, count: int) -> bytes:
+    """A header block as a HEADERS frame (with `flags` beside it) and
+    `count` CONTINUATION frames, END_HEADERS on the last (RFC 9113 section
+    6.10); the block must be longer than count."""
+    step = len(block) // (count + 1)
+    cuts = [i * step for i in range(count + 1)] + [len(block)]
+    out = frame(1, flags | (0 if count else 4), sid, block[:cuts[1]])
+    for i in range(1, count + 1):
+        out += frame(9, 4 if i == count else 0, sid, block[cuts[i]:cuts[i + 1]])
+    return out
 
 
 class H2Server:
@@ -48,14 +61,25 @@ class H2Server:
     http1        answers the preface in HTTP/1.1
     midframe     half a frame, then a close
     silent       reads, never writes
+    goaway0      SETTINGS and GOAWAY(last_stream_id=0, NO_ERROR) on each
+                 connection: nothing is ever processed
+    early        every request answered `status` (413) with END_STREAM as its
+                 HEADERS arrive, before its body, then RST_STREAM(NO_ERROR)
+                 (RFC 9113 section 8.1: nginx's early 413)
+    status       every request answered with :status `status`, as given (any
+                 three characters, "600" or "099")
+    continuations  every request answered 200 with its head in a HEADERS frame
+                 and `fields` CONTINUATION frames
 
     Counts what it served in `answered` and the connections in `accepted`.
     """
 
     def __init__(self, mode: str = "ok", *, every: int = 3, code: int = 2,
                  streams: int = 100, body: bytes = b"x" * 2048, fields: int = 1,
-                 value_len: int = 10, context: ssl.SSLContext | None = None) -> None:
+                 value_len: int = 10, status: str = "413",
+                 context: ssl.SSLContext | None = None) -> None:
         self.mode, self.every, self.code, self.streams = mode, every, code, streams
+        self.status = status
         self.body, self.fields, self.value_len = body, fields, value_len
         self.context = context
         if context is not None:
@@ -145,9 +169,13 @@ class H2Server:
         sock.sendall(frame(1, 0x5, 1, b"\x88"))
         self._raw_silent(sock)
 
-    def _raw_zero(self, sock: Any) -> None:
+    def _raw_frames(self, sock: Any, settings: bytes,
+                    on_headers: Callable[[int], bytes]) -> None:
+        """After the preface, SETTINGS with `settings` as its payload; then
+        the client's SETTINGS acknowledged, and each request's HEADERS
+        answered with on_headers(its stream id)'s bytes."""
         got = self._read_preface(sock)[len(PREFACE):]
-        sock.sendall(frame(4, 0, 0, struct.pack(">HI", 3, 0)))
+        sock.sendall(frame(4, 0, 0, settings))
         while True:
             while len(got) >= 9:
                 size = int.from_bytes(got[:3], "big")
@@ -159,11 +187,37 @@ class H2Server:
                 if kind == 4 and not flags & 1:
                     sock.sendall(frame(4, 1, 0, b""))  # SETTINGS ack
                 elif kind == 1:
-                    sock.sendall(frame(3, 0, sid, struct.pack(">I", 7)))  # REFUSED_STREAM
+                    sock.sendall(on_headers(sid))
             chunk = sock.recv(65536)
             if not chunk:
                 return
             got += chunk
+
+    def _raw_zero(self, sock: Any) -> None:
+        self._raw_frames(sock, struct.pack(">HI", 3, 0),
+                         lambda sid: frame(3, 0, sid, struct.pack(">I", 7)))  # REFUSED_STREAM
+
+    def _raw_goaway0(self, sock: Any) -> None:
+        self._read_preface(sock)
+        sock.sendall(frame(4, 0, 0, b"") + frame(7, 0, 0, struct.pack(">II", 0, 0)))
+        self._raw_silent(sock)
+
+    def _raw_status(self, sock: Any) -> None:
+        def answer(sid: int) -> bytes:
+            block = hpack.Encoder().encode([(":status", self.status), ("content-length", "0")])
+            with self.lock:
+                self.answered += 1
+            return frame(1, 0x5, sid, block)  # END_HEADERS | END_STREAM
+        self._raw_frames(sock, b"", answer)
+
+    def _raw_continuations(self, sock: Any) -> None:
+        def answer(sid: int) -> bytes:
+            block = hpack.Encoder().encode([(":status", "200"), ("content-length", "0"),
+                                            ("x-long", "v" * 4 * self.fields)], huffman=False)
+            with self.lock:
+                self.answered += 1
+            return split_block(sid, 0x1, block, self.fields)  # END_STREAM
+        self._raw_frames(sock, b"", answer)
 
     def _raw_badhpack(self, sock: Any) -> None:
         self._read_preface(sock)
@@ -196,22 +250,35 @@ class H2Server:
             except h2.exceptions.ProtocolError:
                 sock.sendall(conn.data_to_send())
                 return
+            early = b""
             for ev in events:
-                if isinstance(ev, h2.events.RequestReceived):
+                if isinstance(ev, h2.events.RequestReceived) and self.mode == "early":
+                    # Answered whole at once, then told to stop sending: the
+                    # RST_STREAM goes raw, as the stream may be closed for h2.
+                    conn.send_headers(ev.stream_id, [(":status", self.status),
+                                                     ("content-length", "0")], end_stream=True)
+                    early += frame(3, 0, ev.stream_id, struct.pack(">I", 0))
+                    with self.lock:
+                        self.answered += 1
+                elif isinstance(ev, h2.events.RequestReceived):
                     bodies[ev.stream_id] = b""
                     with self.lock:
                         self.seen.append([(k.decode(), v.decode()) if isinstance(k, bytes)
                                           else (k, v) for k, v in ev.headers])
+                elif isinstance(ev, h2.events.DataReceived) and self.mode == "early":
+                    pass  # (the body nobody waits for: no window given for it)
                 elif isinstance(ev, h2.events.DataReceived):
                     bodies[ev.stream_id] = bodies.get(ev.stream_id, b"") + ev.data
                     conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded) and self.mode == "early":
+                    pass
                 elif isinstance(ev, h2.events.StreamEnded):
                     served += 1
                     if not self._answer(conn, ev.stream_id, bodies.pop(ev.stream_id, b""),
                                         served):
                         sock.sendall(conn.data_to_send())
                         return
-            sock.sendall(conn.data_to_send())
+            sock.sendall(conn.data_to_send() + early)
 
     def _answer(self, conn: Any, sid: int, body: bytes, n: int) -> bool:
         """Answers stream sid, the connection's n-th; False to close."""

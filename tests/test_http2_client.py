@@ -431,3 +431,100 @@ def test_h2_over_tls_through_a_proxy_tunnel() -> None:
         exact(r)
         assert r.complete == 100, r.first_error
         assert srv.stats()["h2_connections"] == 2 and r.tls_protocol
+
+
+# ---- what the adversarial pass found (issue 33)
+
+def test_a_goaway_before_any_stream_is_three_tries_then_reset_and_paced() -> None:
+    """A server that answers every connection with SETTINGS and GOAWAY
+    (last stream 0): one request makes three connects, as Connection does,
+    then fails as reset with the GOAWAY's code; the two resends are counted
+    in retries. A second's run on such a server reconnects a few times a
+    second, not thousands."""
+    with H2Server("goaway0") as s:
+        r = httpbench.run(s.url + "/", requests=1, http2=True, timeout=1, progress=False)
+        exact(r)
+        assert r.failures["reset"] == r.failed == 1 and r.reset_codes == {"NO_ERROR": 1}
+        assert r.counts["retries"] == 2 and r.connects == 3
+        assert "GOAWAY NO_ERROR" in r.first_error
+        # The three connects are over by now (each was answered in full).
+        assert s.accepted == 3
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True, timeout=1)
+        with pytest.raises(httpbench.StreamReset, match="three times"):
+            c.request("GET", "/")
+        assert c.connects == 3 and c.retries == 2
+        before = s.accepted
+        r = httpbench.run(s.url + "/", duration=1.0, concurrency=2, http2=True, streams=4,
+                          timeout=1, progress=False)
+        exact(r)
+        assert r.complete == 0 and r.failed == r.failures["reset"] + r.failures["timeout"]
+        assert r.connects == s.accepted - before or r.connects == s.accepted - before + 1
+        assert r.connects < 40, r.connects  # paced; unbounded, thousands
+        assert r.counts["retries"] >= 2 * r.failures["reset"]
+
+
+def test_a_whole_response_then_rst_stream_no_error_is_complete() -> None:
+    """RFC 9113 section 8.1: a server may answer before the request is
+    whole (an early 413), then ask the client to stop sending with
+    RST_STREAM(NO_ERROR); the response stands."""
+    with H2Server("early", status="413") as s:
+        r = httpbench.run(s.url + "/", method="POST", body=b"b" * 200_000, requests=10,
+                          concurrency=1, http2=True, progress=False)
+        exact(r)
+        assert r.complete == 10 and r.failed == 0, r.first_error
+        assert r.status_counts == {413: 10} and r.reset_codes == {}
+        r = httpbench.run(s.url + "/", method="POST", body=b"b" * 200_000, requests=40,
+                          concurrency=2, http2=True, streams=4, progress=False)
+        exact(r)
+        assert r.complete == 40 and r.status_counts == {413: 40}, r.first_error
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        assert c.request("POST", "/", body=b"b" * 200_000).status == 413
+
+
+def test_nginxs_early_413_counts_as_its_413(nginx_h2: dict[str, str]) -> None:
+    """nginx refuses a body over client_max_body_size (1m) from its
+    content-length, ends the stream, then resets it NO_ERROR."""
+    body = b"n" * (2 << 20)
+    for url, tls in ((nginx_h2["h2c"], {}), (nginx_h2["h2"], {"cafile": nginx_h2["ca"]})):
+        r = httpbench.run(url + "/rnd", method="POST", body=body, requests=10, concurrency=1,
+                          http2=True, progress=False, **tls)
+        exact(r)
+        assert r.complete == 10 and r.status_counts == {413: 10}, (r.failures, r.first_error)
+
+
+@pytest.mark.parametrize("status", ["600", "999", "099", "000"])
+def test_a_status_outside_100_to_599_is_an_exception_as_over_http1(status: str) -> None:
+    with H2Server("status", status=status) as s:
+        r = httpbench.run(s.url + "/", requests=6, concurrency=2, http2=True, streams=2,
+                          progress=False)
+        exact(r)
+        assert r.failures["exceptions"] == r.failed == 6, (r.failures, r.status_counts)
+        assert r.status_counts == {} and "invalid status code" in r.first_error
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        with pytest.raises(httpbench.ProtocolError, match=f'invalid status code.*"{status}"'):
+            c.request("GET", "/")
+    with H2Server("status", status="599") as s:
+        r = httpbench.run(s.url + "/", requests=4, http2=True, progress=False)
+        assert r.complete == 4 and r.status_counts == {599: 4}
+
+
+def test_a_server_that_sets_no_stream_limit_is_unlimited_not_a_sentinel() -> None:
+    """SETTINGS without SETTINGS_MAX_CONCURRENT_STREAMS: no limit (RFC 9113
+    section 6.5.2), said so in the Result, its JSON and the report."""
+    with H2Server("status", status="200") as s:  # (its SETTINGS are empty)
+        r = httpbench.run(s.url + "/", requests=20, concurrency=1, http2=True, streams=4,
+                          progress=False)
+    assert r.complete == 20, r.first_error
+    assert r.streams_allowed is None and r.streams_unlimited
+    assert "4 per connection asked, unlimited allowed" in r.report()
+    assert "4294967295" not in r.report() + r.to_html()
+    d = r.to_dict()
+    assert d["streams_unlimited"] is True and d["streams_allowed"] is None
+    assert d["schema"] == 12
+    assert httpbench.Result.from_dict(d).streams_unlimited
+    old = dict(d, schema=11)
+    del old["streams_unlimited"]
+    assert not httpbench.Result.from_dict(old).streams_unlimited
+    with H2Server("ok", streams=7) as s:
+        r = httpbench.run(s.url + "/", requests=20, http2=True, streams=4, progress=False)
+    assert r.streams_allowed == 7 and not r.streams_unlimited

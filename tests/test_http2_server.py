@@ -22,7 +22,7 @@ import h2.connection
 import h2.events
 import hpack
 import pytest
-from h2peer import PREFACE, frame
+from h2peer import PREFACE, frame, split_block
 from helpers import tool_env
 
 import httpbench
@@ -345,3 +345,221 @@ def test_no_leak_over_ten_thousand_connections_with_streams() -> None:
         assert srv.stats()["h2_connections"] == 1000 + 10_000 + 100
     assert len(os.listdir('/proc/self/fd')) <= fds
     assert _rss_kib() - rss < 8 * 1024, (rss, _rss_kib())
+
+
+# ---- what the adversarial pass found (issue 33)
+
+def _closed_within(raw: Raw, seconds: float, nudge: bytes) -> float | None:
+    """Sends `nudge` every 0.3 s (control frames: PING, WINDOW_UPDATE)
+    while reading; the seconds until the server closed, or None if it had
+    not within `seconds`."""
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        try:
+            raw.send(nudge)
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - start
+        got = raw.frames(0.3)
+        if got and got[-1] is None:
+            return time.monotonic() - start
+    return None
+
+
+PING = frame(6, 0, 0, b"12345678")
+WINDOW_1 = frame(8, 0, 0, struct.pack(">I", 1))
+
+
+@pytest.mark.parametrize("mode", ["epoll", "threads"])
+@pytest.mark.parametrize("nudge", [PING, WINDOW_1], ids=["ping", "window_update"])
+def test_control_frames_keep_no_deadline_from_running(mode: str, nudge: bytes) -> None:
+    """A request's HEADERS (content-length 10, no body), then PING or
+    WINDOW_UPDATE(1) every 0.3 s: cut at header_timeout from its first
+    frame. A connection with no stream open that only PINGs is cut at
+    idle_timeout. A client whose window stays 0, with a response pending,
+    that PINGs, is cut at send_timeout. In threads mode each was a thread
+    held for ever."""
+    with httpbench.Server(mode=mode, header_timeout=1.0, idle_timeout=1.5,
+                          send_timeout=1.0) as srv:
+        raw = Raw(srv.port)
+        raw.send(frame(1, 4, 1, raw.enc.encode([
+            (":method", "POST"), (":path", "/echo"), (":scheme", "http"), (":authority", "x"),
+            ("content-length", "10")])))
+        took = _closed_within(raw, 6.0, nudge)
+        assert took is not None and took < 3.0, took
+        raw.close()
+        raw = Raw(srv.port)
+        took = _closed_within(raw, 6.0, nudge)
+        assert took is not None and 1.0 < took < 3.5, took
+        raw.close()
+        raw = Raw(srv.port)
+        raw.send(frame(4, 0, 0, struct.pack(">HI", 4, 0)))  # INITIAL_WINDOW_SIZE 0
+        raw.send(frame(1, 5, 1, raw.headers("/rnd?c=100000")))
+        took = _closed_within(raw, 6.0, nudge)
+        assert took is not None and took < 3.0, took
+        raw.close()
+        still_serves(srv)
+        # The request and the window each a timeout of note; idleness not.
+        assert srv.stats()["timeouts"] == 2
+
+
+def test_a_slow_body_still_moves_its_deadline_and_a_delay_has_none() -> None:
+    """What a deadline runs from is a stream's own progress: a body sent a
+    byte every 0.4 s (header_timeout 1 s) is taken whole, as over
+    HTTP/1.1; a /delay of 2 s outlasts an idle timeout of 1 s."""
+    for mode in ("epoll", "threads"):
+        with httpbench.Server(mode=mode, header_timeout=1.0, idle_timeout=1.0) as srv:
+            raw = Raw(srv.port)
+            raw.send(frame(1, 4, 1, raw.enc.encode([
+                (":method", "POST"), (":path", "/echo"), (":scheme", "http"),
+                (":authority", "x"), ("content-length", "6")])))
+            for i in range(6):
+                time.sleep(0.4)
+                raw.send(frame(0, 1 if i == 5 else 0, 1, b"b"))
+            got = [f for f in raw.frames(1.0) if f]
+            assert [f[3] for f in got if f[0] == 0 and f[2] == 1] == [b"bbbbbb"], got
+            raw.close()
+            c = httpbench.Connection("127.0.0.1", srv.port, http2=True, timeout=5)
+            assert c.request("GET", "/delay?ms=2000").status == 200
+            assert srv.stats()["timeouts"] == 0
+
+
+@pytest.mark.parametrize("kind", ["padded_empty_data", "priority", "extension", "settings_ack"])
+def test_floods_the_limits_missed_are_calmed(server: httpbench.Server, kind: str) -> None:
+    """DATA with PADDED, pad length 0 and no data (CVE-2019-9518: a
+    byte on the wire, nothing in it); PRIORITY frames; frames of a type
+    RFC 9113 does not define (which nghttp2 drops unseen); SETTINGS ACKs
+    (which never reach nghttp2)."""
+    raw = Raw(server.port)
+    if kind == "padded_empty_data":
+        flood = frame(1, 4, 1, raw.headers("/echo", "POST")) + frame(0, 0x8, 1, b"\x00") * 150
+    elif kind == "priority":
+        flood = b"".join(frame(2, 0, 2 * i + 1, struct.pack(">IB", 0, 15)) for i in range(150))
+    elif kind == "extension":
+        flood = frame(0x20, 0, 0, b"") * 150
+    else:
+        flood = frame(4, 1, 0, b"") * 150
+    raw.send(flood)
+    assert raw.goaway() == (ENHANCE_YOUR_CALM, True)
+    raw.close()
+    still_serves(server)
+    assert server.stats()["h2_calmed"] == 1
+
+
+def _flood_while(port: int, kind: str, stop: list[bool]) -> int:
+    """Floods from new connections, one after another, until stop[0]."""
+    floods = 0
+    while not stop[0]:
+        try:
+            raw = Raw(port)
+            if kind == "padded_empty_data":
+                raw.send(frame(1, 4, 1, raw.headers("/echo", "POST")) +
+                         frame(0, 0x8, 1, b"\x00") * 20000)
+            else:
+                raw.send(frame(2, 0, 1, struct.pack(">IB", 0, 15)) * 20000)
+            raw.frames(0.2)
+            raw.close()
+            floods += 1
+        except OSError:
+            pass
+    return floods
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("mode", ["epoll", "threads"])
+@pytest.mark.parametrize("kind", ["padded_empty_data", "priority"])
+def test_an_honest_client_is_served_beside_a_flood(mode: str, kind: str) -> None:
+    """Floods from one connection after another while an honest client
+    runs for 1.5 s: every flood is calmed, and the honest client's requests
+    all complete, at no less than a third of its quiet rate."""
+    import threading
+    with httpbench.Server(mode=mode, threads=1) as srv:
+        url = srv.url("/rnd?c=512")
+        quiet = httpbench.run(url, duration=1.5, concurrency=2, http2=True, streams=4,
+                              progress=False)
+        stop = [False]
+        out: list[int] = []
+        flooder = threading.Thread(target=lambda: out.append(_flood_while(srv.port, kind, stop)))
+        flooder.start()
+        try:
+            busy = httpbench.run(url, duration=1.5, concurrency=2, http2=True, streams=4,
+                                 progress=False)
+        finally:
+            stop[0] = True
+            flooder.join()
+        assert busy.failed == 0, busy.first_error
+        assert srv.stats()["h2_calmed"] >= out[0] > 0
+        assert busy.complete > quiet.complete / 3, (busy.complete, quiet.complete)
+
+
+def test_a_settings_ack_only_on_stream_0_outside_a_header_block_is_taken() -> None:
+    """RFC 9113 section 6.5: SETTINGS on a stream is a connection error;
+    sections 4.3 and 6.10: nothing but CONTINUATION inside a header block.
+    Both as nghttpd and nginx have them: GOAWAY PROTOCOL_ERROR."""
+    for mode in ("epoll", "threads"):
+        with httpbench.Server(mode=mode) as srv:
+            raw = Raw(srv.port)
+            raw.send(frame(4, 1, 1, b""))
+            assert raw.goaway() == (PROTOCOL_ERROR, True)
+            raw.close()
+            raw = Raw(srv.port)
+            block = raw.headers("/rnd?c=10")
+            raw.send(frame(1, 0, 1, block[:3]) + frame(4, 1, 0, b"") + frame(9, 4, 1, block[3:]))
+            got = raw.frames(2.0)
+            assert not [f for f in got if f and f[0] == 1], got  # no answer
+            codes = [struct.unpack(">II", f[3][:8])[1] for f in got if f and f[0] == 7]
+            assert codes == [PROTOCOL_ERROR] and got[-1] is None, got
+            raw.close()
+            # The ACK as it should come is still taken, and streams past the
+            # limit are still refused alone (what the filter is for).
+            raw = Raw(srv.port)
+            raw.frames(0.2)
+            raw.send(frame(4, 1, 0, b"") + frame(1, 5, 1, raw.headers("/rnd?c=10")))
+            assert [f for f in raw.frames(1.0) if f and f[0] == 1 and f[2] == 1]
+            raw.close()
+            still_serves(srv)
+
+
+def _continued_request(raw: Raw, count: int) -> bytes:
+    """A GET whose header block is a HEADERS frame and `count` CONTINUATION
+    frames (a valid block, split into count + 1 pieces)."""
+    block = raw.headers("/rnd?c=10") + raw.enc.encode([("x-long", "v" * 4 * count)],
+                                                       huffman=False)
+    return split_block(1, 1, block, count)  # END_STREAM
+
+
+def test_the_continuation_limit_is_the_manuals() -> None:
+    """docs/http2.md: where the library has the option, a header block may
+    take 100 CONTINUATION frames on both sides, the server's and the
+    client's; where the build did not set it, the library's own limit
+    stands (8 with CVE-2024-28182's fix; the server's own count of 100
+    where the library has none). `_core.H2_MAX_CONTINUATIONS` says which
+    this build is; the behaviour must agree."""
+    from h2peer import H2Server
+
+    from httpbench import _core
+    limit = _core.H2_MAX_CONTINUATIONS
+    server_limit = limit or 100
+    with httpbench.Server() as srv:
+        raw = Raw(srv.port)
+        raw.send(_continued_request(raw, server_limit))
+        heads = [f for f in raw.frames(2.0) if f and f[0] == 1 and f[2] == 1]
+        assert heads and hpack.Decoder().decode(heads[0][3])[0] == (":status", "200"), heads
+        raw.close()
+        raw = Raw(srv.port)
+        raw.send(_continued_request(raw, server_limit + 1))
+        assert raw.goaway() == (ENHANCE_YOUR_CALM, True)
+        raw.close()
+    within = limit or 150  # (no library limit: any number, within 64 KiB)
+    with H2Server("continuations", fields=within) as s:
+        c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+        r = c.request("GET", "/")
+        assert r.status == 200 and r.header("x-long") == "v" * 4 * within
+        run = httpbench.run(s.url + "/", requests=5, http2=True, progress=False)
+        assert run.complete == 5, run.first_error
+    if limit:
+        with H2Server("continuations", fields=limit + 1) as s:
+            c = httpbench.Connection("127.0.0.1", s.port, http2=True)
+            with pytest.raises(httpbench.ProtocolError, match="CONTINUATION"):
+                c.request("GET", "/")
+            run = httpbench.run(s.url + "/", requests=5, http2=True, progress=False)
+            assert run.failures["exceptions"] == 5

@@ -23,7 +23,7 @@ ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_han
                 "tls_resumed_handshakes", "tls_handshake"),
             4: ("unix_socket", "pipeline", "proxy"), 5: ("stages", "concurrency_stages"),
             6: (), 7: ("not_run",), 8: (), 9: ("counts",),
-            11: ("kind", "interrupted_at", "cpus", "hostname")}
+            11: ("kind", "interrupted_at", "cpus", "hostname"), 12: ("streams_unlimited",)}
 
 
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):

@@ -5,6 +5,7 @@ answers with the run's own figures."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -41,8 +42,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def scrape(port: int) -> tuple[str, str]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+OPENMETRICS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                      "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+
+
+def scrape(port: int, accept: str | None = OPENMETRICS_ACCEPT) -> tuple[str, str]:
+    """The exposition as Prometheus 2.42 asks for it (its Accept header),
+    or with another Accept (None: none, as curl and promtool send)."""
+    headers = {"Accept": accept} if accept is not None else {}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers)
+    with urllib.request.urlopen(req, timeout=5) as resp:
         return resp.headers["Content-Type"], resp.read().decode()
 
 
@@ -54,6 +63,29 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for s in fam.samples:
             out[s.name, tuple(sorted(s.labels.items()))] = s.value
     return out
+
+
+@contextlib.contextmanager
+def scraping(port: int, every: float) -> Iterator[list[str]]:
+    """Scrapes port every `every` seconds from a thread while the block
+    runs; yields the texts got (a refused connection is skipped)."""
+    texts: list[str] = []
+    done = threading.Event()
+
+    def keep_scraping() -> None:
+        while not done.is_set():
+            try:
+                texts.append(scrape(port)[1])
+            except OSError:
+                pass
+            time.sleep(every)
+    t = threading.Thread(target=keep_scraping)
+    t.start()
+    try:
+        yield texts
+    finally:
+        done.set()
+        t.join()
 
 
 def during(port: int, at: float, into: dict[str, Any]) -> threading.Thread:
@@ -271,27 +303,12 @@ def test_metrics_docs_name_every_family():
 def test_over_dask_each_worker_has_its_series(srv):
     distributed = pytest.importorskip("distributed")
     port = free_port()
-    texts: list[str] = []
-    done = threading.Event()
-
-    def keep_scraping() -> None:
-        while not done.is_set():
-            try:
-                texts.append(scrape(port)[1])
-            except OSError:
-                pass
-            time.sleep(0.3)
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as lc, distributed.Client(lc) as c:
-        t = threading.Thread(target=keep_scraping)
-        t.start()
-        try:
-            r = httpbench.run(srv.url("/rnd?c=100"), requests=6000, rate=2000, concurrency=4,
-                              cluster=c, progress=False, metrics=f"127.0.0.1:{port}",
-                              metrics_run="dask", metrics_linger=1.5)
-        finally:
-            done.set()
-            t.join()
+                                  dashboard_address=":0") as lc, distributed.Client(lc) as c, \
+            scraping(port, 0.3) as texts:
+        r = httpbench.run(srv.url("/rnd?c=100"), requests=6000, rate=2000, concurrency=4,
+                          cluster=c, progress=False, metrics=f"127.0.0.1:{port}",
+                          metrics_run="dask", metrics_linger=1.5)
     addresses = {w.address for w in r.workers}
 
     def complete(text: str) -> dict[str, float]:
@@ -345,3 +362,191 @@ def test_a_capacity_search_serves_every_stage_on_one_endpoint(srv):
     assert [rates[str(i + 1)] for i in range(len(c.steps))] == [s.target for s in c.steps]
     with pytest.raises(ValueError, match="go with metrics"):
         httpbench.capacity(srv.url("/"), metrics_run="x")
+
+
+# ---- what the adversarial pass found (issue 33)
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_slowloris_connections_are_cut_and_do_not_outlive_the_run(srv):
+    """15 connections that send "GET /metr" and nothing more: scrapes are
+    answered at once meanwhile; each of them is cut within the head's
+    deadline; a kept-alive scraper's connection is closed with the
+    endpoint; after run() returns no thread or descriptor of the
+    endpoint's is left."""
+    from httpbench.scrape import HEAD_SECONDS
+    port = free_port()
+    threads, fds = threading.active_count(), _open_fds()
+    out: dict[str, Any] = {}
+
+    def attack() -> None:
+        deadline = time.monotonic() + 10
+        slow: list[socket.socket] = []
+        while len(slow) < 15 and time.monotonic() < deadline:
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            s.sendall(b"GET /metr")
+            slow.append(s)
+        t0 = time.monotonic()
+        _, text = scrape(port)  # answered beside them
+        out["scrape_s"] = time.monotonic() - t0
+        out["text"] = text
+        keep = socket.create_connection(("127.0.0.1", port), timeout=5)  # a kept-alive one
+        keep.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        out["keep_first"] = keep.recv(65536)[:17]
+        cut = 0
+        for s in slow:
+            s.settimeout(HEAD_SECONDS + 3)
+            try:
+                cut += s.recv(1) == b""
+            except (ConnectionResetError, TimeoutError):
+                cut += 1
+            s.close()
+        out["cut"], out["cut_s"] = cut, time.monotonic() - t0
+        keep.settimeout(15)
+        try:
+            out["keep_end"] = keep.recv(65536)  # b"" once the endpoint closes
+        except OSError as e:
+            out["keep_end"] = e
+        keep.close()
+    t = threading.Thread(target=attack)
+    t.start()
+    httpbench.run(srv.url("/rnd?c=10"), duration=2.0, progress=False,
+                  metrics=f"127.0.0.1:{port}", metrics_linger=HEAD_SECONDS + 3)
+    t.join()
+    assert out["scrape_s"] < 1.0, out
+    assert out["text"].endswith("# EOF\n") and out["keep_first"] == b"HTTP/1.1 200 OK\r\n"
+    assert out["cut"] == 15 and out["cut_s"] < HEAD_SECONDS + 2, out
+    assert out["keep_end"] == b"", out
+    assert threading.active_count() == threads and _open_fds() == fds
+
+
+def test_more_connections_than_the_bound_still_get_their_scrape(srv):
+    """Twice MAX_CONNECTIONS silent connections: each new one takes the
+    place of the longest silent, so a scraper arriving after them is
+    answered, and at no time are more than MAX_CONNECTIONS held."""
+    from httpbench.scrape import MAX_CONNECTIONS
+    port = free_port()
+    out: dict[str, Any] = {}
+
+    def crowd() -> None:
+        deadline = time.monotonic() + 10
+        held: list[socket.socket] = []
+        while len(held) < 2 * MAX_CONNECTIONS and time.monotonic() < deadline:
+            try:
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.3)
+        out["type"], out["text"] = scrape(port)
+        alive = 0
+        for s in held:
+            s.setblocking(False)
+            try:
+                alive += s.recv(1) != b""
+            except BlockingIOError:
+                alive += 1  # still open, nothing to read
+            except OSError:
+                pass
+            s.close()
+        out["alive"] = alive
+    t = threading.Thread(target=crowd)
+    t.start()
+    httpbench.run(srv.url("/rnd?c=10"), duration=1.5, progress=False,
+                  metrics=f"127.0.0.1:{port}", metrics_linger=1.0)
+    t.join()
+    assert out["text"].endswith("# EOF\n")
+    assert out["alive"] <= MAX_CONNECTIONS - 1, out["alive"]
+
+
+def _consistent(text: str, parse: Any) -> tuple[float, float]:
+    """One scrape's figures agree with each other: complete requests, the
+    latency histograms' counts and the statuses. Returns (complete,
+    in flight)."""
+    got = {}
+    for fam in parse(text):
+        for s in fam.samples:
+            got[s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "run"))] = \
+                s.value
+    complete = got["httpbench_requests_total", (("outcome", "complete"),)]
+    assert got["httpbench_latency_seconds_count", ()] == complete, got
+    assert got["httpbench_latency_uncorrected_seconds_count", ()] == complete, got
+    assert sum(v for k, v in got.items() if k[0] == "httpbench_responses_total") == complete
+    return complete, got["httpbench_in_flight", ()]
+
+
+def test_one_scrape_is_one_instant(srv):
+    """Under a rate (so the uncorrected histogram is served too), on two
+    loop threads, every scrape's counts agree with each other: the
+    corrected and uncorrected latency counts, the complete requests and
+    the statuses; in flight is of the same figures (never negative, and 0
+    at the end)."""
+    port = free_port()
+    with scraping(port, 0.05) as texts:
+        r = httpbench.run(srv.url("/rnd?c=100"), requests=9000, rate=3000, concurrency=8,
+                          threads=2, progress=False, metrics=f"127.0.0.1:{port}",
+                          metrics_linger=0.5)
+    seen = [_consistent(x, parser.text_string_to_metric_families) for x in texts]
+    assert len({c for c, _ in seen if 0 < c < 9000}) >= 2, seen  # some mid-run
+    assert all(flying >= 0 for _, flying in seen)
+    assert seen[-1] == (r.complete, 0.0)
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+def test_the_format_is_negotiated_and_each_passes_its_own_tools(srv, tmp_path):
+    """OpenMetrics to a scraper that asks for it (Prometheus's Accept),
+    the classic text format 0.0.4 otherwise (curl's */*, no Accept):
+    each read by prometheus_client's parser for it, to the same samples,
+    and the classic one through promtool's linter (Prometheus 2.42's
+    `promtool check metrics`, which reads only that format)."""
+    from prometheus_client.parser import text_string_to_metric_families as classic_parser
+
+    from httpbench.metrics import CLASSIC_CONTENT_TYPE
+    port = free_port()
+    got: dict[str, Any] = {}
+
+    def in_linger() -> None:
+        time.sleep(2.0)
+        got["om"] = scrape(port)
+        got["none"] = scrape(port, accept=None)
+        got["any"] = scrape(port, accept="*/*")
+        got["text"] = scrape(port, accept="text/plain;version=0.0.4")
+    t = threading.Thread(target=in_linger)
+    t.start()
+    scen = Scenario([Request("GET", "/rnd?c=10", name="small"),
+                     Request("GET", "/status/404", name="missing \"x\"")], order="sequence")
+    r = httpbench.run(srv.url("/"), scenario=scen, requests=400, rate=400, concurrency=2,
+                      progress=False, metrics=f"127.0.0.1:{port}", metrics_linger=3.0)
+    t.join()
+    assert got["om"][0] == CONTENT_TYPE
+    for key in ("none", "any", "text"):
+        assert got[key][0] == CLASSIC_CONTENT_TYPE, key
+        assert "# EOF" not in got[key][1] and "# UNIT" not in got[key][1]
+    assert got["none"][1] == got["any"][1] == got["text"][1]
+
+    def by_sample(families: Any) -> dict[Any, float]:
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for fam in families for s in fam.samples}
+    om = by_sample(parser.text_string_to_metric_families(got["om"][1]))
+    classic = by_sample(classic_parser(got["none"][1]))
+    assert om == classic and len(om) > 50
+    assert sum(v for k, v in classic.items() if k[0] == "httpbench_requests_total"
+               and dict(k[1])["outcome"] == "complete") == r.complete
+    if PROMTOOL is None:
+        pytest.skip("promtool: apt-get install prometheus")
+    for text in (got["none"][1],):
+        lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                              text=True, timeout=30)
+        assert lint.returncode == 0 and not lint.stdout.strip() and not lint.stderr.strip(), \
+            lint.stdout + lint.stderr
+    # And the OpenMetrics one is what promtool cannot read as it is.
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=got["om"][1],
+                          capture_output=True, text=True, timeout=30)
+    assert lint.returncode != 0

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..figures import FAILURE_CLASSES, PERCENTILES
-from .text import by_name_rows, non_2xx_text, percent_label, shape_text
+from .text import by_name_rows, non_2xx_text, percent_label, shape_text, streams_allowed
 
 if TYPE_CHECKING:
     from ..capacity import CapacityResult
@@ -152,7 +152,7 @@ def settings_rows(r: Result) -> list[tuple[str, str]]:
         rows.append(("Connections shape", shape_text(r.concurrency_stages, " connections")))
     rows.append(("Protocol", proto))
     if r.http_version == "2":
-        allowed = r.streams_allowed if r.streams_allowed is not None else "none heard"
+        allowed = streams_allowed(r)
         rows.append(("Streams", f"{r.streams} per connection asked, {allowed} allowed, "
                                 f"{r.streams_max_used} most used"))
     rows.append(("TLS", ", ".join(x for x in (r.tls_protocol, r.tls_temp_key,

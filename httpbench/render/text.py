@@ -12,7 +12,8 @@ from ..figures import PERCENTILES
 if TYPE_CHECKING:
     from ..result import Latency, Result
 
-__all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text"]
+__all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
+           "streams_allowed"]
 
 
 def report(r: Result) -> str:
@@ -62,7 +63,7 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.pipeline > 1:
         yield f"Pipeline Depth:         {r.pipeline}"
     if r.http_version == "2":
-        allowed = r.streams_allowed if r.streams_allowed is not None else "(no SETTINGS heard)"
+        allowed = streams_allowed(r)
         yield (f"Streams:                {r.streams} per connection asked, {allowed} allowed, "
                f"{r.streams_max_used} most used")
     yield f"Time taken for tests:   {r.time_taken:.3f} seconds"
@@ -233,6 +234,14 @@ def shape_text(stages: list[tuple[float, float]], unit: str = "/s") -> str:
         parts.append(f"{secs:g} s {'at' if r == previous else 'to'} {r:g}{unit}")
         previous = r
     return ", ".join(parts)
+
+
+def streams_allowed(r: Result) -> str:
+    """The server's stream limit as the report words it: a number, or
+    "unlimited" (its SETTINGS set none), or "no SETTINGS heard"."""
+    if r.streams_allowed is not None:
+        return str(r.streams_allowed)
+    return "unlimited" if r.streams_unlimited else "(no SETTINGS heard)"
 
 
 def non_2xx_text(r: Result) -> str:

@@ -474,6 +474,27 @@ int main(void)
                   want, 1, 1);
     }
 
+    /* The status code alone, as HTTP/2's :status carries it (RFC 9110
+     * section 15): the same rule as the status line's. */
+    {
+        static const struct {
+            const char *in;
+            int want;
+        } codes[] = {{"100", 100}, {"200", 200}, {"599", 599}, {"099", -1},
+                     {"000", -1},  {"600", -1},  {"999", -1},  {"20", -1},
+                     {"2000", -1}, {"2x0", -1},  {" 200", -1}, {"", -1}};
+        for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+            int got = hb_parse_status_code(codes[i].in, strlen(codes[i].in));
+            if (got == codes[i].want) {
+                passed++;
+            } else {
+                fprintf(stderr, "status code \"%s\": %d, not %d\n", codes[i].in, got,
+                        codes[i].want);
+                failed++;
+            }
+        }
+    }
+
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
