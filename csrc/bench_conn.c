@@ -595,12 +595,6 @@ void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
     const hb_bench_config *cfg = &b->cfg;
     breq *q = (breq *)x->rq;
 
-    /* A second that begins now is published before anything of this
-     * outcome is counted (hb_br_second), so a snapshot never holds half
-     * of it: its status without its count. */
-    hb_br_second(t, now);
-    res->status[x->status < 600 ? x->status : 0]++;
-    res->body_bytes += got;
     int ok2xx = x->status >= 200 && x->status < 300;
     /* A HEAD response's document length is 0: no body, by definition. */
     size_t failed = 0; /* a class (HB_FAIL), 0: none */
@@ -627,6 +621,10 @@ void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
         hb_br_failed(t, x, failed, now);
     else
         hb_br_done(t, x, now, ok2xx, kept);
+    /* (After: a second that began now was published by them before they
+     * counted anything, so a snapshot holds all of this outcome or none.) */
+    res->status[x->status < 600 ? x->status : 0]++;
+    res->body_bytes += got;
 }
 
 /* A response is whole: counted, timed, and the socket kept or closed. With

@@ -255,7 +255,7 @@ def test_stale_keepalive_is_reconnected_not_failed(scripted):
     r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=8, concurrency=1, progress=False)
     exact(r)
     assert (r.complete, r.failed) == (8, 0)
-    assert r.reconnects == 3
+    assert r.reconnects == 3 and r.counts["retries"] == 3  # each stale request sent again
 
 
 def test_server_dies_and_returns_mid_run():
@@ -505,10 +505,10 @@ def test_responses_that_end_keep_alive_are_counted_by_the_loops_own_table(server
     bench.h's list) reaches Result.counts and the JSON, and sums exactly
     over threads, scenario names and a merge."""
     kept = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, progress=False)
-    assert kept.counts == {"closing_responses": 0}
+    assert kept.counts == {"closing_responses": 0, "retries": 0}
     closed = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, threads=2,
                            keepalive=False, progress=False)
-    assert closed.counts == {"closing_responses": 200} and closed.complete == 200
+    assert closed.counts == {"closing_responses": 200, "retries": 0} and closed.complete == 200
     assert httpbench.Result.from_json(closed.to_json()).counts == closed.counts
     # A server that closes after every second answer, saying so.
     close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
@@ -516,4 +516,4 @@ def test_responses_that_end_keep_alive_are_counted_by_the_loops_own_table(server
     r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=6, progress=False)
     assert (r.complete, r.counts["closing_responses"]) == (6, 3)
     from httpbench.distributed import merge
-    assert merge([closed, r]).counts == {"closing_responses": 203}
+    assert merge([closed, r]).counts == {"closing_responses": 203, "retries": 0}
