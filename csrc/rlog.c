@@ -8,13 +8,16 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define OUT_SIZE (1 << 20)  /* the writer's buffer: written when nearly full */
 #define LINE_MAX_BYTES 1024 /* a record's line at most (names are capped below) */
-#define NAME_MAX_BYTES 600  /* an escaped name's bytes kept at most */
-#define IDLE_NS 2000000     /* the writer's nap when every ring is empty */
+#define LINE_MIN_BYTES 32   /* and at least (a CSV line of empty fields is longer) */
+#define MAX_LINES (OUT_SIZE / LINE_MIN_BYTES)
+#define NAME_MAX_BYTES 600 /* an escaped name's bytes kept at most */
+#define IDLE_NS 2000000    /* the writer's nap when every ring is empty */
 
 struct hb_rlog {
     hb_rlog_config cfg;
@@ -23,6 +26,12 @@ struct hb_rlog {
     size_t *name_lens, *outcome_lens;
     char *out;
     size_t out_len;
+    /* Where each line in out ends, so a write that stops part way (a full
+     * disk) leaves the file at the last whole record: ends[0..lines). */
+    uint32_t *ends;
+    uint32_t lines;
+    off_t file_len; /* the file's whole lines so far */
+    int begun;      /* the first line is in out: the file was emptied for it */
     pthread_t thread;
     int started, closed;
     int stop; /* atomic: set by hb_rlog_close */
@@ -125,26 +134,67 @@ static char *json_line(hb_rlog *l, char *p, const hb_rlog_rec *r)
     return p;
 }
 
-/* Writes the buffer out; after a failure, drops what it holds. */
-static void flush_out(hb_rlog *l, uint64_t lines)
+/* A write that stopped part way (a full disk, a file size limit: a short
+ * write, then ENOSPC or EFBIG) leaves the file at the end of the last
+ * whole line it holds, so every record in it reads back; the lines cut
+ * off and those after are lost, and counted so. */
+static void cut_to_whole_lines(hb_rlog *l, size_t off, uint64_t *records)
+{
+    uint32_t whole = 0;
+    while (whole < l->lines && l->ends[whole] <= off)
+        whole++;
+    off_t keep = l->file_len + (whole > 0 ? (off_t)l->ends[whole - 1] : 0);
+    struct stat st;
+    if (fstat(l->cfg.fd, &st) == 0 && S_ISREG(st.st_mode))
+        (void)ftruncate(l->cfg.fd, keep); /* (shrinking needs no room) */
+    /* The header is a line but no record: it is the first of the first
+     * buffer of a CSV, and counted among the records only if whole. */
+    uint32_t header = l->file_len == 0 && l->cfg.format == HB_RLOG_CSV && l->lines > 0;
+    uint64_t kept = whole > header ? whole - header : 0;
+    l->written += kept;
+    l->lost += *records - kept;
+    *records = 0;
+}
+
+/* Writes the buffer's `records` lines out; after a failure, drops what it
+ * holds (counted lost). */
+static void flush_out(hb_rlog *l, uint64_t records)
 {
     size_t off = 0;
     while (l->error == 0 && off < l->out_len) {
         ssize_t n = write(l->cfg.fd, l->out + off, l->out_len - off);
-        if (n > 0)
+        if (n > 0) {
             off += (size_t)n;
-        else if (n < 0 && errno != EINTR)
+        } else if (n < 0 && errno != EINTR) {
             l->error = errno;
+            cut_to_whole_lines(l, off, &records);
+        }
     }
-    if (l->error == 0)
-        l->written += lines;
-    else
-        l->lost += lines;
+    l->written += l->error == 0 ? records : 0;
+    l->lost += l->error != 0 ? records : 0;
+    l->file_len += (off_t)off;
     l->out_len = 0;
+    l->lines = 0;
 }
 
 static const char CSV_HEADER[] = "intended_start,start,latency,status,bytes_sent,"
                                  "bytes_received,failure,name,connection,thread,stream\n";
+
+/* The file is emptied (it may have held another run's log) when its first
+ * line is written, not before: a run that writes nothing leaves it as it
+ * was. A character device (/dev/null) has nothing to empty. */
+static void begin_file(hb_rlog *l)
+{
+    l->begun = 1;
+    struct stat st;
+    if (fstat(l->cfg.fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(l->cfg.fd, 0) != 0)
+        l->error = errno;
+    if (l->cfg.format == HB_RLOG_CSV) {
+        memcpy(l->out, CSV_HEADER, sizeof CSV_HEADER - 1);
+        l->out_len = sizeof CSV_HEADER - 1;
+        l->ends[l->lines++] = (uint32_t)l->out_len;
+    }
+}
 
 /* Drains every ring once; returns the records taken. */
 static uint64_t drain(hb_rlog *l, uint64_t *pending)
@@ -154,14 +204,17 @@ static uint64_t drain(hb_rlog *l, uint64_t *pending)
         hb_rlog_ring *r = &l->rings[i];
         uint64_t tail = r->tail, head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
         while (tail != head) {
-            if (l->out_len + LINE_MAX_BYTES > OUT_SIZE) {
+            if (l->out_len + LINE_MAX_BYTES > OUT_SIZE || l->lines + 1 >= MAX_LINES) {
                 flush_out(l, *pending);
                 *pending = 0;
             }
+            if (!l->begun)
+                begin_file(l);
             const hb_rlog_rec *rec = &r->recs[tail & r->mask];
             char *p = l->out + l->out_len;
             char *end = l->cfg.format == HB_RLOG_JSONL ? json_line(l, p, rec) : csv_line(l, p, rec);
             l->out_len += (size_t)(end - p);
+            l->ends[l->lines++] = (uint32_t)l->out_len;
             (*pending)++;
             tail++;
             took++;
@@ -257,7 +310,8 @@ hb_rlog *hb_rlog_open(const hb_rlog_config *cfg)
         cap <<= 1;
     l->rings = calloc((size_t)cfg->nrings, sizeof *l->rings);
     l->out = malloc(OUT_SIZE);
-    if (l->rings == NULL || l->out == NULL ||
+    l->ends = malloc(MAX_LINES * sizeof *l->ends);
+    if (l->rings == NULL || l->out == NULL || l->ends == NULL ||
         copy_all(cfg->names, cfg->nnames, &l->names, &l->name_lens) != 0 ||
         copy_all(cfg->outcomes, cfg->noutcomes, &l->outcomes, &l->outcome_lens) != 0)
         goto error;
@@ -276,10 +330,6 @@ hb_rlog *hb_rlog_open(const hb_rlog_config *cfg)
     }
     l->cfg.names = NULL; /* copied: the caller's may go */
     l->cfg.outcomes = NULL;
-    if (cfg->format == HB_RLOG_CSV) {
-        memcpy(l->out, CSV_HEADER, sizeof CSV_HEADER - 1);
-        l->out_len = sizeof CSV_HEADER - 1;
-    }
     /* Signals stay the process's main thread's (Python's handlers). */
     sigset_t all, old;
     sigfillset(&all);
@@ -341,5 +391,6 @@ void hb_rlog_free(hb_rlog *l)
     free(l->name_lens);
     free(l->outcome_lens);
     free(l->out);
+    free(l->ends);
     free(l);
 }

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from . import _check
+from ._typed import dataclass_fields
 from .figures import SCHEMA
 from .result import Result
 from .runner import run
@@ -128,10 +129,9 @@ class CapacityResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CapacityResult:
-        names = {f.name for f in dataclasses.fields(CapacityStep)}
-        return cls(rate=d["rate"], slo=d["slo"], max_error_rate=d["max_error_rate"],
-                   steps=[CapacityStep(**{k: v for k, v in s.items() if k in names})
-                          for s in d["steps"]], url=d["url"], met=d.get("met", True))
+        """From to_dict()'s layout; a FieldError (a ValueError) naming the
+        field for one that is not what the model holds."""
+        return cls(**dataclass_fields(cls, d))
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of the search (its knee plot and

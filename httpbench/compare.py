@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import _check
+from ._typed import typed
 from ._url import split_proxy
 from .agents import AGENTS, MAX_WORKERS, available_agents, run_agent
 from .figures import SCHEMA
@@ -194,14 +195,17 @@ class Comparison:
     def from_dict(cls, d: dict[str, Any]) -> Comparison:
         """A Comparison from to_dict()'s layout, or from the bare "agent
         scenario" mapping compare --json wrote before schema 11."""
-        results = d["results"] if d.get("kind") == "comparison" else d
+        new = d.get("kind") == "comparison"
+        results = typed(d["results"] if new else d, dict[str, Result], "results")
         out: dict[tuple[str, str], Result] = {}
         for key, r in results.items():
             agent, _, scenario = key.rpartition(" ")
-            out[agent, scenario] = Result.from_dict(r)
-        return cls(out, list(d.get("notes", [])) if "results" in d else [],
-                   list(d.get("agents") or dict.fromkeys(a for a, _ in out)),
-                   list(d.get("scenarios") or dict.fromkeys(s for _, s in out)))
+            out[agent, scenario] = r
+        rest = {name: typed(d.get(name, []) if new else [], list[str], name)
+                for name in ("notes", "agents", "scenarios")}
+        return cls(out, rest["notes"],
+                   rest["agents"] or list(dict.fromkeys(a for a, _ in out)),
+                   rest["scenarios"] or list(dict.fromkeys(s for _, s in out)))
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of the comparison (the table, bars

@@ -247,8 +247,9 @@ def run_local(spec: RunSpec, progress: Progress = "auto", stream: IO[str] | None
     if log is not None:
         written, dropped, err = bench.log_status()
         result.log, result.log_records, result.log_dropped = log.path, written, dropped
-        result.log_error = os.strerror(err) if err else ""
-        log.finish()
+        why = [os.strerror(err)] if err else []
+        why += [w for w in (log.finish(written),) if w]
+        result.log_error = "; ".join(why)
     return result
 
 

@@ -22,13 +22,15 @@ requests are logged; a warmup's are not.
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile"]
+__all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile", "writable_kind"]
 
 FIELDS = ("intended_start", "start", "latency", "status", "bytes_sent", "bytes_received",
           "failure", "name", "connection", "thread", "stream")
@@ -77,10 +79,26 @@ def _json_name(name: str) -> bytes:
     return json.dumps(name)[1:-1].encode("ascii")
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"))
+
+
+def writable_kind(name: str, path: str, mode: int) -> None:
+    """ValueError naming the argument and the path when `mode` (a stat's)
+    is not what a file of figures is written to: a regular file, or a
+    character device (/dev/null throws a log away)."""
+    for test, what in _KINDS:
+        if test(mode):
+            raise ValueError(f"{name}: {path} is {what}, not a file to write to")
+
+
 class LogFile:
     """The log's file for one run: opened before the run (a path that
-    cannot be written is an OSError at once), handed to the C loop as a
-    descriptor, and for SQLite filled from the loop's CSV after it."""
+    cannot be written is an OSError at once; a directory, a FIFO or a
+    socket a ValueError), handed to the C loop as a descriptor, and for
+    SQLite filled from the loop's CSV after it. A file that exists is left
+    as it was until the first record is written (the C writer empties it
+    then): a run that never starts, or writes nothing, changes nothing."""
 
     def __init__(self, path: str | os.PathLike[str], names: Sequence[str], sample: float,
                  seed: int) -> None:
@@ -89,12 +107,26 @@ class LogFile:
         # SQLite is written after the run from the CSV the loop wrote.
         self.written_path = self.path + ".httpbench.csv" if self.format == "sqlite" \
             else self.path
+        for p in {self.path, self.written_path}:
+            try:
+                writable_kind("log", p, os.stat(p).st_mode)
+            except FileNotFoundError:
+                pass
+        self.created = not os.path.lexists(self.written_path)
         try:
-            self.fd: int | None = os.open(self.written_path,
-                                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
-                                          0o644)
+            # Never blocking (a FIFO made meanwhile would hold open() until a
+            # reader came): what was opened is looked at before it is used.
+            fd = os.open(self.written_path,
+                         os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
         except OSError as e:
             raise OSError(e.errno, f"log: cannot write {self.path}: {e.strerror}") from None
+        try:
+            writable_kind("log", self.written_path, os.fstat(fd).st_mode)
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd: int | None = fd
         escape = _json_name if self.format == "jsonl" else _csv_name
         self.names = [escape(n) for n in names] or [b""]
         self.sample, self.seed = sample, seed
@@ -110,35 +142,58 @@ class LogFile:
         self.fd = None
 
     def abandon(self) -> None:
-        """Nothing ran: the file goes."""
+        """Nothing ran: a file made for it goes, one that was there stays
+        as it was (nothing was written to it)."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-        for p in {self.written_path, self.path}:
-            if os.path.exists(p):
-                os.unlink(p)
+        self._drop_unwritten()
 
-    def finish(self) -> None:
-        """After the run: SQLite's table from the loop's CSV."""
+    def _drop_unwritten(self) -> None:
+        if self.created and os.path.isfile(self.written_path) and \
+                os.path.getsize(self.written_path) == 0:
+            os.unlink(self.written_path)
+
+    def finish(self, records: int) -> str:
+        """After the run (`records` written): a file made and never written
+        goes; for SQLite, the table is made from the loop's CSV in a file of
+        its own, then put in place of the path, so a run that cannot write
+        it (a full disk) leaves the path as it was and the CSV beside it.
+        Returns "" or why the table could not be written."""
+        if records == 0:
+            self._drop_unwritten()
+            if self.format == "sqlite" and os.path.isfile(self.written_path):
+                os.unlink(self.written_path)  # (its header alone: nothing measured)
+            return ""
         if self.format != "sqlite":
-            return
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-        db = sqlite3.connect(self.path)
+            return ""
+        building = self.path + ".httpbench.db"
         try:
-            db.execute("CREATE TABLE requests (intended_start REAL, start REAL, latency REAL, "
-                       "status INTEGER, bytes_sent INTEGER, bytes_received INTEGER, "
-                       "failure TEXT, name TEXT, connection INTEGER, thread INTEGER, "
-                       "stream INTEGER)")
-            with open(self.written_path, newline="", encoding="utf-8") as f:
-                rows = csv.reader(f)
-                next(rows, None)
-                db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                               (_typed(r) for r in rows))
-            db.commit()
-        finally:
-            db.close()
+            if os.path.lexists(building):
+                os.unlink(building)
+            db = sqlite3.connect(building)
+            try:
+                db.execute("CREATE TABLE requests (intended_start REAL, start REAL, "
+                           "latency REAL, status INTEGER, bytes_sent INTEGER, "
+                           "bytes_received INTEGER, failure TEXT, name TEXT, "
+                           "connection INTEGER, thread INTEGER, stream INTEGER)")
+                with open(self.written_path, newline="", encoding="utf-8") as f:
+                    rows = csv.reader(f)
+                    next(rows, None)
+                    db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                   (_typed(r) for r in rows))
+                db.commit()
+            finally:
+                db.close()
+            os.replace(building, self.path)
+        except (sqlite3.Error, OSError) as e:
+            for p in (building, building + "-journal"):
+                if os.path.lexists(p):
+                    os.unlink(p)
+            return (f"the SQLite table could not be written ({e}); the records are in "
+                    f"{self.written_path}")
         os.unlink(self.written_path)
+        return ""
 
 
 def _typed(row: Sequence[str]) -> LogRecord:

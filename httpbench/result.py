@@ -10,6 +10,7 @@ import socket
 from typing import Any, NamedTuple
 
 from ._core import Histogram
+from ._typed import FieldError, dataclass_fields, shown, typed
 from ._version import __version__
 from .figures import FAILURE_CLASSES, OLDEST_SCHEMA, PERCENTILES, SCHEMA
 
@@ -98,9 +99,16 @@ class Latency:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Latency:
+        """From to_dict()'s layout (its `state`); FieldError naming what is
+        wrong with it."""
         h = Histogram()
-        count, lo, hi, total, sq, clamped, buckets = d["state"]
-        h.restore((count, lo, hi, total, sq, clamped, [tuple(b) for b in buckets]))
+        state = typed(d.get("state"), tuple[int, int, int, float, float, int,
+                                             list[tuple[int, int]]], "state")
+        count, lo, hi, total, sq, clamped, buckets = state
+        try:
+            h.restore((count, lo, hi, total, sq, clamped, buckets))
+        except (ValueError, TypeError, OverflowError) as e:
+            raise FieldError("state", str(e)) from None
         return cls(h)
 
     def __repr__(self) -> str:
@@ -320,22 +328,25 @@ class Result:
     def from_dict(cls, d: dict[str, Any]) -> Result:
         """A Result from to_dict()'s layout, of any schema from OLDEST_SCHEMA
         to SCHEMA (what a later schema added takes its default); ValueError
-        for another schema."""
+        for another schema, and a FieldError (a ValueError) naming the field
+        for a field that is not what the model holds (its type hint): a
+        hostile or damaged file is refused whole, never half read."""
+        if not isinstance(d, dict):
+            raise FieldError("", "an object was expected")
         if d.get("kind", "run") != "run":
             raise ValueError(f"not a run's result but a {d['kind']!r}'s")
         schema = d.get("schema", SCHEMA)
         if isinstance(schema, bool) or not isinstance(schema, int) or \
                 not OLDEST_SCHEMA <= schema <= SCHEMA:
-            raise ValueError(f"a result of schema {schema!r}: this httpbench reads schemas "
-                             f"{OLDEST_SCHEMA} to {SCHEMA}")
-        fields = {name: d[name] if name in d else _ADDED[name] for name in _PLAIN}
-        fields.update({name: d[name] for name in _ABOUT if name in d})
-        fields["timeline"] = d.get("timeline", [])
-        fields["status_counts"] = {int(k): v for k, v in d["status_counts"].items()}
+            raise ValueError(f"a result of schema {shown(schema)}: this httpbench reads "
+                             f"schemas {OLDEST_SCHEMA} to {SCHEMA}")
+        fields = dataclass_fields(cls, d, _PLAIN, _ADDED)
+        fields.update(dataclass_fields(cls, d, tuple(n for n in _ABOUT if n in d)))
+        fields["timeline"] = _timeline(d.get("timeline", []))
         for name in _LATENCIES:
-            fields[name] = Latency.from_dict(d[name]) if name in d else Latency()
-        fields["by_name"] = {k: cls.from_dict(v) for k, v in d.get("by_name", {}).items()}
-        fields["workers"] = [WorkerPart.from_dict(w) for w in d.get("workers", [])]
+            fields[name] = typed(d[name], Latency, name) if name in d else Latency()
+        fields["by_name"] = typed(d.get("by_name", {}), dict[str, Result], "by_name")
+        fields["workers"] = typed(d.get("workers", []), list[WorkerPart], "workers")
         return cls(**fields)
 
     @classmethod
@@ -421,7 +432,7 @@ class WorkerPart:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> WorkerPart:
-        return cls(**{**d, "result": Result.from_dict(d["result"])})
+        return cls(**dataclass_fields(cls, d))
 
 
 
@@ -433,6 +444,23 @@ _ABOUT = ("agent", "agent_version", "python_version")
 _PLAIN = tuple(f.name for f in dataclasses.fields(Result)
                if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head", "by_name",
                                                        "workers", "timeline_buckets"))
+
+
+def _timeline(raw: Any) -> list[Second]:
+    """A saved timeline, each second's figures checked (FieldError naming
+    the entry otherwise)."""
+    if not isinstance(raw, list):
+        raise FieldError("timeline", "a list was expected")
+    out = []
+    for i, x in enumerate(raw):
+        try:
+            s = _second(x)
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise FieldError(f"timeline[{i}]", f"not a second's figures ({e})") from None
+        out.append(Second(*(typed(v, hint, f"timeline[{i}].{name}") for v, hint, name in
+                            zip(s, (int, int, int, float | None, float | None, int),
+                                Second._fields, strict=True))))
+    return out
 
 
 def _second(x: Any) -> Second:

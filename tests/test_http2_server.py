@@ -445,40 +445,42 @@ def test_floods_the_limits_missed_are_calmed(server: httpbench.Server, kind: str
     assert server.stats()["h2_calmed"] == 1
 
 
-def _flood_while(port: int, kind: str, stop: list[bool]) -> int:
-    """Floods from new connections, one after another, until stop[0]."""
-    floods = 0
-    while not stop[0]:
-        try:
-            raw = Raw(port)
-            if kind == "padded_empty_data":
-                raw.send(frame(1, 4, 1, raw.headers("/echo", "POST")) +
-                         frame(0, 0x8, 1, b"\x00") * 20000)
-            else:
-                raw.send(frame(2, 0, 1, struct.pack(">IB", 0, 15)) * 20000)
-            raw.frames(0.2)
-            raw.close()
-            floods += 1
-        except OSError:
-            pass
-    return floods
+def _flood_while(port: int, kind: str, stop: list[bool]) -> bool:
+    """A flood without end on one connection (CVE-2019-9518's shape):
+    frames sent as fast as the socket takes them, until the server closes
+    it (True) or stop[0] (False)."""
+    flood = frame(0, 0x8, 1, b"\x00") * 20000 if kind == "padded_empty_data" \
+        else frame(2, 0, 1, struct.pack(">IB", 0, 15)) * 20000
+    raw = Raw(port)
+    try:
+        if kind == "padded_empty_data":
+            raw.send(frame(1, 4, 1, raw.headers("/echo", "POST")))
+        while not stop[0]:
+            raw.send(flood)
+        return False
+    except OSError:
+        return True
+    finally:
+        raw.close()
 
 
 @pytest.mark.timing
 @pytest.mark.parametrize("mode", ["epoll", "threads"])
 @pytest.mark.parametrize("kind", ["padded_empty_data", "priority"])
 def test_an_honest_client_is_served_beside_a_flood(mode: str, kind: str) -> None:
-    """Floods from one connection after another while an honest client
-    runs for 1.5 s: every flood is calmed, and the honest client's requests
-    all complete, at no less than a third of its quiet rate."""
+    """A flood without end from one connection while an honest client runs
+    for 1.5 s on a server of one event loop: the flood is cut (it ran the
+    whole time before, 18 million frames, and the honest client made a
+    twentieth of its quiet rate in epoll mode), and the honest client's
+    requests all complete, at no less than a third of its quiet rate."""
     import threading
     with httpbench.Server(mode=mode, threads=1) as srv:
         url = srv.url("/rnd?c=512")
         quiet = httpbench.run(url, duration=1.5, concurrency=2, http2=True, streams=4,
                               progress=False)
         stop = [False]
-        out: list[int] = []
-        flooder = threading.Thread(target=lambda: out.append(_flood_while(srv.port, kind, stop)))
+        cut: list[bool] = []
+        flooder = threading.Thread(target=lambda: cut.append(_flood_while(srv.port, kind, stop)))
         flooder.start()
         try:
             busy = httpbench.run(url, duration=1.5, concurrency=2, http2=True, streams=4,
@@ -486,8 +488,8 @@ def test_an_honest_client_is_served_beside_a_flood(mode: str, kind: str) -> None
         finally:
             stop[0] = True
             flooder.join()
+        assert cut == [True] and srv.stats()["h2_calmed"] == 1
         assert busy.failed == 0, busy.first_error
-        assert srv.stats()["h2_calmed"] >= out[0] > 0
         assert busy.complete > quiet.complete / 3, (busy.complete, quiet.complete)
 
 

@@ -385,7 +385,7 @@ def test_report_refuses_what_it_cannot_read(tmp_path):
     (tmp_path / "x.json").write_text('{"hello": 1}')
     (tmp_path / "bad.json").write_text("{not json")
     for name, said in (("x.json", "no known kind"), ("bad.json", "cannot read it as JSON"),
-                       ("missing.json", "cannot read it as JSON")):
+                       ("missing.json", "cannot read it (No such file or directory)")):
         done = subprocess.run([sys.executable, "-m", "httpbench", "report", name, "-o", "o.html"],
                               capture_output=True, text=True, cwd=tmp_path, timeout=60)
         assert done.returncode == 2 and said in done.stderr and name in done.stderr, done.stderr
@@ -441,3 +441,69 @@ def test_the_password_is_hidden_and_the_notebook_draws_the_same(browser, srv, tm
                          timeout=60, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.startswith("<!DOCTYPE html>")
     assert "<title>my run</title>" in out.stdout
+
+
+# ---- what the adversarial pass found (issue 34)
+
+def _report(tmp_path: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "httpbench", "report", *names, "-o", "o.html"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+
+
+def test_report_reads_only_a_regular_file_of_at_most_a_gibibyte(tmp_path):
+    """`httpbench report /dev/zero` read 4.7 GB in 20 s and went on; a FIFO
+    that never ends did the same. Each is refused at once, exit 2."""
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "huge.json").write_bytes(b"")
+    os.truncate(tmp_path / "huge.json", (1 << 30) + 1)  # sparse: no disk used
+    for name, said in (("/dev/zero", "not a regular file"), ("fifo.json", "not a regular file"),
+                       ("huge.json", "over the 1 GiB")):
+        t = time.monotonic()
+        done = _report(tmp_path, name)
+        assert done.returncode == 2 and said in done.stderr and name in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and time.monotonic() - t < 20
+        assert not (tmp_path / "o.html").exists()
+
+
+def test_hostile_json_is_one_line_naming_the_file_and_the_field(srv, tmp_path):
+    """Each of these gave a traceback (AttributeError, RecursionError,
+    OverflowError) or a message naming neither the file nor the field."""
+    good = httpbench.run(srv.url("/rnd?c=10"), requests=50, progress=False).to_dict()
+    cmp = httpbench.compare(agents=["httpbench"], requests=20, scenarios=["get"]).to_dict()
+
+    def with_(d: dict[str, Any], **changes: Any) -> str:
+        return json.dumps({**d, **changes})
+    cases = {
+        "by_name.json": (with_(good, by_name={"n": 5}), "by_name.n"),
+        "results.json": (with_(cmp, results={"a b": 5}), "results.a b"),
+        "deep.json": ("[" * 100_000, "nested too deeply"),
+        "huge_int.json": (with_(good, complete=10**400), "complete"),
+        "digits.json": (json.dumps(good)[:-1] + ', "complete": ' + "9" * 5001 + "}",
+                        "cannot read it as JSON"),
+        "threads.json": (with_(good, threads="x"), "threads: an integer was expected, not 'x'"),
+        "nan.json": (with_(good, time_taken=float("nan")), "time_taken"),
+        "status.json": (with_(good, status_counts={"two hundred": 3}), "status_counts"),
+        "timeline.json": (with_(good, timeline=[{"t": "x"}]), "timeline[0]"),
+        "latency.json": (with_(good, latency={"state": [1, 2]}), "latency.state"),
+        "worker.json": (with_(good, workers=[{"address": 3}]), "workers[0]"),
+        "missing.json": (json.dumps({k: v for k, v in good.items() if k != "complete"}),
+                         "complete: missing"),
+        "list.json": (with_(good, stages=[[1, 2, 3]]), "stages[0]"),
+        "session.json": (json.dumps({"kind": "session", "runs": {"t": 5}, "machine": {}}),
+                         "runs.t"),
+        "capacity.json": (json.dumps({"kind": "capacity", "rate": "fast", "slo": "p99<5ms",
+                                      "max_error_rate": 0.01, "steps": [], "url": "x"}),
+                          "rate"),
+    }
+    for name, (text, said) in cases.items():
+        (tmp_path / name).write_text(text)
+        done = _report(tmp_path, name)
+        assert done.returncode == 2, (name, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+        assert name in done.stderr and said in done.stderr, (name, done.stderr)
+        assert "Traceback" not in done.stderr and not (tmp_path / "o.html").exists()
+        with pytest.raises(ValueError, match="not a result httpbench reads|cannot read it"):
+            load(tmp_path / name)
+    # A good file still reads (and one field's error names no other).
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    assert _report(tmp_path, "good.json").returncode == 0

@@ -7,10 +7,13 @@ from __future__ import annotations
 import collections
 import json
 import math
+import os
+import socket
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +22,8 @@ import httpbench.local
 import httpbench.reqlog
 from httpbench import Request, Scenario, read_log
 from httpbench.reqlog import FIELDS, LogRecord
+
+from helpers import python
 
 FORMATS = ("csv", "jsonl", "db", "sqlite")
 
@@ -200,6 +205,7 @@ def test_bad_settings_are_refused_by_name(srv, tmp_path):
         httpbench.run("http://nowhere.invalid/", requests=1, progress=False,
                       log=tmp_path / "b.csv")
     assert not (tmp_path / "b.csv").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
     for args, said in ((["--log", "x.txt"], "--log must end in .csv"),
                        (["--log-sample", "0.1"], "add --log FILE"),
                        (["--log", str(tmp_path / "no" / "a.csv")], "--log: cannot write")):
@@ -223,3 +229,131 @@ def test_the_command_line_writes_the_log(srv, tmp_path):
     d = json.loads((tmp_path / "r.json").read_text())
     assert d["log_records"] == 300 and d["log_dropped"] == 0
     assert len(read_log(tmp_path / "r.jsonl")) == 300
+
+
+# ---- what the adversarial pass found (issue 34)
+
+def _special(tmp_path: Path, kind: str, ext: str) -> Path:
+    """A path of `kind` (fifo, socket, directory) named with ext."""
+    path = tmp_path / f"{kind}.{ext}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(path))
+        s.close()  # (the socket file stays)
+    else:
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("kind, words", [("fifo", "a FIFO"), ("socket", "a socket"),
+                                          ("directory", "a directory")])
+@pytest.mark.parametrize("ext", ["csv", "db"])
+def test_a_fifo_a_socket_or_a_directory_is_refused_before_anything_is_sent(
+        srv, tmp_path, kind, words, ext):
+    """A FIFO blocked run() for ever, a directory named .db ran the whole
+    load and then raised: each is a ValueError naming the path and what it
+    is, before a request goes; exit 2 on the command line."""
+    path = _special(tmp_path, kind, ext)
+    before = srv.stats()["requests"]
+    with pytest.raises(ValueError, match=f"log: {path} is {words}"):
+        httpbench.run(srv.url("/rnd?c=10"), requests=50, progress=False, log=path)
+    cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "50", "--log",
+                          str(path), srv.url("/rnd?c=10")], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert cli.returncode == 2 and f"{path} is {words}" in cli.stderr, cli.stderr
+    assert srv.stats()["requests"] == before
+    # The SQLite log's own CSV beside it is a path of its own.
+    if ext == "db" and kind == "directory":
+        beside = tmp_path / "ok.db.httpbench.csv"
+        beside.mkdir()
+        with pytest.raises(ValueError, match=f"{beside} is a directory"):
+            httpbench.run(srv.url("/rnd?c=10"), requests=5, progress=False,
+                          log=tmp_path / "ok.db")
+
+
+def test_a_character_device_is_written_as_a_file(srv):
+    """/dev/null throws the log away; /dev/full refuses every write, said
+    in log_error, every record counted dropped."""
+    for device, records, error in (("/dev/null", 300, ""),
+                                   ("/dev/full", 0, "No space left on device")):
+        link = Path(f"/tmp/httpbench-test-{os.getpid()}-{Path(device).name}.csv")
+        link.unlink(missing_ok=True)
+        link.symlink_to(device)
+        try:
+            r = httpbench.run(srv.url("/rnd?c=10"), requests=300, progress=False, log=link)
+        finally:
+            link.unlink()
+        assert (r.log_records, r.log_error) == (records, error)
+        assert r.log_records + r.log_dropped == r.issued == 300
+
+
+_FULL_DISK = """
+    import resource, signal, sys
+    import httpbench
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a short write, then EFBIG
+    with httpbench.Server() as srv:
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+        r = httpbench.run(srv.url("/rnd?c=10"), requests={n}, concurrency=2,
+                          progress=False, log={path!r})
+    print(r.issued, r.log_records, r.log_dropped, r.log_error, sep="|")
+"""
+
+
+@pytest.mark.parametrize("ext", ["csv", "jsonl"])
+def test_a_full_disk_leaves_whole_records_and_exact_counts(tmp_path, ext):
+    """Under RLIMIT_FSIZE (64 KiB, in a child: no mount needed) the file
+    ended in half a record, so read_log refused all of it, and log_records
+    was less than the whole records in it. Now the file ends at the last
+    whole record, log_records is what read_log returns, and log_records +
+    log_dropped == issued."""
+    path = tmp_path / f"full.{ext}"
+    out = python(_FULL_DISK.format(limit=65536, n=5000, path=str(path)), tmp_path)
+    assert out.returncode == 0, out.stderr
+    issued, records, dropped, error = out.stdout.strip().split("|")
+    assert error == "File too large"
+    assert os.path.getsize(path) <= 65536
+    recs = read_log(path)
+    assert len(recs) == int(records) > 0
+    assert int(records) + int(dropped) == int(issued) == 5000
+    assert path.read_bytes().endswith(b"\n")
+
+
+def test_sqlite_on_a_full_disk_keeps_the_result_and_its_records(tmp_path):
+    """The table cannot be written (the file size limit lets the CSV by,
+    16 KiB of SQLite not): the Result comes back with log_error naming the
+    CSV the records are in, the CSV reads back whole, and a .db that was
+    there is left as it was."""
+    path = tmp_path / "keep.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE mine (x)")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    out = python(_FULL_DISK.format(limit=12288, n=100, path=str(path)), tmp_path)
+    assert out.returncode == 0, out.stderr
+    issued, records, dropped, error = out.stdout.strip().split("|")
+    assert (issued, records, dropped) == ("100", "100", "0")
+    csv_path = f"{path}.httpbench.csv"
+    assert "the SQLite table could not be written" in error and csv_path in error
+    assert len(read_log(Path(csv_path))) == 100
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.db", "keep.db.httpbench.csv"]
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_a_file_that_was_not_written_is_left_as_it_was(srv, tmp_path, ext):
+    """A run that never starts (its host does not resolve) deleted an
+    existing keep.db, and emptied a CSV or JSON lines file (opened with
+    O_TRUNC); now a file is emptied only when the first record is written.
+    One that a run did write holds that run's records alone."""
+    path = tmp_path / f"keep.{ext}"
+    path.write_bytes(b"another run's records\n")
+    with pytest.raises(httpbench.ConnectError):
+        httpbench.run("http://nowhere.invalid/", requests=1, progress=False, log=path)
+    assert path.read_bytes() == b"another run's records\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=20, progress=False, log=path)
+    assert len(read_log(path)) == r.log_records == 20
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
