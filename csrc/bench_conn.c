@@ -617,10 +617,13 @@ void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
     else if ((q->r.status_ok != NULL && !q->r.status_ok[x->status < 600 ? x->status : 0]) ||
              (q->r.expect_body_len > 0 && x->found < q->r.expect_body_len))
         failed = HB_FAIL(fail_check);
-    if (failed != 0)
+    if (failed != 0) {
         hb_br_failed(t, x, failed, now);
-    else
+        if (failed != HB_FAIL(fail_timeout))
+            hb_br_timed(x, now); /* (an answer past its deadline is timed out, not timed) */
+    } else {
         hb_br_done(t, x, now, ok2xx, kept);
+    }
     /* (After: a second that began now was published by them before they
      * counted anything, so a snapshot holds all of this outcome or none.) */
     res->status[x->status < 600 ? x->status : 0]++;

@@ -305,6 +305,10 @@ void hb_br_publish(bthread *t);
 hb_second *hb_br_second(bthread *t, int64_t now);
 /* Exchange ex failed at now, in class cls (HB_FAIL). */
 void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
+/* Exchange ex's response arrived at now: its latency and its parts
+ * recorded (hb_br_done does it; a response that failed a check or its
+ * length has a latency too, as ab's and Locust's do). */
+void hb_br_timed(bexch *ex, int64_t now);
 /* Exchange ex completed at now: counted (non_2xx unless ok2xx; a keep-alive
  * request when kept) and timed. */
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept);

@@ -162,6 +162,16 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
     __atomic_store_n(&t->live_failed, t->failed, __ATOMIC_RELAXED);
 }
 
+void hb_br_timed(bexch *ex, int64_t now)
+{
+    hb_bench_result *res = ex->res;
+    hb_hist_record(&res->total, (uint64_t)(now - ex->t_intended));
+    hb_hist_record(&res->uncorrected, (uint64_t)(now - ex->t_start));
+    hb_hist_record(&res->connect, (uint64_t)ex->connect_ns);
+    hb_hist_record(&res->waiting, (uint64_t)((ex->t_first ? ex->t_first : now) - ex->t_start));
+    hb_hist_record(&res->processing, (uint64_t)(now - ex->t_start - ex->connect_ns));
+}
+
 /* Exchange ex completed at now: counted (non_2xx unless ok2xx; a
  * keep-alive request when kept) and timed, from its intended start
  * (corrected), its start, its first byte, less its connect. */
@@ -178,16 +188,12 @@ void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
     res->complete++;
     t->complete++;
     __atomic_store_n(&t->live_complete, t->complete, __ATOMIC_RELAXED);
-    hb_hist_record(&res->total, (uint64_t)(now - ex->t_intended));
     if (sec != NULL) {
         sec->complete++;
         sec->non_2xx += !ok2xx;
         sec->buckets[hb_tl_index((uint64_t)(now - ex->t_intended))]++;
     }
-    hb_hist_record(&res->uncorrected, (uint64_t)(now - ex->t_start));
-    hb_hist_record(&res->connect, (uint64_t)ex->connect_ns);
-    hb_hist_record(&res->waiting, (uint64_t)((ex->t_first ? ex->t_first : now) - ex->t_start));
-    hb_hist_record(&res->processing, (uint64_t)(now - ex->t_start - ex->connect_ns));
+    hb_br_timed(ex, now);
     if (kept)
         res->keepalive_requests++;
 }

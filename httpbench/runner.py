@@ -75,7 +75,13 @@ def run(
     (with both, whichever ends first; with neither, 10 seconds, as wrk).
     concurrency keep-alive connections (1 unless given, as in ab) share
     `threads` OS threads (this machine's CPUs, capped). rate=R runs open
-    loop, latency counted from each request's intended start; stages and
+    loop, latency counted from each request's intended start: each
+    connection keeps a schedule of its own (wrk2's), connection i's k-th
+    start due at (i + k*concurrency)/R, and requests=N takes the first N
+    starts the connections make; when all keep up they are the N slots
+    before N/R, but a connection that lags keeps its own slots while the
+    others take their later ones, so a run can use slots past N/R and
+    last longer (docs/running.md). stages and
     concurrency_stages shape the rate or the connections (k6's ramps).
     timeout bounds each request (None: no limit); warmup (an int:
     requests, a float: seconds) runs first and is left out. Every request
@@ -91,7 +97,8 @@ def run(
     over http://) with up to `streams` requests in flight on each
     connection and the client's windows `window` bytes (wide open unless
     given), metrics="HOST:PORT" serves live figures for Prometheus at
-    /metrics (OpenMetrics; a `run` label of metrics_run, and the final
+    /metrics (OpenMetrics, or the classic text format to a scraper that
+    does not ask for it; a `run` label of metrics_run, and the final
     figures kept for metrics_linger seconds after the end), log=FILE
     writes a record per request (or a random `log_sample` of them) as CSV,
     JSON lines or SQLite by the file's extension (httpbench.read_log reads

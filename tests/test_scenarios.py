@@ -17,6 +17,7 @@ import pytest
 
 import httpbench
 from httpbench import Request, Scenario
+from httpbench.render.text import by_name_rows
 from httpbench.result import FAILURE_CLASSES
 
 COUNTS = ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received",
@@ -370,6 +371,33 @@ def test_the_result_in_json_html_and_pandas():
     assert list(df.index) == ["five", "small", "Aggregated"]
     assert df.loc["Aggregated", "count"] == 300
     assert df.loc["small", "count"] == r.by_name["small"].complete
+
+
+def test_the_table_times_failed_checks_and_its_rows_add_up():
+    """A request whose check failed every time showed 0.00 req/s and no
+    latency, and the aggregated req/s was not the count over the time: a
+    response that arrived has its latency, check or no check, and every
+    row's req/s is its count over the run's time."""
+    s = Scenario([Request("GET", "/rnd?c=5", name="fine"),
+                  Request("GET", "/rnd?c=5", name="never", expect_status=[404])],
+                 order="sequence")
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/"), scenario=s, requests=400, concurrency=2,
+                          progress=False)
+    never = r.by_name["never"]
+    assert never.failures["check"] == never.failed == never.issued > 150
+    assert never.complete == 0
+    assert never.latency.count == never.issued and never.latency.p99 > 0
+    assert r.latency.count == r.issued == 400
+    rows = {x["name"]: x for x in by_name_rows(r)}
+    assert rows["never"]["p99"] == never.latency.p99 and rows["never"]["rps"] > 0
+    assert rows["Aggregated"]["rps"] == pytest.approx(400 / r.time_taken)
+    assert rows["fine"]["rps"] + rows["never"]["rps"] == pytest.approx(
+        rows["Aggregated"]["rps"])
+    text = r.report()
+    line = next(x for x in text[text.index("Requests by name"):].splitlines()
+                if x.startswith("never"))
+    assert line.split()[5] != "0.00" and line.split()[6] != "-", line
 
 
 def test_a_scenario_through_the_relay_and_over_tls():

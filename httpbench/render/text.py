@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..result import Latency, Result
 
 __all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
-           "streams_allowed"]
+           "streams_allowed", "in_flight"]
 
 
 def report(r: Result) -> str:
@@ -101,10 +101,15 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield f"HTML transferred:       {r.body_bytes} bytes"
     yield f"Requests per second:    {r.rps:.2f} [#/sec] (mean)"
     per = r.time_taken / r.complete if r.complete else 0.0
+    flying = in_flight(r)
     if r.rate or r.stages:
         # ab's concurrency x time / requests assumes a closed loop: under a
         # rate the connections wait for their schedule, not for answers.
         yield "Time per request:       n/a (open loop: see the latency table)"
+    elif flying > r.concurrency:
+        # ab's concurrency is the requests in flight at once: with streams
+        # or a pipeline, more than one per connection.
+        yield f"Time per request:       {per * flying * 1e3:.3f} [ms] (mean, {flying} in flight)"
     else:
         yield f"Time per request:       {per * r.concurrency * 1e3:.3f} [ms] (mean)"
     yield f"Time per request:       {per * 1e3:.3f} [ms] (mean, across all concurrent requests)"
@@ -184,14 +189,25 @@ def _worker_lines(r: Result) -> Iterable[str]:
 
 # The per-request table's columns: heading, width, and the cell from the
 # request's name and Result (Locust's table, times in ms).
-_BY_NAME_COLUMNS: tuple[tuple[str, int, Callable[[str, Result], str]], ...] = (
-    ("Count", 9, lambda n, x: str(x.complete + x.failed)),
-    ("Failed", 8, lambda n, x: str(x.failed)),
-    ("Req/s", 10, lambda n, x: f"{x.rps:.2f}"),
-    ("Mean", 9, lambda n, x: _ms(x.latency.mean) if x.latency.count else "-"),
-    ("p50", 9, lambda n, x: _ms(x.latency.p50) if x.latency.count else "-"),
-    ("p99", 9, lambda n, x: _ms(x.latency.p99) if x.latency.count else "-"),
-    ("Max", 9, lambda n, x: _ms(x.latency.max) if x.latency.count else "-"),
+def _count(x: Result) -> int:
+    """A table row's requests: complete and failed (not those cancelled)."""
+    return x.complete + x.failed
+
+
+def _table_rps(x: Result, whole: Result) -> float:
+    """A row's requests over the whole run's time: the rows add up to the
+    aggregate."""
+    return _count(x) / whole.time_taken if whole.time_taken > 0 else 0.0
+
+
+_BY_NAME_COLUMNS: tuple[tuple[str, int, Callable[[Result, Result], str]], ...] = (
+    ("Count", 9, lambda x, r: str(_count(x))),
+    ("Failed", 8, lambda x, r: str(x.failed)),
+    ("Req/s", 10, lambda x, r: f"{_table_rps(x, r):.2f}"),
+    ("Mean", 9, lambda x, r: _ms(x.latency.mean) if x.latency.count else "-"),
+    ("p50", 9, lambda x, r: _ms(x.latency.p50) if x.latency.count else "-"),
+    ("p99", 9, lambda x, r: _ms(x.latency.p99) if x.latency.count else "-"),
+    ("Max", 9, lambda x, r: _ms(x.latency.max) if x.latency.count else "-"),
 )
 
 
@@ -203,8 +219,8 @@ def by_name_rows(r: Result) -> list[dict[str, Any]]:
     for name, x in [*r.by_name.items(), ("Aggregated", r)]:
         lat = x.latency
         rows.append({"name": name, "method": x.method if x is not r else "",
-                     "target": x.path if x is not r else "", "count": x.complete + x.failed,
-                     "failed": x.failed, "rps": x.rps,
+                     "target": x.path if x is not r else "", "count": _count(x),
+                     "failed": x.failed, "rps": _table_rps(x, r),
                      **{k: getattr(lat, k) if lat.count else None
                         for k in ("mean", "p50", "p99", "max")}})
     return rows
@@ -224,7 +240,7 @@ def _by_name_lines(r: Result) -> Iterable[str]:
         if x is r:
             yield "-" * (wn + wm + wt + 4 + sum(w for _, w, _ in _BY_NAME_COLUMNS))
         yield f"{n:<{wn}}  {m:<{wm}}  {t:<{wt}}" + "".join(
-            f"{cell(n, x):>{w}}" for _, w, cell in _BY_NAME_COLUMNS)
+            f"{cell(x, r):>{w}}" for _, w, cell in _BY_NAME_COLUMNS)
 
 
 def shape_text(stages: list[tuple[float, float]], unit: str = "/s") -> str:
@@ -234,6 +250,16 @@ def shape_text(stages: list[tuple[float, float]], unit: str = "/s") -> str:
         parts.append(f"{secs:g} s {'at' if r == previous else 'to'} {r:g}{unit}")
         previous = r
     return ", ".join(parts)
+
+
+def in_flight(r: Result) -> int:
+    """The requests a closed loop keeps in flight at once (ab's
+    concurrency): each connection's streams (no more than the server
+    allowed) or its pipeline's depth, times the connections."""
+    each = max(r.pipeline, r.streams if r.http_version == "2" else 1)
+    if r.http_version == "2" and r.streams_allowed is not None:
+        each = min(each, r.streams_allowed)
+    return r.concurrency * max(1, each)
 
 
 def streams_allowed(r: Result) -> str:
