@@ -216,18 +216,26 @@ class Comparison:
 
 
 def compare(url: str | None = None, agents: Sequence[str] | None = None,
-            scenarios: Iterable[str] = ("get", "post"), requests: int = 20_000,
+            scenarios: Iterable[str] | None = None, requests: int = 20_000,
             concurrency: int = 1, duration: float | None = None,
             timeout: float = 30.0, progress: bool = False,
             pin: bool | None = None, *, verify: bool = True,
             cafile: str | os.PathLike[str] | None = None, tls: bool = False,
             unix_socket: str | os.PathLike[str] | None = None,
-            proxy: str | None = None, http2: bool = False) -> Comparison:
+            proxy: str | None = None, http2: bool = False, method: str | None = None,
+            body: bytes | None = None) -> Comparison:
     """Runs each agent through each scenario against url (None: the embedded
     server). An agent that is not installed is left out with a note; one that
     fails counts its failures in its own result and the others still run.
     duration caps each run's time (the slow clients then make fewer
     requests).
+
+    The scenarios: against the embedded server the seed's two, "get"
+    (GET /rnd?c=2048) and "post" (2 KiB to /echo). Against a url given,
+    the one request method and body describe (GET unless given; POST with
+    a body), named by its method ("get", "put"): a static server is not
+    sent POSTs it cannot take. scenarios=("get", "post") asks for the
+    seed's pair against a url too (the POST to the url itself).
 
     pin (default: with the embedded server and one connection) runs the
     comparison on one CPU, server and clients together, as the seed's
@@ -270,10 +278,8 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if unknown:
         raise ValueError(f"unknown agent(s) {', '.join(map(repr, unknown))}; available here: "
                          f"{', '.join(available_agents())}")
-    scenario_list = list(scenarios)
-    bad = [s for s in scenario_list if s not in SCENARIOS]
-    if bad:
-        raise ValueError(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    plan = _plan(url, scenarios, method, body)
+    scenario_list = list(plan)
     unix_path = _check.unix_socket("unix_socket", unix_socket)
     if proxy is not None:
         split_proxy(proxy)  # a bad one is refused before anything runs
@@ -304,7 +310,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     try:
         for name in runnable:
             for scenario in scenario_list:
-                method, path, body = SCENARIOS[scenario]
+                verb, path, payload = plan[scenario]
                 # Against another server the scenario's method goes to the URL
                 # given; the echo is checked where the URL is an /echo.
                 target = server.url(path) if server is not None else str(url)
@@ -312,16 +318,18 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
                 if progress:
                     print(f"  {name} {scenario} ...", file=sys.stderr, flush=True)
                 try:
-                    r = run_agent(name, target, method, body, requests, duration, concurrency,
-                                  timeout, check_echo=echo, verify=verify, cafile=cafile,
-                                  unix_socket=unix_path, proxy=proxy, http2=http2)
+                    r = run_agent(name, target, verb, payload, requests, duration,
+                                  concurrency, timeout, check_echo=echo and payload is not None,
+                                  verify=verify, cafile=cafile, unix_socket=unix_path,
+                                  proxy=proxy, http2=http2)
                 except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
                     notes.append(f"{name} {scenario} failed to run: {e}")
                     continue
                 results[name, scenario] = r
-                if echo and body is not None and r.document_length not in (None, len(body)):
+                if echo and payload is not None and \
+                        r.document_length not in (None, len(payload)):
                     notes.append(f"{name} {scenario}: the echo was {r.document_length} bytes, "
-                                 f"not {len(body)}")
+                                 f"not {len(payload)}")
                 if r.interrupted:
                     return Comparison(results, notes, runnable, scenario_list)
     finally:
@@ -330,6 +338,33 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
         if restore is not None:
             os.sched_setaffinity(0, restore)
     return Comparison(results, notes, runnable, scenario_list)
+
+
+def _plan(url: str | None, scenarios: Iterable[str] | None, method: str | None,
+          body: bytes | None) -> dict[str, tuple[str, str, bytes | None]]:
+    """The scenarios by name, each (method, path on the embedded server,
+    body): the seed's by name, or against a url given the one request
+    method and body describe."""
+    if method is not None or body is not None:
+        if url is None:
+            raise ValueError("method and body describe the request sent to a url given; the "
+                             "embedded server runs the seed's GET and POST")
+        if scenarios is not None:
+            raise ValueError("scenarios or method/body: the seed's named scenarios, or the "
+                             "one request described")
+        if body is not None and not isinstance(body, (bytes, bytearray)):
+            raise ValueError(f"body must be bytes, not {type(body).__name__}")
+        verb = (method or ("POST" if body is not None else "GET"))
+        if not isinstance(verb, str) or not verb.isalpha():
+            raise ValueError(f"method must be a method's name (GET, POST), not {verb!r}")
+        verb = verb.upper()
+        return {verb.lower(): (verb, "/", bytes(body) if body is not None else None)}
+    names = list(scenarios) if scenarios is not None else \
+        (["get", "post"] if url is None else ["get"])
+    bad = [s for s in names if s not in SCENARIOS]
+    if bad:
+        raise ValueError(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
+    return {s: SCENARIOS[s] for s in names}
 
 
 def _count_label(n: float) -> str:

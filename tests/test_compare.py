@@ -3,6 +3,7 @@ seed's scenarios on the embedded server, measured into the same Histogram."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -192,7 +193,8 @@ def test_cli_compare(tmp_path, server):
     r = hb("compare", "--agents", "httpbench,http.client", "-n", "100", "-q", "--reports",
            server.url("/rnd?c=2048"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("Complete requests:      100") == 4
+    # (Against a URL the one request it describes: a GET, each agent once.)
+    assert r.stdout.count("Complete requests:      100") == 2
     assert r.stdout.index("Complete requests") < r.stdout.index("== Side by side")
     r = hb("compare", "--agents", "httpbench,wget", cwd=tmp_path)
     assert r.returncode == 2 and "unknown agent(s) wget" in r.stderr
@@ -230,3 +232,41 @@ def test_no_agent_reads_a_proxy_from_the_environment(monkeypatch, server):
     assert set(INSTALLED) <= {a for a, _ in cmp.results}
     for (agent, _), r in cmp.results.items():
         assert (r.complete, r.failed) == (30, 0), (agent, r.first_error)
+
+
+def test_against_a_url_it_sends_the_request_described_not_the_seeds_pair(server, tmp_path):
+    """`httpbench compare URL` always sent POSTs too (7 notes and 405s
+    against a static server). Against a URL it sends GET unless -m or -p
+    say otherwise; the seed's pair stays the default on the embedded one."""
+    before = server.stats()["requests"]
+    cmp = httpbench.compare(server.url("/rnd?c=100"), agents=["httpbench", "http.client"],
+                            requests=40)
+    assert cmp.scenarios == ["get"] and set(cmp.results) == {("httpbench", "get"),
+                                                             ("http.client", "get")}
+    assert not cmp.notes and all(r.status_counts == {200: 40} for r in cmp.results.values())
+    assert server.stats()["requests"] - before == 80
+    posted = httpbench.compare(server.url("/echo"), agents=["httpbench"], requests=20,
+                               body=b"b" * 100)
+    assert posted.scenarios == ["post"]
+    assert posted.results["httpbench", "post"].body_bytes == 20 * 100
+    put = httpbench.compare(server.url("/echo"), agents=["httpbench"], requests=10,
+                            method="put", body=b"x")
+    assert put.scenarios == ["put"] and put.results["httpbench", "put"].complete == 10
+    for kwargs, said in ((dict(method="GET"), "url given"),
+                         (dict(url=server.url("/"), method="GET", scenarios=["get"]),
+                          "scenarios or method"),
+                         (dict(url=server.url("/"), method="G T"), "method must be")):
+        with pytest.raises(ValueError, match=said):
+            httpbench.compare(agents=["httpbench"], requests=1, **kwargs)
+    (tmp_path / "body").write_bytes(b"p" * 64)
+    for args, scenario in ((["-m", "HEAD"], "head"), (["-p", "body"], "post"), ([], "get")):
+        url = server.url("/echo" if args[:1] == ["-p"] else "/rnd?c=10")
+        out = subprocess.run([sys.executable, "-m", "httpbench", "compare", *args, "-n", "10",
+                              "--agents", "httpbench,http.client", "-q", "--json", "c.json",
+                              url], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        d = json.loads((tmp_path / "c.json").read_text())
+        assert d["scenarios"] == [scenario] and not d["notes"], d["notes"]
+    out = subprocess.run([sys.executable, "-m", "httpbench", "compare", "-m", "PUT", "-q"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2 and "describe the request sent to a URL" in out.stderr

@@ -21,6 +21,16 @@ def test_notebook_is_committed_without_outputs():
             assert cell.outputs == [] and cell.execution_count is None
 
 
+def test_every_cell_has_an_id_as_committed():
+    """nbformat 4.5 wants an id on each cell (a missing one is a
+    MissingIDFieldWarning, and "will become a hard error"); read as the
+    file is, not through nbformat, which would fill them in."""
+    import json
+    cells = json.loads((EXAMPLES / "tour.ipynb").read_text())["cells"]
+    assert cells and all(isinstance(c.get("id"), str) and c["id"] for c in cells)
+    assert len({c["id"] for c in cells}) == len(cells)
+
+
 def test_notebook_executes(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -23,8 +23,12 @@ def compare_parser() -> argparse.ArgumentParser:
                     "side by side (each one's ab report with --reports). With no URL: the "
                     "embedded server, GET /rnd?c=2048 and POST 2 KiB to /echo.",
     )
-    p.add_argument("url", nargs="?", metavar="URL", help="another server (the scenario's "
-                   "method is sent to this URL)")
+    p.add_argument("url", nargs="?", metavar="URL", help="another server: every agent sends "
+                   "it the request -m and -p describe (GET unless they say otherwise)")
+    p.add_argument("-m", "--method", metavar="METHOD",
+                   help="with a URL: the method (default GET, POST with -p)")
+    p.add_argument("-p", "--post-file", dest="postfile", metavar="FILE",
+                   help="with a URL: the body to send, from FILE (POST unless -m)")
     p.add_argument("--agents", help=f"comma-separated, of: {', '.join(AGENTS)} "
                    "(default: every one installed)")
     add_common(p, "requests", "concurrency", "quiet", "json", "html", "unix_socket", "proxy",
@@ -75,10 +79,20 @@ def compare_main(argv: Sequence[str]) -> int:
         check_common(args, max_concurrency=MAX_WORKERS)
         if args.duration is not None:
             args.duration = parse_time("-t", args.duration)
+        body = None
         if args.url is not None:
             parse_url(args.url)
             if args.tls:
                 raise UsageError("--tls is for the embedded server: give an https:// URL instead")
+            if args.postfile is not None:
+                try:
+                    with open(args.postfile, "rb") as f:
+                        body = f.read()
+                except OSError as e:
+                    raise UsageError(f"-p: cannot read {args.postfile}: {e.strerror}") from None
+        elif args.method is not None or args.postfile is not None:
+            raise UsageError("-m and -p describe the request sent to a URL given; the "
+                             "embedded server runs the seed's GET and POST")
         if args.proxy is not None:
             split_proxy(args.proxy)
         outputs = Outputs({"--json": args.json, "--markdown": args.markdown,
@@ -100,7 +114,7 @@ def compare_main(argv: Sequence[str]) -> int:
         cmp = compare(args.url, agents, requests=requests, concurrency=args.concurrency,
                       duration=duration, progress=not args.quiet, pin=pin, verify=args.verify,
                       cafile=args.cacert, tls=args.tls, unix_socket=args.unix_socket,
-                      proxy=args.proxy, http2=args.http2)
+                      proxy=args.proxy, http2=args.http2, method=args.method, body=body)
     except (ValueError, HttpbenchError, OSError) as e:
         outputs.discard()
         print(one_line("httpbench compare", e), file=sys.stderr)
