@@ -106,7 +106,37 @@ def test_failures_exit_1(tmp_path):
         port = srv.port
     r = hb("-q", "-n", "5", f"http://127.0.0.1:{port}/", cwd=tmp_path)
     assert r.returncode == 1
-    assert "(Connect: 5," in r.stdout and "First failure:" in r.stdout
+    # Nothing completed: the cause is the first line, not at the page's end.
+    assert r.stdout.startswith("Nothing completed: all 5 requests failed (connect): "
+                               "Connection refused.")
+    assert "(Connect: 5," in r.stdout and "First failure:" not in r.stdout
+    with httpbench.Server() as srv:
+        r = hb("-q", "-n", "10", "-c", "2", srv.url("/delay?ms=1"), cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.startswith("Server Software:")
+        one_fails = hb("-q", "-n", "4", "-s", "0.3", srv.url("/delay?ms=500"), cwd=tmp_path)
+        assert one_fails.returncode == 1
+
+
+def test_nothing_completed_or_nothing_2xx_says_so_first(tmp_path):
+    """A refused connection, or every handshake refused by verification (a
+    self-signed server: its reason came only at the end of a page of
+    dashes): one line first naming the cause, exit 1, the JSON still
+    written. Every response non-2xx: the first line says which."""
+    with httpbench.Server(tls=True) as tls, httpbench.Server() as srv:
+        r = hb("-q", "-n", "20", "--json", "r.json", tls.url("/rnd?c=10"), cwd=tmp_path)
+        first = r.stdout.splitlines()[0]
+        assert r.returncode == 1 and first.startswith(
+            "Nothing completed: all 20 requests failed (tls): certificate verify failed"), first
+        assert "--insecure" in first and "-k is ab's keep-alive" in first
+        d = httpbench.Result.from_json((tmp_path / "r.json").read_text())
+        assert d.complete == 0 and d.failures["tls"] == 20
+        assert hb("-q", "-n", "20", "--insecure", tls.url("/rnd?c=10"),
+                  cwd=tmp_path).returncode == 0
+        r = hb("-q", "-n", "30", srv.url("/status/404"), cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.startswith("All 30 responses were 404 Not Found.\n")
+        r = hb("-q", "-n", "30", "--fail-on-non-2xx", srv.url("/status/503"), cwd=tmp_path)
+        assert r.returncode == 1
+        assert r.stdout.startswith("All 30 responses were 503 Service Unavailable.")
 
 
 @pytest.mark.parametrize(

@@ -330,7 +330,7 @@ def bench(argv: Sequence[str]) -> int:
     if args.verbosity >= 2 and r.first_head:
         report.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
     report.write(r.report())
-    if r.first_error and r.failed:
+    if r.first_error and r.failed and r.complete:  # (else the first line said it)
         print(f"First failure: {r.first_error}", file=report)
     report.flush()
     for flag, text in (("-e", None), ("--json", r.to_json()),

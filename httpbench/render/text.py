@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..figures import PERCENTILES
@@ -13,13 +14,54 @@ if TYPE_CHECKING:
     from ..result import Latency, Result
 
 __all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
-           "streams_allowed", "in_flight"]
+           "streams_allowed", "in_flight", "headline"]
 
 
 def report(r: Result) -> str:
     """ab's report, with sub-millisecond figures where ab prints 0,
-    percentiles to 99.99 and the client's CPU per request."""
-    return "\n".join(_report_lines(r)) + "\n"
+    percentiles to 99.99 and the client's CPU per request; first, when
+    nothing completed or nothing was 2xx, a line that says so (headline)."""
+    first = headline(r)
+    return (first + "\n\n" if first else "") + "\n".join(_report_lines(r)) + "\n"
+
+
+# What to do about a failure class when nothing completed.
+_ADVICE = {
+    "tls": "--insecure skips verifying the server, as curl's -k does (here -k is ab's "
+           "keep-alive); --cacert FILE trusts its CA instead.",
+    "connect": "Is the server up, on that address and port?",
+    "timeout": "-s (--timeout) gives each request longer.",
+}
+
+
+def headline(r: Result) -> str:
+    """One line that says what went wrong before the figures do, or "":
+    nothing completed (the cause: the failure class most requests ended
+    in, the first failure's words, and what to do about it), or no response
+    was 2xx ("All 111,611 responses were 404 Not Found")."""
+    if r.issued and not r.complete:
+        if not r.failed:
+            return (f"Nothing completed: the {r.cancelled:,} requests were still in flight when "
+                    "the run ended (cancelled).")
+        classes = sorted(((n, c) for c, n in r.failures.items() if n), reverse=True)
+        n, cls = classes[0]
+        what = f"all {n:,}" if n == r.failed == r.issued else f"{n:,} of {r.issued:,}"
+        why = f": {r.first_error}" if r.first_error else ""
+        advice = f" {_ADVICE[cls]}" if cls in _ADVICE and (cls != "tls" or "verif" in why) \
+            else ""
+        return f"Nothing completed: {what} requests failed ({cls}){why}.{advice}"
+    if r.complete and r.non_2xx == r.complete:
+        statuses = sorted((c, n) for c, n in r.status_counts.items() if n)
+        if len(statuses) == 1:
+            code = statuses[0][0]
+            try:
+                name = f"{code} {HTTPStatus(code).phrase}"
+            except ValueError:
+                name = str(code)
+            return f"All {r.complete:,} responses were {name}."
+        return (f"All {r.complete:,} responses were non-2xx: "
+                + ", ".join(f"{c}: {n:,}" for c, n in statuses) + ".")
+    return ""
 
 
 def _ms(seconds: float) -> str:
