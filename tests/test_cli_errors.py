@@ -126,3 +126,37 @@ def test_the_shared_flags_are_defined_once():
                 if set(action.option_strings) & set(flags):
                     assert action.dest == dest and tuple(action.option_strings) == flags, (
                         make.__name__, action.option_strings)
+
+
+def test_an_output_fifo_without_a_reader_or_an_endless_body_is_refused_at_once(tmp_path):
+    """The log's FIFO (issue 34) had cousins: --json to a FIFO no one reads
+    held the run before it began, and -p /dev/zero read for ever. Each is
+    exit 2 in well under the time they took; a pipe that is read (--json
+    >(jq .), here a /dev/fd path) is written to, as a file would be."""
+    import os
+    import subprocess
+    import sys
+    os.mkfifo(tmp_path / "out.json")
+    with httpbench.Server() as srv:
+        url = srv.url("/rnd?c=10")
+        for args, said in ((["--json", "out.json"], "a FIFO that no one reads"),
+                           (["-p", "/dev/zero"], "over the 256 MiB"),
+                           (["-u", "/dev/zero"], "over the 256 MiB")):
+            t = time.monotonic()
+            r = hb("-q", "-n", "5", *args, url, cwd=tmp_path, timeout=30)
+            assert r.returncode == 2 and said in r.stderr, r.stderr
+            assert time.monotonic() - t < 20
+        assert srv.stats()["requests"] == 0
+        (tmp_path / "huge").write_bytes(b"")
+        os.truncate(tmp_path / "huge", (256 << 20) + 1)
+        r = hb("-q", "-n", "5", "-p", "huge", url, cwd=tmp_path)
+        assert r.returncode == 2 and "over the 256 MiB" in r.stderr
+        read, write = os.pipe()
+        child = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-n", "5", "--json",
+                                  f"/dev/fd/{write}", url], pass_fds=(write,), cwd=tmp_path,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        os.close(write)
+        with os.fdopen(read) as pipe:
+            got = pipe.read()
+        assert child.wait(60) == 0, child.stderr.read() if child.stderr else ""
+        assert json.loads(got)["complete"] == 5

@@ -28,6 +28,7 @@ from .common import (
     parse_time,
     parse_warmup,
     proxy_option,
+    read_body_file,
     tls_options,
 )
 from .compare import compare_main
@@ -199,11 +200,7 @@ def _request_parts(args: argparse.Namespace) -> tuple[str, bytes | None, list[tu
         method = method or "HEAD"
     for flag, path, verb in (("-p", args.postfile, "POST"), ("-u", args.putfile, "PUT")):
         if path is not None:
-            try:
-                with open(path, "rb") as f:
-                    body = f.read()
-            except OSError as e:
-                raise UsageError(f"{flag}: {e}") from None
+            body = read_body_file(flag, path)
             method = method or verb
     if args.content_type:
         headers.append(("Content-Type", args.content_type))

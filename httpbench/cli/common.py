@@ -4,9 +4,11 @@ parsing, headers, the proxy flags, scenario files, one-line errors."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import runpy
+import stat
 import sys
 import urllib.parse
 import urllib.request
@@ -265,18 +267,23 @@ class Outputs:
                 continue
             existed = os.path.exists(path)
             try:
-                f = open(path, "a")
+                # Never blocking: a FIFO with no reader would hold the run
+                # before it began (a pipe with one, `--json >(jq .)`, is
+                # written as it was).
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o644)
             except OSError as e:
                 self.discard()
-                raise UsageError(f"{flag}: cannot write {path}: {e.strerror}") from None
-            self.files[flag] = (path, f, existed)
+                why = "a FIFO that no one reads" if e.errno == errno.ENXIO else e.strerror
+                raise UsageError(f"{flag}: cannot write {path}: {why}") from None
+            os.set_blocking(fd, True)
+            self.files[flag] = (path, os.fdopen(fd, "a"), existed)
 
     def get(self, flag: str) -> IO[str] | None:
         """The file for flag, emptied for writing; None when not asked for."""
         if flag not in self.files:
             return None
         path, f, _ = self.files[flag]
-        if path != "-":
+        if path != "-" and stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             f.seek(0)
             f.truncate()
         return f
@@ -296,3 +303,25 @@ class Outputs:
             if not existed:
                 os.unlink(path)
         self.files = {}
+
+
+# The largest request body a command line reads from a file (-p, -u): a
+# character device such as /dev/zero, or an endless pipe, never ends.
+MAX_BODY_FILE = 256 << 20
+
+
+def read_body_file(flag: str, path: str) -> bytes:
+    """The body in path (a file, or a pipe: `-p <(make-body)`), read to at
+    most MAX_BODY_FILE bytes; UsageError naming the flag otherwise."""
+    over = f"{flag}: {path} is over the 256 MiB a request body may be"
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_BODY_FILE:
+                raise UsageError(over)
+            body = f.read(MAX_BODY_FILE + 1)
+    except OSError as e:
+        raise UsageError(f"{flag}: cannot read {path}: {e.strerror or e}") from None
+    if len(body) > MAX_BODY_FILE:
+        raise UsageError(over)
+    return body

@@ -13,7 +13,8 @@ from ..compare import compare
 from ..exceptions import HttpbenchError
 from .._url import split_proxy
 from ..runner import parse_url
-from .common import Outputs, UsageError, add_common, check_common, one_line, parse_time
+from .common import (Outputs, UsageError, add_common, check_common, one_line, parse_time,
+                     read_body_file)
 
 
 def compare_parser() -> argparse.ArgumentParser:
@@ -85,11 +86,7 @@ def compare_main(argv: Sequence[str]) -> int:
             if args.tls:
                 raise UsageError("--tls is for the embedded server: give an https:// URL instead")
             if args.postfile is not None:
-                try:
-                    with open(args.postfile, "rb") as f:
-                        body = f.read()
-                except OSError as e:
-                    raise UsageError(f"-p: cannot read {args.postfile}: {e.strerror}") from None
+                body = read_body_file("-p", args.postfile)
         elif args.method is not None or args.postfile is not None:
             raise UsageError("-m and -p describe the request sent to a URL given; the "
                              "embedded server runs the seed's GET and POST")
