@@ -176,7 +176,8 @@ void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *
     X(closing, "closing_responses") /* final heads that ended keep-alive (close, HTTP/1.0) */      \
     X(fail_reset, "reset")          /* HTTP/2: a stream the server reset (RST_STREAM) */           \
     X(refused, "refused")           /* HTTP/2: streams refused (REFUSED_STREAM), sent again */     \
-    X(retries, "retries") /* sent again on a new socket: unprocessed by a GOAWAY, or stale */      \
+    X(retries, "retries")     /* sent again on a new socket: unprocessed by a GOAWAY, or stale */  \
+    X(late_busy, "late_busy") /* paced: started past its due instant, its connection still busy */ \
     X(header_bytes_wire, "header_bytes_wire")       /* HTTP/2: HEADERS payloads received */        \
     X(header_bytes_decoded, "header_bytes_decoded") /* and the fields they decoded to */
 
@@ -204,6 +205,13 @@ typedef struct {
     /* Each connection's req/s over the run (h2load's min, max, mean and
      * standard deviation); the whole run's figures only. */
     double conn_rps_min, conn_rps_max, conn_rps_mean, conn_rps_sd;
+    /* The client's own figures, the whole run's only: the share of its
+     * time each loop thread was busy (on a CPU, or runnable and waiting
+     * for one: anything but waiting for the network), their mean and the
+     * busiest's; under a rate or a shape, the requests the schedule made
+     * due before the run's end that were never sent (unsent). */
+    double busy_mean, busy_max;
+    uint64_t unsent;
     hb_hist total;         /* latency: from the intended start under a rate */
     hb_hist uncorrected;   /* latency from the actual send */
     hb_hist connect;       /* connect time per request, a handshake included
@@ -211,6 +219,7 @@ typedef struct {
     hb_hist waiting;       /* send to first response byte */
     hb_hist processing;    /* total less connect, as ab's Processing row */
     hb_hist tls_handshake; /* each handshake's time (inside connect's) */
+    hb_hist late;          /* paced: each request's start less its intended start */
     char error[160];       /* the first exception's text, for the report */
     hb_second *timeline;   /* seconds[0..nseconds), malloc'ed; NULL if none */
     int nseconds;

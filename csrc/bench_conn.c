@@ -130,6 +130,7 @@ static void end_batch(bthread *t, bconn *c, int n, int64_t now)
 {
     t->inflight -= n;
     c->state = BC_IDLE;
+    c->free_at = now;
     t->ready[t->nready++] = c;
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
@@ -467,6 +468,14 @@ void hb_bc_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
     __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)n, __ATOMIC_RELAXED);
     t->inflight += n;
     x->t_intended = t->b->paced ? c->next_at : now;
+    if (t->b->paced) {
+        /* How late against its schedule; and whether because its
+         * connection was still busy when it was due (its last exchange
+         * ended after that), not because the thread was late to wake. */
+        hb_hist_record(&x->res->late, (uint64_t)(now > c->next_at ? now - c->next_at : 0));
+        if (c->free_at > c->next_at)
+            x->res->late_busy += (uint64_t)n;
+    }
     hb_bp_advance(t, c);
     x->t_start = now;
     x->t_first = 0;

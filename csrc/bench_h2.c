@@ -53,6 +53,7 @@ static void release(bthread *t, bconn *c, bexch *x, int64_t now)
     x->h2 = BX_FREE;
     x->stream = NULL;
     c->active--;
+    c->free_at = now;
     t->inflight--;
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }

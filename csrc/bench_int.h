@@ -162,6 +162,7 @@ typedef struct {
     int64_t t_wait;      /* BC_DRAIN: when the wait for the server's FIN began */
     int64_t backoff;     /* and the wait after that */
     int64_t next_at;     /* rate: the next intended start */
+    int64_t free_at;     /* when its last exchange ended (HTTP/2: a stream's slot freed) */
     uint64_t seq;        /* a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
     int next_req;        /* order by sequence: the next request */
@@ -217,6 +218,13 @@ typedef struct bthread {
     int pub_mu_ok;
     hb_rlog_ring *log; /* the per-request log's ring, while the measured part runs */
     int index;         /* in b->threads */
+    /* The measured part: the share of it the thread was busy (on a CPU or
+     * waiting for one), and under a rate or a shape the requests its
+     * schedule made due before the run's end (due_known: the end is one
+     * the schedule ran into, a duration's or a stop's). */
+    double busy;
+    uint64_t due;
+    int due_known;
 } bthread;
 
 struct hb_bench {
@@ -357,6 +365,9 @@ void hb_bp_advance(bthread *t, bconn *c);
 void hb_bp_choose(bthread *t, bconn *c, bexch *x);
 /* Every connection of t ready, each with its first intended start. */
 void hb_bp_schedule(bthread *t);
+/* Under a rate or a shape: the requests t's connections were due to start
+ * before `end` by their schedules (0 in a closed loop). */
+uint64_t hb_bp_due_before(const bthread *t, int64_t end);
 
 /* ---- bench_conn.c: the connection machine and the loops that drive it */
 

@@ -92,6 +92,7 @@ void hb_bp_schedule(bthread *t)
         c->in_ready = 1;
         c->seq = 0;
         c->next_at = b->start;
+        c->free_at = 0;
         c->global = t->first_conn + i;
         if (b->paced && b->cfg.rate > 0)
             c->next_at += (int64_t)((double)(t->first_conn + i) / b->cfg.rate * 1e9);
@@ -99,4 +100,24 @@ void hb_bp_schedule(bthread *t)
             c->next_at = hb_bp_shape_due(b, c, 0);
         t->ready[t->nready++] = c;
     }
+}
+
+uint64_t hb_bp_due_before(const bthread *t, int64_t end)
+{
+    const hb_bench *b = t->b;
+    uint64_t due = 0;
+    for (int i = 0; i < t->nconns && b->paced; i++) {
+        const bconn *c = &t->conns[i];
+        if (b->cfg.rate > 0) {
+            /* As hb_bp_schedule and hb_bp_advance step it: g/R in, then
+             * every interval. */
+            int64_t first = b->start + (int64_t)((double)c->global / b->cfg.rate * 1e9);
+            if (first < end && t->interval > 0)
+                due += (uint64_t)((end - 1 - first) / t->interval) + 1;
+        } else if (b->shape != NULL) {
+            for (uint64_t n = 0; hb_bp_shape_due(b, c, n) < end; n++)
+                due++;
+        }
+    }
+    return due;
 }

@@ -276,6 +276,7 @@ void hb_br_init(hb_bench_result *r)
     hb_hist_init(&r->waiting);
     hb_hist_init(&r->processing);
     hb_hist_init(&r->tls_handshake);
+    hb_hist_init(&r->late);
     r->document_length = -1;
 }
 
@@ -299,6 +300,7 @@ void hb_br_add(hb_bench_result *out, const hb_bench_result *r)
     hb_hist_merge(&out->waiting, &r->waiting);
     hb_hist_merge(&out->processing, &r->processing);
     hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
+    hb_hist_merge(&out->late, &r->late);
     if (out->error[0] == 0 && r->error[0] != 0)
         memcpy(out->error, r->error, sizeof out->error);
 }
@@ -339,6 +341,28 @@ static void conn_rates(hb_bench *b, hb_bench_result *out)
     out->conn_rps_sd = n > 1 ? sqrt(m2 / (double)(n - 1)) : 0;
 }
 
+/* The client's own figures: its threads' busy shares, and the requests
+ * due that were never sent (the schedule's due before the run's end, no
+ * more than requests=N, less those issued). */
+static void client_figures(hb_bench *b, hb_bench_result *out)
+{
+    double sum = 0, most = 0;
+    uint64_t due = 0;
+    int known = 0;
+    for (int i = 0; i < b->nthreads; i++) {
+        const bthread *t = &b->threads[i];
+        sum += t->busy;
+        most = t->busy > most ? t->busy : most;
+        due += t->due;
+        known |= t->due_known;
+    }
+    out->busy_mean = b->nthreads > 0 ? sum / b->nthreads : 0;
+    out->busy_max = most;
+    if (b->cfg.requests > 0 && due > b->cfg.requests)
+        due = b->cfg.requests;
+    out->unsent = known && b->paced && due > out->issued ? due - out->issued : 0;
+}
+
 void hb_bench_collect(hb_bench *b, hb_bench_result *out)
 {
     hb_br_init(out);
@@ -369,6 +393,7 @@ void hb_bench_collect(hb_bench *b, hb_bench_result *out)
     out->document_length = b->doc_len;
     result_common(b, out);
     conn_rates(b, out);
+    client_figures(b, out);
 }
 
 void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out)

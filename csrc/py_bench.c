@@ -815,6 +815,12 @@ static PyObject *result_dict(core_state *st, const hb_bench_result *r)
         put_item(d, "streams_max_used", PyLong_FromUnsignedLong(r->streams_max_used)) ||
         put_item(d, "reset_codes", reset_codes_dict(r)))
         goto error;
+    /* The client's own figures (httpbench.ClientFigures is made of them). */
+    if (put_item(d, "busy_mean", PyFloat_FromDouble(r->busy_mean)) ||
+        put_item(d, "busy_max", PyFloat_FromDouble(r->busy_max)) ||
+        put_item(d, "unsent", PyLong_FromUnsignedLongLong(r->unsent)) ||
+        put_item(d, "late", hbpy_new_histogram(st, &r->late)))
+        goto error;
     if (put_item(d, "document_length", PyLong_FromLongLong(r->document_length)) ||
         put_item(d, "status_counts", status_dict(r)) || put_item(d, "timeline", timeline_list(r)) ||
         put_item(d, "timeline_buckets", timeline_buckets(r)))

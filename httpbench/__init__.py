@@ -33,6 +33,7 @@ from .exceptions import (
     TLSError,
 )
 from .agents import available_agents
+from .bound import ClientFigures
 from .capacity import CapacityResult, CapacityStep, capacity
 from .compare import Comparison, compare
 from .reqlog import LogRecord, read_log
@@ -50,6 +51,7 @@ __all__ = [
     "Scenario",
     "Request",
     "Result",
+    "ClientFigures",
     "Latency",
     "Histogram",
     "available_agents",

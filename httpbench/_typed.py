@@ -95,6 +95,8 @@ def typed(value: Any, hint: Any, path: str) -> Any:
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise FieldError(path, f"a list was expected, not {shown(value)}")
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(typed(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
         if origin is tuple:
             if len(value) != len(args):
                 raise FieldError(path, f"{len(args)} items were expected, not {len(value)}")

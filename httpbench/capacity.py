@@ -68,7 +68,11 @@ def parse_slo(slo: str) -> list[tuple[str, float]]:
 @dataclasses.dataclass(frozen=True)
 class CapacityStep:
     """One stage: the rate asked for, what was achieved, and whether it
-    held (`why` says what broke, "" when it held)."""
+    held (`why` says what broke, "" when it held). repeat: 0 for a rate's
+    first measurement, 1 and 2 for the repeats that confirm a breach or
+    check a client that could not keep up; client: why the client bound
+    this measurement ("cpu", "schedule"; "" when it did not), when its
+    verdict does not count."""
 
     target: float
     achieved: float
@@ -78,6 +82,8 @@ class CapacityStep:
     requests: int
     held: bool
     why: str
+    repeat: int = 0
+    client: str = ""
 
     @property
     def error_rate(self) -> float:
@@ -87,9 +93,12 @@ class CapacityStep:
 @dataclasses.dataclass
 class CapacityResult:
     """The highest rate that held (0.0 when none did), the SLO, and every
-    stage in the order run. `met` is False when even the lowest sensible
-    rate (one request per connection per stage, or `start` if lower)
-    broke: no rate holds, and the last step says what broke it."""
+    stage in the order run, repeats included. `met` is False when even the
+    lowest sensible rate (one request per connection per stage, or `start`
+    if lower) broke: no rate holds, and the last step says what broke it.
+    limited_by: "server" when a breach was confirmed, "client" when the
+    client could not keep up (its CPU, or its schedule: the search then
+    stops, the server untested beyond), None when nothing broke."""
 
     rate: float
     slo: str
@@ -97,17 +106,34 @@ class CapacityResult:
     steps: list[CapacityStep]
     url: str
     met: bool = True
+    limited_by: str | None = None
+
+    @property
+    def bounds(self) -> tuple[float | None, float | None]:
+        """(the highest rate that held, or None; the lowest that broke,
+        confirmed, or None)."""
+        held = [s.target for s in self.steps if s.held and not s.client]
+        broke = [s.target for s in self.steps if not s.held and not s.client]
+        low = min((t for t in broke if t > max(held, default=0.0)), default=None)
+        return (max(held) if held else None, low)
 
     def report(self) -> str:
+        from .render.text import step_outcome
         lines = [f"Capacity of {self.url} within {self.slo}, error rate at most "
                  f"{self.max_error_rate:g}:",
                  f"{'target/s':>10} {'achieved/s':>11} {'p50 ms':>8} {'p99 ms':>8} "
                  f"{'errors':>7}  outcome"]
         for s in self.steps:
             lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
-                         f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {'held' if s.held else s.why}")
-        if self.met:
-            lines.append(f"capacity: {self.rate:,.0f} req/s")
+                         f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {step_outcome(s)}")
+        held, broke = self.bounds
+        span = (f"held up to {held:,.0f}/s" if held is not None else "nothing held") + \
+            (f", broke from {broke:,.0f}/s" if broke is not None else "")
+        if self.limited_by == "client":
+            lines.append(f"capacity: not found: the client, not the server, set the limit "
+                         f"({span}; the client could not keep up: {self.steps[-1].client})")
+        elif self.met:
+            lines.append(f"capacity: {self.rate:,.0f} req/s ({span})")
         else:
             low = min(self.steps, key=lambda s: s.target)
             lines.append(f"capacity: SLO not met even at {low.target:,.2f} req/s ({low.why})")
@@ -116,14 +142,16 @@ class CapacityResult:
     def __str__(self) -> str:
         return self.report()
 
-    def bounds(self) -> list[tuple[str, float]]:
+    def slo_bounds(self) -> list[tuple[str, float]]:
         """The SLO's bounds: (statistic, seconds) each."""
         return parse_slo(self.slo)
 
     def to_dict(self) -> dict[str, Any]:
         """The search as JSON-ready data (capacity --json writes it)."""
+        held, broke = self.bounds
         return {"kind": "capacity", "schema": SCHEMA, "url": self.url, "slo": self.slo,
                 "max_error_rate": self.max_error_rate, "rate": self.rate, "met": self.met,
+                "limited_by": self.limited_by, "held": held, "broke": broke,
                 "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
                           for s in self.steps]}
 
@@ -166,8 +194,14 @@ class CapacityResult:
         return ax
 
 
+# A stage's verdict does not count when the client bound it by these: it
+# measured the client. ("connections", every connection busy when requests
+# fell due, is the server's capacity at this concurrency: it counts.)
+_CLIENT_REASONS = ("cpu", "schedule")
+
+
 def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
-           max_error_rate: float) -> CapacityStep:
+           max_error_rate: float, repeat: int = 0) -> CapacityStep:
     errors = r.failed + sum(n for code, n in r.status_counts.items() if 500 <= code <= 599)
     total = r.complete + r.failed
     why = ""
@@ -180,12 +214,15 @@ def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
         why = f"error rate {errors / total:.4f}"
     if not why and r.rps < _SHORTFALL * target:
         why = f"reached {r.rps:,.0f}/s"
-    return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why)
+    client = r.client.reason if r.client is not None and r.client.reason in _CLIENT_REASONS \
+        else ""
+    return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why,
+                        repeat, client)
 
 
 def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 0.001,
              start: float | None = None, step: float = 1.25, stage_s: float = 5.0,
-             **run_kwargs: Any) -> CapacityResult:
+             confirm: bool = True, **run_kwargs: Any) -> CapacityResult:
     """Finds the highest arrival rate url takes while `slo` holds and
     failures plus 5xx responses stay at most max_error_rate of requests.
 
@@ -197,7 +234,16 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     the first that broke are bisected until within 5%. When the first stage
     breaks, the lowest sensible rate (one request per connection per stage,
     or start if lower) runs next: if it breaks too the search stops there,
-    with met False and rate 0; else the two are bisected. run()'s keyword
+    with met False and rate 0; else the two are bisected.
+
+    Noise: a stage's verdict counts only if the client kept up in it (its
+    CPU and its schedule: Result.client); one where it did not is measured
+    again, and if it still did not the search stops: limited_by "client",
+    the server untested beyond. With confirm (the default) a stage that
+    broke the SLO is measured again before the search steps down, and when
+    the two disagree a third decides, so one stall does not end the climb;
+    confirm=False keeps one measurement per stage. Every measurement is in
+    `steps` (repeat 1 and 2 for the repeats). run()'s keyword
     arguments (concurrency, default 50, threads, headers, timeout, ...)
     pass through; rate, duration and requests are capacity's to set.
 
@@ -229,6 +275,8 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
                               or not 1 <= start <= _check.MAX_RATE):
         raise ValueError(f"start must be a rate from 1 to {_check.MAX_RATE:.0e} a second, "
                          f"not {start!r}")
+    if not isinstance(confirm, bool):
+        raise ValueError(f"confirm must be True or False, not {confirm!r}")
     taken = {"rate", "duration", "requests"} & run_kwargs.keys()
     if taken:
         raise ValueError(f"capacity sets {', '.join(sorted(taken))} itself: leave "
@@ -237,8 +285,8 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     run_kwargs.setdefault("concurrency", DEFAULT_CONCURRENCY)
     endpoint = _endpoint(run_kwargs)
     try:
-        return _search(url, slo, bounds, max_error_rate, start, step, stage_s, run_kwargs,
-                       endpoint)
+        return _search(url, slo, bounds, max_error_rate, start, step, stage_s, confirm,
+                       run_kwargs, endpoint)
     finally:
         if endpoint is not None:
             endpoint[0].close()
@@ -266,19 +314,39 @@ def _endpoint(run_kwargs: dict[str, Any]) -> tuple[Any, float] | None:
     return Endpoint(address, label), float(linger)
 
 
+class _ClientBound(Exception):
+    """The client could not keep up twice at one rate: the search stops."""
+
+
 def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate: float,
-            start: float | None, step: float, stage_s: float, run_kwargs: dict[str, Any],
-            endpoint: tuple[Any, float] | None) -> CapacityResult:
+            start: float | None, step: float, stage_s: float, confirm: bool,
+            run_kwargs: dict[str, Any], endpoint: tuple[Any, float] | None) -> CapacityResult:
     steps: list[CapacityStep] = []
 
     def measured(label: str, **kw: Any) -> Result:
         at = (endpoint[0], label) if endpoint is not None else None
         return run(url, _endpoint=at, **kw, **run_kwargs)
 
+    def once(rate: float, repeat: int) -> CapacityStep:
+        """One measurement of rate that counts: one where the client could
+        not keep up is measured again, and twice is _ClientBound."""
+        for attempt in range(2):
+            r = measured(str(len(steps) + 1), rate=rate, duration=stage_s)
+            steps.append(_judge(r, rate, bounds, max_error_rate, repeat + attempt))
+            if not steps[-1].client:
+                return steps[-1]
+        raise _ClientBound
+
     def stage(rate: float) -> bool:
-        r = measured(str(len(steps) + 1), rate=rate, duration=stage_s)
-        steps.append(_judge(r, rate, bounds, max_error_rate))
-        return steps[-1].held
+        """Whether rate holds: a breach confirmed by a second measurement,
+        a third deciding when they disagree (confirm)."""
+        first = once(rate, 0)
+        if first.held or not confirm:
+            return first.held
+        second = once(rate, first.repeat + 1)
+        if not second.held:
+            return False
+        return once(rate, second.repeat + 1).held
 
     if start is None:
         probe = measured("probe", duration=1.0)
@@ -290,32 +358,35 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
     held: float | None = None
     broke: float | None = None
     rate = start
-    for _ in range(_MAX_STEPS):
-        if stage(rate):
-            held = rate
-            rate *= step
-            if rate > _check.MAX_RATE:
+    client = False
+    try:
+        for _ in range(_MAX_STEPS):
+            if stage(rate):
+                held = rate
+                rate *= step
+                if rate > _check.MAX_RATE:
+                    break
+            else:
+                broke = rate
                 break
-        else:
-            broke = rate
-            break
-    if held is None and broke is not None and broke > lowest:
-        # The first stage broke: the lowest rate decides whether any holds.
-        if stage(lowest):
-            held = lowest
-        else:
-            broke = lowest
-    if held is None:
-        found = CapacityResult(0.0, slo, max_error_rate, steps, url, met=False)
-    else:
-        if broke is not None and broke > held:
+        if held is None and broke is not None and broke > lowest:
+            # The first stage broke: the lowest rate decides whether any holds.
+            if stage(lowest):
+                held = lowest
+            else:
+                broke = lowest
+        if held is not None and broke is not None and broke > held:
             while broke / held > _CLOSE and len(steps) < _MAX_STEPS:
                 mid = math.sqrt(held * broke)
                 if stage(mid):
                     held = mid
                 else:
                     broke = mid
-        found = CapacityResult(held, slo, max_error_rate, steps, url)
+    except _ClientBound:
+        client = True
+    limited = "client" if client else "server" if broke is not None else None
+    found = CapacityResult(held or 0.0, slo, max_error_rate, steps, url, met=held is not None,
+                           limited_by=limited)
     if endpoint is not None:
         endpoint[0].linger(endpoint[1])
     return found

@@ -31,6 +31,7 @@ from typing import Any
 
 from . import _check, _core
 from ._version import __version__
+from .bound import merge_client
 from .exceptions import ClusterError
 from .result import FAILURE_CLASSES, Latency, Result, Second, WorkerPart
 from .scenario import Scenario
@@ -265,7 +266,10 @@ class _Live:
         final = {p.address: (Figures.of_result(p.result),
                              [Figures.of_result(x) for x in p.result.by_name.values()])
                  for p in parts}
-        self.endpoint.finish(self.shape.workers(final, final=True))
+        done = self.shape.workers(final, final=True)
+        done.client = [(self.shape.base + [("worker", p.address)], p.result.client)
+                       for p in parts if p.result.client is not None]
+        self.endpoint.finish(done)
         self.endpoint.linger(self.linger)
 
     def close(self) -> None:
@@ -415,6 +419,7 @@ def _go(distributed: Any, client: Any, url: str, kwargs: dict[str, Any],
     if live is not None:
         live.final(parts)
     merged = merge([p.result for p in parts], url=url, start=at)
+    merged.client = merge_client([(p.address, p.result.client) for p in parts])
     merged.workers = parts
     merged.not_run = sum(p.not_run for p in parts)
     merged.interrupted = interrupted or any(p.result.interrupted for p in parts)
@@ -510,6 +515,7 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
     allowed = [p.streams_allowed for p in parts if p.streams_allowed is not None]
     fields["streams_allowed"] = min(allowed) if allowed else None
     fields["streams_unlimited"] = not allowed and any(p.streams_unlimited for p in parts)
+    fields["client"] = merge_client([("", p.client) for p in parts])
     fields["streams_max_used"] = max(p.streams_max_used for p in parts)
     fields["time_taken"] = max(p.time_taken for p in parts)
     for name in _HISTOGRAMS:

@@ -21,8 +21,10 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # ("run"), cpus, hostname, interrupted_at, the timeline's non_2xx per
 # second, a worker's lost_at, and the per-request log's log, log_records,
 # log_dropped and log_error; 12 streams_unlimited (the server's SETTINGS
-# set no SETTINGS_MAX_CONCURRENT_STREAMS) and the `retries` count.
-SCHEMA = 12
+# set no SETTINGS_MAX_CONCURRENT_STREAMS) and the `retries` count; 13 the
+# client's own figures (`client`: busy, lateness, unsent, bound and why)
+# and the `late_busy` count.
+SCHEMA = 13
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

@@ -19,6 +19,7 @@ from . import _core
 from ._request import (IDEMPOTENT, USER_AGENT, basic_auth, host_field, public_url, tls_context,
                        url_credentials, with_header)
 from ._url import ProxyRoute, proxy_route
+from .bound import client_figures
 from .progress import Progress, Reporter
 from .result import FAILURE_CLASSES, Latency, Result, Second
 from .scenario import describe, loop_form
@@ -119,7 +120,8 @@ def _nothing_measured() -> dict[str, Any]:
     raw.update(dict.fromkeys(_core.RESULT_SECONDS, 0.0))
     raw.update(dict.fromkeys(_core.RESULT_TEXTS, ""))
     raw.update({name: _core.Histogram() for name in _core.RESULT_HISTOGRAMS})
-    raw.update(status_counts={}, document_length=-1, timeline=[])
+    raw.update(status_counts={}, document_length=-1, timeline=[], busy_mean=0.0, busy_max=0.0,
+               unsent=0, late=_core.Histogram())
     return raw
 
 
@@ -356,6 +358,8 @@ def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupte
         path = f"{len(scenario.requests)} requests ({scenario.order})"
     url = public_url(spec.url)
     result = _result(raw, url=url, method=method, path=path, **common)
+    result.client = client_figures(raw, bool(spec.rate or spec.stages),
+                                   min(spec.loop_threads, spec.concurrency))
     # Each second's buckets, for a merge with other machines' seconds.
     result.timeline_buckets = raw.get("timeline_buckets", [])
     if scenario is not None:

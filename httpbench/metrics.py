@@ -148,7 +148,8 @@ Series = tuple[list[tuple[str, str]], Figures]
 
 def exposition(series: Sequence[Series], in_flight: Sequence[tuple[list[tuple[str, str]], int]],
                target: Sequence[tuple[list[tuple[str, str]], float]], uncorrected: bool,
-               openmetrics: bool = True) -> str:
+               openmetrics: bool = True,
+               client: Sequence[tuple[list[tuple[str, str]], Any]] = ()) -> str:
     """The text of the series (labels, figures), the in-flight gauges and
     the target rates: OpenMetrics 1.0.0, ending in # EOF, or (openmetrics
     False) Prometheus's classic text format 0.0.4, where a counter's family
@@ -201,6 +202,26 @@ def exposition(series: Sequence[Series], in_flight: Sequence[tuple[list[tuple[st
                 out.append(f"{name}_bucket{{{_labels(labels + [('le', _num(edge))])}}} {n}")
             out.append(f"{name}_count{{{_labels(labels)}}} {h.count}")
             out.append(f"{name}_sum{{{_labels(labels)}}} {_num(h.mean * h.count / 1e9)}")
+    if client:
+        # The client's own figures (httpbench.ClientFigures), once a run has
+        # ended: they are known then.
+        for name, kind, help_text, value in (
+                ("httpbench_client_busy", "gauge",
+                 "The share of the run the loop threads were busy (on a CPU or waiting for "
+                 "one), their mean.", lambda c: c.busy),
+                ("httpbench_client_busy_max", "gauge", "The busiest loop thread's share.",
+                 lambda c: c.busy_max),
+                ("httpbench_client_unsent", "counter",
+                 "Requests the schedule made due that were never sent.", lambda c: c.unsent),
+                ("httpbench_client_bound", "gauge",
+                 "1 when the client rather than the server limited the run (reason: cpu, "
+                 "connections, schedule).", lambda c: int(c.bound))):
+            family(name, kind, help_text)
+            sample = name + ("_total" if kind == "counter" else "")
+            for labels, c in client:
+                extra = [("reason", c.reason or "none")] if name == "httpbench_client_bound" \
+                    else []
+                out.append(f"{sample}{{{_labels(labels + extra)}}} {_num(value(c))}")
     if openmetrics:
         out.append("# EOF")
     return "\n".join(out) + "\n"
@@ -217,6 +238,7 @@ class Parts:
     series: list[Series]
     in_flight: list[tuple[Labels, int]]
     target: list[tuple[Labels, float]]
+    client: list[tuple[Labels, Any]] = dataclasses.field(default_factory=list)
 
 
 def render(parts: Sequence[Parts], uncorrected: bool, openmetrics: bool = True) -> str:
@@ -224,7 +246,8 @@ def render(parts: Sequence[Parts], uncorrected: bool, openmetrics: bool = True) 
     family once."""
     return exposition([s for p in parts for s in p.series],
                       [g for p in parts for g in p.in_flight],
-                      [t for p in parts for t in p.target], uncorrected, openmetrics)
+                      [t for p in parts for t in p.target], uncorrected, openmetrics,
+                      [c for p in parts for c in p.client])
 
 
 class RunMetrics:
@@ -271,10 +294,12 @@ class RunMetrics:
         return Parts(series, flying, self._target(final))
 
     def final(self, r: Any) -> Parts:
-        """From the run's Result: nothing in flight."""
+        """From the run's Result: nothing in flight, and the client's own
+        figures."""
         parts = [Figures.of_result(x) for x in r.by_name.values()]
         return Parts(self._series(Figures.of_result(r), parts), [(self.base, 0)],
-                     self._target(True))
+                     self._target(True),
+                     [(self.base, r.client)] if r.client is not None else [])
 
 
 class Endpoint:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from ._core import Histogram
 from ._typed import FieldError, dataclass_fields, shown, typed
+from .bound import ClientFigures
 from ._version import __version__
 from .figures import FAILURE_CLASSES, OLDEST_SCHEMA, PERCENTILES, SCHEMA
 
@@ -131,7 +132,7 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "conn_rps_min": 0.0, "conn_rps_max": 0.0, "conn_rps_mean": 0.0,
                           "conn_rps_sd": 0.0, "interrupted_at": None, "cpus": None,
                           "hostname": "", "log": "", "log_records": 0, "log_dropped": 0,
-                          "log_error": ""}
+                          "log_error": "", "client": None}
 
 
 class Second(NamedTuple):
@@ -268,6 +269,11 @@ class Result:
     log_records: int = 0
     log_dropped: int = 0
     log_error: str = ""
+    # The client's own figures (httpbench.ClientFigures: busy, lateness
+    # against a schedule, due requests never sent, whether the client
+    # bound the run); None where they cannot be known (an agent's run in
+    # compare, a result saved before schema 13).
+    client: ClientFigures | None = None
     # The loop's counters that have no field of their own, by name: a count
     # added to csrc/py_bench.c's table lands here (CONTRIBUTING.md). Summed
     # in a merge; empty for the comparison's agents.
@@ -319,6 +325,7 @@ class Result:
             d["by_name"] = {k: v.to_dict() for k, v in self.by_name.items()}
         if self.workers:
             d["workers"] = [w.to_dict() for w in self.workers]
+        d["client"] = self.client.to_dict() if self.client is not None else None
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -347,6 +354,7 @@ class Result:
             fields[name] = typed(d[name], Latency, name) if name in d else Latency()
         fields["by_name"] = typed(d.get("by_name", {}), dict[str, Result], "by_name")
         fields["workers"] = typed(d.get("workers", []), list[WorkerPart], "workers")
+        fields["client"] = typed(d.get("client"), ClientFigures | None, "client")
         return cls(**fields)
 
     @classmethod
@@ -443,7 +451,7 @@ _LATENCIES = tuple(f.name for f in dataclasses.fields(Result) if f.type == "Late
 _ABOUT = ("agent", "agent_version", "python_version")
 _PLAIN = tuple(f.name for f in dataclasses.fields(Result)
                if f.name not in _LATENCIES + _ABOUT + ("timeline", "first_head", "by_name",
-                                                       "workers", "timeline_buckets"))
+                                                       "workers", "timeline_buckets", "client"))
 
 
 def _timeline(raw: Any) -> list[Second]:

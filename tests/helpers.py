@@ -527,12 +527,32 @@ def tinyproxy(auth: tuple[str, str] | None = None,
         if os.geteuid() == 0:
             lines += ["User root", "Group root"]
         conf.write_text("\n".join(lines) + "\n")
-        proc = subprocess.Popen(pinned(cpu, [binary, "-d", "-c", str(conf)]),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=tool_env())
-        try:
-            wait_for_port(port, proc)
+        with listening(pinned(cpu, [binary, "-d", "-c", str(conf)]), port, tool_env()):
             yield port
-        finally:
-            proc.terminate()
-            proc.wait(10)
+
+
+@contextmanager
+def listening(argv: list[str], port: int, env: dict[str, str] | None = None
+              ) -> Iterator[subprocess.Popen]:
+    """A server process (argv) until its port takes connections; stopped
+    (SIGTERM) when the block ends."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env, cwd="/")
+    try:
+        wait_for_port(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def burner(cpu: int) -> Iterator[None]:
+    """A Python busy loop of the tests' own on `cpu` (stopped by its PID):
+    the other work on a machine that is not the run's own."""
+    proc = subprocess.Popen(pinned(cpu, [sys.executable, "-c", "while True: pass"]))
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import helpers
 import pytest
 
 import httpbench
@@ -112,22 +114,29 @@ def test_a_first_stage_that_breaks_steps_down():
 
 
 def test_an_slo_that_never_holds_stops_at_the_lowest_rate():
-    """20 ms answers never make p99 < 1 ms: after the first stage breaks,
-    the lowest sensible rate (one request per connection per stage: 4
-    connections over 0.5 s, 8/s) runs and breaks, and the search stops
-    there, not after walking down stage by stage."""
+    """20 ms answers never make p99 < 1 ms: after the first stage breaks
+    (confirmed by a second measurement), the lowest sensible rate (one
+    request per connection per stage: 4 connections over 0.5 s, 8/s) runs
+    and breaks, and the search stops there, not after walking down stage
+    by stage."""
     with httpbench.Server() as srv:
         c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=400,
                                stage_s=0.5, concurrency=4)
-        assert [s.target for s in c.steps] == [400, 8] and not any(s.held for s in c.steps)
-        assert (c.met, c.rate) == (False, 0.0)
+        assert [(s.target, s.repeat) for s in c.steps] == [(400, 0), (400, 1), (8, 0), (8, 1)]
+        assert not any(s.held for s in c.steps)
+        assert (c.met, c.rate, c.limited_by, c.bounds) == (False, 0.0, "server", (None, 8))
         assert "capacity: SLO not met even at 8.00 req/s (p99 " in c.report()
+        # One measurement a stage, as before confirmations.
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=400,
+                               stage_s=0.5, concurrency=4, confirm=False)
+        assert [s.target for s in c.steps] == [400, 8] and not c.met
         # A start below the lowest rate is the lowest.
         c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=2, stage_s=0.5,
-                               concurrency=4)
+                               concurrency=4, confirm=False)
         assert [s.target for s in c.steps] == [2] and not c.met
         # concurrency defaults to 50, as the command line's: 50 per 1 s stage.
-        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=400, stage_s=1)
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<1ms", start=400, stage_s=1,
+                               confirm=False)
         assert [s.target for s in c.steps] == [400, 50] and not c.met
 
 
@@ -205,3 +214,77 @@ def test_the_plot_draws_the_slo_and_the_steps_in_order_of_rate():
     bound = next(line for line in ax.lines if line.get_label() == "SLO p99 < 5 ms")
     assert list(bound.get_ydata()) == [5.0, 5.0]
     matplotlib.pyplot.close("all")
+
+
+# ---- a search that one noisy stage cannot fool (issue 35)
+
+@pytest.mark.timing
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_known_service_time_is_found_beside_a_burner():
+    """8 connections of 20 ms: 400 a second. A busy loop on the other CPU
+    once made a stall's p99 end the climb at 59-106; a breach is now
+    confirmed before the search steps down."""
+    with helpers.burner(1), httpbench.Server() as srv:
+        c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<60ms", concurrency=8,
+                               start=50, stage_s=1)
+    assert 340 <= c.rate <= 460, c.report()
+    assert c.limited_by == "server" and c.bounds[0] == c.rate and c.bounds[1] is not None
+    repeats = [s for s in c.steps if s.repeat]
+    assert repeats and all(not s.held for s in c.steps if s.target > 460), c.report()
+    assert "(repeat 1)" in c.report() and f"held up to {c.rate:,.0f}/s" in c.report()
+
+
+@pytest.mark.timing
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_client_that_cannot_keep_up_ends_the_search_saying_so(tmp_path):
+    """The search's client shares its CPU with a busy loop and is asked for
+    far more than it can send: its stages do not count, one is measured
+    again, and the search stops: limited by the client."""
+    port = helpers.free_port()
+    with helpers.listening(helpers.pinned(1, [sys.executable, "-m", "httpbench", "serve",
+                                              "--port", str(port), "--threads", "1"]), port), \
+            helpers.burner(0):
+        out = subprocess.run(helpers.pinned(0, [
+            sys.executable, "-m", "httpbench", "capacity", "--start", "200000", "--stage", "1s",
+            "--slo", "p99<1s", "-c", "50", "--threads", "1", "--json", "c.json",
+            f"http://127.0.0.1:{port}/rnd?c=10"]), capture_output=True, text=True,
+            cwd=tmp_path, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "the client, not the server, set the limit" in out.stdout, out.stdout
+    c = httpbench.CapacityResult.from_dict(json.loads((tmp_path / "c.json").read_text()))
+    assert c.limited_by == "client" and [s.repeat for s in c.steps][-2:] == [0, 1]
+    assert all(s.client for s in c.steps[-2:])
+
+
+@pytest.mark.timing
+def test_one_stalled_stage_does_not_end_the_climb():
+    """The stall a loaded machine puts in one stage, made on purpose: the
+    server's process stopped for 150 ms (SIGSTOP, SIGCONT) in the third
+    stage. With one measurement a stage the climb ended there, at a sixth
+    of the capacity; a confirmed breach measures the stage again, which
+    holds, and the search goes on to 400 (8 connections of 20 ms)."""
+    import signal
+    found = {}
+    for confirm in (False, True):
+        port = helpers.free_port()
+        with helpers.listening([sys.executable, "-m", "httpbench", "serve", "--port",
+                                str(port)], port) as server:
+            def stall() -> None:
+                time.sleep(2.5)  # (the third 1-second stage)
+                os.kill(server.pid, signal.SIGSTOP)
+                time.sleep(0.15)
+                os.kill(server.pid, signal.SIGCONT)
+            t = threading.Thread(target=stall)
+            t.start()
+            try:
+                c = httpbench.capacity(f"http://127.0.0.1:{port}/delay?ms=20", slo="p99<60ms",
+                                       concurrency=8, start=50, stage_s=1, confirm=confirm)
+            finally:
+                t.join()
+        found[confirm] = c
+    assert found[False].rate < 150, found[False].report()
+    c = found[True]
+    assert 340 <= c.rate <= 460 and c.limited_by == "server", c.report()
+    early = [s for s in c.steps if s.target < 150 and not s.held]
+    assert early and any(s.target == early[0].target and s.held and s.repeat for s in c.steps), \
+        c.report()

@@ -160,3 +160,34 @@ def test_an_output_fifo_without_a_reader_or_an_endless_body_is_refused_at_once(t
             got = pipe.read()
         assert child.wait(60) == 0, child.stderr.read() if child.stderr else ""
         assert json.loads(got)["complete"] == 5
+
+
+def test_every_time_flag_reads_units(tmp_path):
+    """`capacity --stage 2s` was refused while every other time flag took
+    "2s": every flag that takes a time is a TIME, read by the one parser
+    (cli.common.parse_time), and says so in the same words when wrong."""
+    from httpbench.cli.bench import bench_parser
+    from httpbench.cli.capacity import capacity_parser
+    from httpbench.cli.compare import compare_parser
+    from httpbench.cli.serve import serve_parser
+    times = []
+    for name, parser in (("", bench_parser()), ("compare", compare_parser()),
+                         ("capacity", capacity_parser()), ("serve", serve_parser())):
+        for a in parser._actions:
+            if a.metavar in ("SECONDS", "TIME", "N|TIME") or "seconds" in (a.help or ""):
+                assert a.metavar != "SECONDS" and a.type is None, (name, a.option_strings)
+                times.append((name, tuple(a.option_strings)))
+    assert ("capacity", ("--stage",)) in times and ("serve", ("--upstream-timeout",)) in times
+    for command, names in times:
+        args = [command] if command else []
+        if "--metrics-linger" in names:
+            args.extend(["--metrics", "127.0.0.1:0"])
+        if "--upstream-timeout" in names:
+            args.extend(["--proxy", "--port", "0"])
+        r = hb(*args, names[-1], "2x", *([] if command == "serve" else [URL]), cwd=tmp_path)
+        assert r.returncode == 2 and any(f"{n} takes a time like 10, 10s, 500ms" in r.stderr
+                                         for n in names), (command, names, r.stderr)
+    with httpbench.Server() as srv:
+        r = hb("capacity", "--stage", "300ms", "--start", "50", "--slo", "p99<1s", "-c", "2",
+               "--no-confirm", srv.url("/rnd?c=10"), cwd=tmp_path, timeout=120)
+        assert r.returncode == 0 and "capacity: " in r.stdout, r.stderr

@@ -120,6 +120,12 @@ def test_the_exposition_while_a_run_lasts_and_after(srv):
     assert final["httpbench_responses_total", (("run", "live"), ("status", "200"))] == 3000
     assert final["httpbench_bytes_received_total", (("run", "live"),)] == r.bytes_received
     assert final["httpbench_in_flight", (("run", "live"),)] == 0
+    # The client's own figures, once the run has ended (Result.client).
+    assert final["httpbench_client_busy", (("run", "live"),)] == r.client.busy
+    assert final["httpbench_client_unsent_total", (("run", "live"),)] == r.client.unsent
+    assert final["httpbench_client_bound", (("reason", r.client.reason or "none"),
+                                            ("run", "live"))] == int(r.client.bound)
+    assert "httpbench_client" not in got["text"]  # (not while the run lasts)
     for name, lat in (("httpbench_latency_seconds", r.latency),
                       ("httpbench_latency_uncorrected_seconds", r.latency_uncorrected)):
         assert final[f"{name}_count", (("run", "live"),)] == 3000

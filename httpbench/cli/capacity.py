@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from ..exceptions import HttpbenchError
-from .common import Outputs, UsageError, add_common, check_common, load_scenario, one_line
+from .common import (Outputs, UsageError, add_common, check_common, load_scenario, one_line,
+                     parse_time)
 
 
 def capacity_parser() -> argparse.ArgumentParser:
@@ -31,8 +32,11 @@ def capacity_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", type=float,
                    help="the first stage's rate (default: a tenth of a one-second probe's)")
     p.add_argument("--step", type=float, default=1.25, help="rate factor per stage (1.25)")
-    p.add_argument("--stage", type=float, default=5.0, metavar="SECONDS",
-                   help="each stage's length (default 5)")
+    p.add_argument("--stage", default="5", metavar="TIME",
+                   help="each stage's length: 5, 5s, 500ms, 1m (default 5 s)")
+    p.add_argument("--no-confirm", dest="confirm", action="store_false",
+                   help="one measurement a stage (by default a breach is measured again, and "
+                        "a third decides when the two disagree)")
     add_common(p, "concurrency", "threads", "timeout", "headers", "json", "html", "metrics",
                "metrics_run", "metrics_linger", "http2", "streams", "window",
                concurrency={"default": 50,
@@ -53,10 +57,11 @@ def capacity_main(argv: Sequence[str]) -> int:
     outputs = None
     try:
         check_common(args)
+        stage = parse_time("--stage", args.stage)
         scenario = load_scenario(args.scenario)[0] if args.scenario else None
         outputs = Outputs({"--json": args.json, "--html": args.html})
         c = capacity(args.url, slo=args.slo, max_error_rate=args.max_error_rate,
-                     start=args.start, step=args.step, stage_s=args.stage,
+                     start=args.start, step=args.step, stage_s=stage, confirm=args.confirm,
                      concurrency=args.concurrency, threads=args.threads, timeout=args.timeout,
                      headers=args.headers, scenario=scenario, http2=args.http2,
                      streams=args.streams, window=args.window, metrics=args.metrics,
@@ -77,5 +82,6 @@ def capacity_main(argv: Sequence[str]) -> int:
         if out is not None:
             out.write(text)
     outputs.close()
-    # Not met even at the lowest rate: a failure, as a run's failed requests.
-    return 0 if c.met else 1
+    # Not met even at the lowest rate, or the client could not keep up (the
+    # server's capacity is not known): a failure, as a run's failed requests.
+    return 0 if c.met and c.limited_by != "client" else 1

@@ -12,7 +12,7 @@ from .. import _check
 from .._version import __version__
 from ..exceptions import HttpbenchError
 from ..server import Server
-from .common import add_cert_arguments
+from .common import UsageError, add_cert_arguments, parse_time
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -46,9 +46,9 @@ def serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow", metavar="HOST[:PORT]", action="append",
                    help="with --proxy: a destination besides loopback to relay to (repeat for "
                         "more); any other is refused with 403")
-    p.add_argument("--upstream-timeout", metavar="SECONDS", type=float,
-                   help="with --proxy: an upstream silent this long gets the client a 504 "
-                        "(default 10)")
+    p.add_argument("--upstream-timeout", metavar="TIME",
+                   help="with --proxy: an upstream silent this long gets the client a 504: "
+                        "10, 10s, 500ms (default 10 s)")
     p.add_argument("--no-http2", dest="http2", action="store_false",
                    help="HTTP/1.1 only (default: HTTP/2 too, by the preface on a plain port, "
                         "as curl --http2-prior-knowledge sends it, and by ALPN over --tls)")
@@ -82,10 +82,11 @@ def serve(argv: Sequence[str]) -> int:
                      keyfile=args.key, unix_socket=args.unix_socket, proxy=args.proxy,
                      allow=args.allow if args.proxy else None,
                      upstream_timeout=10.0 if args.upstream_timeout is None
-                     else args.upstream_timeout, http2=args.http2,
+                     else parse_time("--upstream-timeout", args.upstream_timeout),
+                     http2=args.http2,
                      max_streams=_check.count("--max-streams", args.max_streams, 1,
                                               _check.MAX_STREAMS))
-    except (OSError, ValueError, HttpbenchError) as e:
+    except (OSError, ValueError, UsageError, HttpbenchError) as e:
         print(f"httpbench serve: {e}", file=sys.stderr)
         return 2
     # A service manager's stop (SIGTERM) and a closed terminal (SIGHUP) end

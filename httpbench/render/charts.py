@@ -204,7 +204,7 @@ def capacity_chart(c: CapacityResult) -> str:
     stages as dots and broken ones as crosses; the SLO's bounds and the
     capacity found."""
     steps = sorted(c.steps, key=lambda s: s.target)
-    bounds = c.bounds()
+    bounds = c.slo_bounds()
     top = max([s.p99 for s in steps] + [v for _, v in bounds], default=0.0)
     scale, unit = time_unit(top)
     xs = [s.target for s in steps]

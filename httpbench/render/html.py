@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..figures import FAILURE_CLASSES, PERCENTILES
-from .text import by_name_rows, non_2xx_text, percent_label, shape_text, streams_allowed
+from .text import (by_name_rows, headline, non_2xx_text, percent_label, shape_text,
+                   step_outcome, streams_allowed)
 
 if TYPE_CHECKING:
     from ..capacity import CapacityResult
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["summary", "fig", "num", "msf", "txt", "table", "state", "key_rows", "key_table",
            "failures_table", "percentiles_table", "times_table", "status_table", "by_name_table",
-           "workers_table", "settings_table", "comparison_table", "capacity_table", "STYLE"]
+           "workers_table", "settings_table", "comparison_table", "capacity_table", "STYLE",
+           "warnings"]
 
 e = html.escape
 
@@ -37,6 +39,7 @@ STYLE = (
     ".httpbench-result td.text{text-align:left}"
     ".httpbench-result th{text-align:left;font-weight:600}"
     ".httpbench-result p{margin:0.2em 0}"
+    ".httpbench-result p.warning{font-weight:600}"
     ".httpbench-result svg.chart{max-width:100%;height:auto;display:block;margin:0.4em 0}"
     ".httpbench-result svg text{fill:currentColor;font-family:inherit}"
 )
@@ -79,6 +82,15 @@ def state(r: Result) -> str:
             "every request completed")
 
 
+def warnings(r: Result) -> str:
+    """What the text report says first and last, when it says it: nothing
+    completed, or nothing 2xx (headline); the client bound the run."""
+    lines = [headline(r)]
+    if r.client is not None and r.client.bound:
+        lines.append(f"Warning: {r.client.warning()}.")
+    return "".join(f"<p class=\"warning\">{e(x)}</p>" for x in lines if x)
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.3f} ms"
 
@@ -119,6 +131,16 @@ def key_rows(r: Result) -> list[tuple[str, str | None, Any, str]]:
                      f"max {r.conn_rps_max:,.2f})"))
     if r.not_run:
         rows.append(("Not run (lost workers)", "not_run", r.not_run, f"{r.not_run:,}"))
+    c = r.client
+    if c is not None:
+        rows.append(("Client busy (busiest thread)", "client.busy_max", c.busy_max,
+                     f"{c.busy_max:.0%} (mean {c.busy:.0%}, CPU {c.cpu:.0%})"))
+        if c.late_p99 is not None:
+            rows.append(("Client late, p99", "client.late_p99", c.late_p99, _ms(c.late_p99)))
+        if c.unsent:
+            rows.append(("Due, never sent", "client.unsent", c.unsent, f"{c.unsent:,}"))
+        rows.append(("Client bound the run", "client.bound", c.bound,
+                     c.reason if c.bound else "no"))
     if r.log:
         rows.append(("Request log records", "log_records", r.log_records,
                      f"{r.log_records:,} in {r.log}"))
@@ -288,9 +310,17 @@ def capacity_table(c: CapacityResult) -> str:
     rows = [f"<tr data-step=\"{i}\">{num(s.target, ',.0f', 'target')}"
             f"{num(s.achieved, ',.0f', 'achieved')}{msf(s.p50, 'p50')}{msf(s.p99, 'p99')}"
             f"{fig(s.errors, key='errors')}{fig(s.requests, key='requests')}"
-            f"{txt('held' if s.held else s.why)}</tr>" for i, s in enumerate(c.steps)]
-    return table(["target/s", "achieved/s", "p50 ms", "p99 ms", "errors", "requests",
-                  "outcome"], rows, "capacity")
+            f"{fig(s.repeat, key='repeat')}{txt(step_outcome(s))}</tr>"
+            for i, s in enumerate(c.steps)]
+    held, broke = c.bounds
+    limit = {"server": "the server (a breach confirmed)", "client":
+             "the client, not the server (it could not keep up)"}.get(c.limited_by or "",
+                                                                     "nothing broke")
+    about = (f"<p>Held up to {f'{held:,.0f}/s' if held is not None else '- (none held)'}; "
+             f"broke from {f'{broke:,.0f}/s' if broke is not None else '- (none broke)'}; "
+             f"limited by {e(limit)}.</p>")
+    return about + table(["target/s", "achieved/s", "p50 ms", "p99 ms", "errors", "requests",
+                          "repeat", "outcome"], rows, "capacity")
 
 
 def summary(r: Result) -> str:
@@ -305,7 +335,7 @@ def summary(r: Result) -> str:
         pictures += percentile_chart([("", r)])
     return (
         f"<div class='httpbench-result'><style>{STYLE}</style>"
-        f"<p><b>{e(r.method)} {e(r.url)}</b>: {e(state(r))}</p>"
+        f"<p><b>{e(r.method)} {e(r.url)}</b>: {e(state(r))}</p>{warnings(r)}"
         f"{key_table(r)}{settings_table(r)}"
         f"<p>Failures by class</p>{failures_table(r)}"
         f"<p>Latency percentiles (ms), {e(which)}</p>{percentiles_table(r)}"

@@ -137,7 +137,8 @@ def _run_section(d: Doc, level: int = 2) -> str:
     return (
         f"<section class=\"run\" data-label=\"{e(d.label)}\">"
         f"<{h}>{e(d.label)}</{h}><p><b>{e(r.method)} {e(r.url)}</b>: {e(tables.state(r))}</p>"
-        f"{first}<div class=\"grid\"><div><h3>Summary</h3>{tables.key_table(r)}</div>"
+        f"{tables.warnings(r)}{first}"
+        f"<div class=\"grid\"><div><h3>Summary</h3>{tables.key_table(r)}</div>"
         f"<div><h3>Settings and environment</h3>{tables.settings_table(r)}</div></div>"
         f"{''.join(pics)}"
         f"<div class=\"grid\"><div><h3>Statuses</h3>{tables.status_table(r)}</div>"

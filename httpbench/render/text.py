@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 from ..figures import PERCENTILES
 
 if TYPE_CHECKING:
+    from ..capacity import CapacityStep
     from ..result import Latency, Result
 
 __all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
-           "streams_allowed", "in_flight", "headline"]
+           "streams_allowed", "in_flight", "headline", "step_outcome", "client_lines",
+           "percentiles_cover"]
 
 
 def report(r: Result) -> str:
@@ -193,6 +195,9 @@ def _report_lines(r: Result) -> Iterable[str]:
     yield _row("Waiting:", r.waiting)
     yield _row("Total:", r.latency_uncorrected)
     yield ""
+    cover = percentiles_cover(r)
+    if cover:
+        yield cover
     if r.rate:
         yield "Percentage of the requests served within a certain time (ms)"
         yield f"{'':>8}{'corrected':>12}{'uncorrected':>13}"
@@ -205,12 +210,67 @@ def _report_lines(r: Result) -> Iterable[str]:
         for p in PERCENTILES:
             tail = " (longest request)" if p == 100 else ""
             yield f"{percent_label(p):>7}%{_cell(r.latency, p):>10}{tail}"
+    if r.client is not None:
+        yield ""
+        yield from client_lines(r)
     if r.by_name:
         yield ""
         yield from _by_name_lines(r)
     if r.workers:
         yield ""
         yield from _worker_lines(r)
+
+
+def step_outcome(s: CapacityStep) -> str:
+    """A capacity stage's outcome in words: held, what broke, or why it
+    did not count."""
+    what = "held" if s.held else s.why
+    if s.client:
+        what = f"not counted: the client could not keep up ({s.client}; {what})"
+    return what + (f" (repeat {s.repeat})" if s.repeat else "")
+
+
+def percentiles_cover(r: Result) -> str:
+    """Under a rate, when due requests were never sent, what the
+    percentiles cover: "" otherwise."""
+    c = r.client
+    if c is None or not c.unsent:
+        return ""
+    why = f": all {r.concurrency} connections were busy" if c.reason == "connections" else ""
+    return (f"({c.unsent:,} due requests were never sent{why}; the percentiles cover the "
+            f"{r.issued:,} sent)")
+
+
+def client_lines(r: Result) -> Iterable[str]:
+    """The client's own figures (Result.client), after ab's block: how busy
+    its threads were, how it kept its schedule, the rate it reached
+    against the target, and a warning when it bound the run."""
+    c = r.client
+    assert c is not None
+    line = f"Client:                 CPU {c.cpu:.0%}, busy {c.busy:.0%} (busiest thread " \
+           f"{c.busy_max:.0%})"
+    if c.late_p99 is not None and c.late_p50 is not None:
+        on = "on schedule" if c.reason not in ("connections", "schedule") else "behind schedule"
+        line += f", {on} (late p50 {c.late_p50 * 1e3:.3f} ms, p99 {c.late_p99 * 1e3:.3f} ms)"
+        if c.late_busy:
+            line += f"; {c.late_busy:,} started late behind a busy connection"
+    yield line
+    target = _target_rate(r)
+    if target and (c.unsent or c.reason == "connections"):
+        yield (f"Rate reached:           {r.rps:,.2f} [#/sec] of {target:,.2f} asked "
+               f"({r.rps / target:.0%})")
+    if c.bound:
+        yield f"Warning: {c.warning()}."
+
+
+def _target_rate(r: Result) -> float:
+    """The rate asked for over the run: the rate, or a shape's mean."""
+    if r.stages:
+        length = sum(s for s, _ in r.stages)
+        return sum(s * (a + b) / 2 for (s, b), a in
+                   zip(r.stages, [0.0] + [b for _, b in r.stages], strict=False)) / length \
+            if length else 0.0
+    return r.rate or 0.0
 
 
 def _worker_lines(r: Result) -> Iterable[str]:
