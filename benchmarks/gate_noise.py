@@ -14,6 +14,18 @@ One baseline may happen to be a slow or a fast run, so each run's rounds
 are saved too, and httpbench.noise's rule is then applied to every ordered
 pair of runs (each one as the baseline of each other): the share of pairs
 it fails is its false-failure rate on unchanged code at that threshold.
+
+    python benchmarks/gate_noise.py --power [--runs 8] [--threshold 20]
+
+Its power: the embedded server's /delay?ms=2 on 8 connections (4,000
+req/s), and the same made 1.25x, 2x and 25x slower (/delay?ms=2.5, 4,
+50), each measured as the plugin measures (a warmup round, then --rounds
+rounds of 0.3 s, the medians compared) --runs times, quiet and beside a
+Python busy loop on each CPU (the baseline and the new run under the same
+condition). The rule is applied to every pair of an unchanged run as the
+baseline and a run of each slowdown as the new one (unchanged: every
+ordered pair of two different unchanged runs), and the share that fail is
+printed: the goal, at most 5% unchanged, at least 95% at 2x and 25x.
 """
 
 from __future__ import annotations
@@ -49,7 +61,13 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--metrics", default="rps", help="comma-separated, of rps, p50, p99")
+    ap.add_argument("--power", action="store_true",
+                    help="the gate's power against slowdowns of 1.25x, 2x and 25x, quiet and "
+                         "beside busy loops, instead of pytest sessions of unchanged code")
     args = ap.parse_args()
+    if args.power:
+        power(args.runs if args.runs != 10 else 8, args.rounds, args.threshold)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "test_gate.py").write_text(TEST.format(requests=args.requests,
@@ -87,6 +105,51 @@ def main() -> int:
               f"({undecided} said they could not decide)")
         pairwise(work, args.runs, metrics, args.threshold)
     return 0
+
+
+def rounds_of(url: str, rounds: int) -> list[float]:
+    """req/s of each round, as the plugin runs them: a warmup round left
+    out, then `rounds` rounds of 0.3 s on 8 connections."""
+    import httpbench
+    out = []
+    for i in range(rounds + 1):
+        r = httpbench.run(url, duration=0.3, concurrency=8, progress=False)
+        if i:
+            out.append(r.rps)
+    return out
+
+
+def power(runs: int, rounds: int, threshold: float) -> None:
+    """The share of gates that fail, by slowdown and condition."""
+    import os
+
+    import httpbench
+    from httpbench.noise import decide
+    slowdowns = {1.0: 2.0, 1.25: 2.5, 2.0: 4.0, 25.0: 50.0}  # factor: /delay ms
+    print(f"rps gate at {threshold:g}%, {rounds} rounds of 0.3 s a run, {runs} runs of each; "
+          f"the share of gates failing:")
+    for condition in ("quiet", "burner"):
+        burners = []
+        if condition == "burner":
+            burners = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c",
+                                         "while True: pass"])
+                       for c in sorted(os.sched_getaffinity(0))]
+        try:
+            with httpbench.Server() as srv:
+                got = {k: [rounds_of(srv.url(f"/delay?ms={ms:g}"), rounds) for _ in range(runs)]
+                       for k, ms in slowdowns.items()}
+        finally:
+            for b in burners:
+                b.kill()
+                b.wait()
+        cells = []
+        for k in slowdowns:
+            pairs = [(now, base) for i, base in enumerate(got[1.0]) for j, now in enumerate(got[k])
+                     if k != 1.0 or i != j]
+            fails = sum(decide("rps", now, base, threshold).fails for now, base in pairs)
+            cells.append(f"{'unchanged' if k == 1.0 else f'{k:g}x'} {fails}/{len(pairs)} "
+                         f"({fails / len(pairs):.0%})")
+        print(f"  {condition:>6}: " + ", ".join(cells), flush=True)
 
 
 def pairwise(work: Path, runs: int, metrics: list[str], threshold: float) -> None:

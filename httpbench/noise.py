@@ -1,25 +1,35 @@
 """Whether a benchmark figure changed beyond its run-to-run noise.
 
     v = decide("rps", now=[9.1e4, 9.4e4, 8.8e4], base=[1.5e5, 1.4e5, 1.6e5], threshold=10)
-    v.fails          # True: 39% worse, past 10% and past the noise band
+    v.fails          # True: 39% lower, past 10% and past the noise band
     v.undecided      # past the threshold but inside the noise: no verdict
     v.text           # one line saying which, with the figures
 
-The rule (the pytest plugin's --httpbench-compare-fail uses it, and so may
-any report that sets two runs side by side):
+The rule (the pytest plugin's --httpbench-compare-fail uses it, and so does
+the HTML report that sets two runs side by side):
 
-- Each side is a set of rounds. Its figure is the median of its rounds;
-  its spread s is the rounds' standard deviation over their mean (0 for a
-  single round).
-- change is how much worse the figure is, as a fraction of the baseline's
-  (for req/s a fall, for latencies a rise; an improvement is negative).
+- Each side is a set of rounds; its figure is the median of its rounds.
+- Everything is judged on the logarithm of the ratio, log(now / base): a
+  25x fall is as far from no change as a 25x rise, where on a linear scale
+  a fall in req/s can never pass 100% and a noisy enough baseline could
+  never fail anything. `change` is shown as now / base - 1, signed (a fall
+  is negative), the same in every table and message.
+- A side's spread s is robust: 1.4826 x the median absolute deviation of
+  its rounds' logs (for normal noise the standard deviation; one wild
+  round, which the standard deviation squares, moves it hardly at all, as
+  Google Benchmark's compare.py prefers rank statistics over means for
+  the same reason); 0 for a single round.
 - The noise band is 2 x sqrt(s_now^2 + s_base^2): two standard deviations
-  of the difference of two independent figures, each as noisy as one
-  round (wider than the medians' own noise, so an unchanged figure rarely
-  leaves it).
-- The gate fails when change > threshold and change > the band. When
-  change > threshold but lies inside the band it cannot decide, and says
-  so, passing: the noise is too large to tell. Otherwise it passes.
+  of the difference of two independent figures, on the log scale.
+- worse is the log change in the regression's direction (for req/s a
+  fall, for latencies a rise). The threshold keeps its plain meaning (a
+  10% threshold on req/s: 10% fewer; on p99: 10% longer), taken to the
+  log scale. The gate fails when worse exceeds both the threshold and
+  the band; passes within both; when worse is past
+  the threshold but inside the band it cannot decide, and says so,
+  passing. When the band is wider than the threshold the baseline (or
+  this run) is too noisy to judge a change of the threshold's size, and
+  the verdict says so, yet still fails a change far beyond the band.
 
 No dependency outside the standard library, and none on pytest.
 """
@@ -31,31 +41,43 @@ import math
 import statistics
 from collections.abc import Sequence
 
-__all__ = ["Verdict", "decide", "spread", "band", "HIGHER_IS_BETTER"]
+__all__ = ["Verdict", "decide", "spread", "band", "HIGHER_IS_BETTER", "MAD_SCALE"]
 
 # Figures for which a rise is an improvement; for every other (latencies)
 # a rise is a regression.
 HIGHER_IS_BETTER = frozenset({"rps"})
+# The median absolute deviation times this estimates the standard
+# deviation of normal noise.
+MAD_SCALE = 1.4826
 
 
 def spread(values: Sequence[float]) -> float:
-    """Round-to-round noise: the standard deviation over the mean (0 with
-    fewer than two rounds or a mean of 0)."""
-    if len(values) < 2:
+    """Round-to-round noise on the log scale: 1.4826 x the median absolute
+    deviation of the rounds' logs (about the relative standard deviation
+    for small noise); 0 with fewer than two rounds or a round not above 0."""
+    if len(values) < 2 or min(values) <= 0:
         return 0.0
-    mean = statistics.fmean(values)
-    return statistics.stdev(values) / mean if mean > 0 else 0.0
+    logs = [math.log(v) for v in values]
+    mid = statistics.median(logs)
+    return MAD_SCALE * statistics.median(abs(x - mid) for x in logs)
 
 
 def band(s_now: float, s_base: float) -> float:
-    """The noise band, a fraction: 2 x sqrt(s_now^2 + s_base^2)."""
+    """The noise band on the log scale: 2 x sqrt(s_now^2 + s_base^2)."""
     return 2.0 * math.hypot(s_now, s_base)
+
+
+def _factor(log_change: float) -> float:
+    """A log change as the fraction it multiplies by, less one."""
+    return math.expm1(log_change)
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """What decide() found: the medians, the change (a fraction, positive
-    when worse), both spreads, the band and the threshold (fractions)."""
+    """What decide() found: the medians, the change (now / base - 1,
+    signed), both spreads and the band (log scale; shown as factors), the
+    threshold (a fraction), and worse (the log change in the regression's
+    direction: positive when worse)."""
 
     metric: str
     now: float
@@ -65,25 +87,64 @@ class Verdict:
     s_base: float
     band: float
     threshold: float
+    worse: float
+
+    @property
+    def limit(self) -> float:
+        """The threshold on the log scale, in the regression's direction:
+        a fall of `threshold` for req/s (log(1 / (1 - t)); a fall of 100%
+        or more is no limit), a rise of it for latencies (log(1 + t))."""
+        if self.metric in HIGHER_IS_BETTER:
+            return -math.log1p(-self.threshold) if self.threshold < 1 else math.inf
+        return math.log1p(self.threshold)
 
     @property
     def fails(self) -> bool:
-        return self.change > self.threshold and self.change > self.band
+        return self.worse > self.limit and self.worse > self.band
 
     @property
     def undecided(self) -> bool:
-        return self.change > self.threshold and not self.change > self.band
+        return self.worse > self.limit and not self.worse > self.band
+
+    @property
+    def better(self) -> bool:
+        """Improved past both the threshold and the band."""
+        return -self.worse > self.limit and -self.worse > self.band
+
+    @property
+    def noisy(self) -> bool:
+        """The band is wider than the threshold: a change of the
+        threshold's size could not have been seen."""
+        return self.band > self.limit
+
+    @property
+    def band_text(self) -> str:
+        """The band as a factor either way: ±X%."""
+        return f"±{_factor(self.band):.1%}"
+
+    def too_noisy(self) -> str:
+        """What to do when the band is wider than the threshold ("" when it
+        is not)."""
+        if not self.noisy:
+            return ""
+        return (f"the baseline is too noisy to judge a change of {self.threshold:.0%} (noise "
+                f"band {self.band_text}): record it with more rounds or on a quieter machine")
 
     @property
     def text(self) -> str:
-        said = (f"{self.metric} {self.change:+.1%} worse ({self.base:.6g} -> {self.now:.6g}); "
-                f"noise band {self.band:.1%} (2 x sqrt({self.s_now:.1%}^2 + "
-                f"{self.s_base:.1%}^2)), threshold {self.threshold:.0%}")
+        said = (f"{self.metric} {self.change:+.1%} ({self.base:.6g} -> {self.now:.6g}); "
+                f"noise band {self.band_text} (2 x sqrt({self.s_now:.1%}^2 + "
+                f"{self.s_base:.1%}^2) on the log scale), threshold {self.threshold:.0%}")
         if self.fails:
-            return f"{said}: regressed"
-        if self.undecided:
-            return f"{said}: past the threshold but inside the noise: cannot decide"
-        return f"{said}: within the threshold"
+            said += ": regressed"
+        elif self.undecided:
+            said += ": past the threshold but inside the noise: cannot decide"
+        elif self.better:
+            said += ": improved"
+        else:
+            said += ": within the threshold"
+        noisy = self.too_noisy()
+        return f"{said}; {noisy}" if noisy else said
 
 
 def decide(metric: str, now: Sequence[float], base: Sequence[float],
@@ -96,13 +157,13 @@ def decide(metric: str, now: Sequence[float], base: Sequence[float],
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or \
             not 0 <= threshold <= 1000:
         raise ValueError(f"threshold must be a percentage from 0 to 1000, not {threshold!r}")
-    m_now, m_base = statistics.median(now), statistics.median(base)
-    if m_base <= 0:
-        change = 0.0
-    elif metric in HIGHER_IS_BETTER:
-        change = (m_base - m_now) / m_base
+    m_now, m_base = float(statistics.median(now)), float(statistics.median(base))
+    if m_base <= 0 or m_now <= 0:
+        log_change = 0.0 if m_now == m_base else (math.inf if m_now > m_base else -math.inf)
     else:
-        change = (m_now - m_base) / m_base
+        log_change = math.log(m_now / m_base)
+    change = m_now / m_base - 1 if m_base > 0 else 0.0
+    worse = -log_change if metric in HIGHER_IS_BETTER else log_change
     s_now, s_base = spread(now), spread(base)
-    return Verdict(metric, float(m_now), float(m_base), change, s_now, s_base,
-                   band(s_now, s_base), threshold / 100.0)
+    return Verdict(metric, m_now, m_base, change, s_now, s_base, band(s_now, s_base),
+                   threshold / 100.0, worse)

@@ -73,8 +73,9 @@ class Rounds:
         return statistics.median(self.values(metric))
 
     def spread(self, metric: str) -> float:
-        """Round-to-round noise of a figure: its standard deviation over
-        its mean (0 with one round)."""
+        """Round-to-round noise of a figure: httpbench.noise.spread, the
+        robust spread of its rounds' logs (about the relative standard
+        deviation; 0 with one round)."""
         return spread(self.values(metric))
 
 
@@ -174,22 +175,28 @@ def _figures_of(r: Result) -> dict[str, float]:
 
 def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]],
          name: str) -> tuple[list[str], list[str]]:
-    """Holds a scenario's rounds to the baseline's by httpbench.noise's rule.
-    Returns (failures, warnings): a failure when the median is worse past
-    the threshold and past the noise band of both sides' spreads; a warning
-    when it is past the threshold but inside the band (cannot decide)."""
+    """Holds a scenario's rounds to the baseline's by httpbench.noise's rule
+    (on the log of the ratio). Returns (failures, warnings): a failure when
+    the median is worse past the threshold and past the noise band of both
+    sides' spreads; a warning when it is past the threshold but inside the
+    band (cannot decide), or when the band is wider than the threshold (too
+    noisy to judge a change of its size). The change is signed as it is,
+    a fall negative, in both."""
     failures, warnings = [], []
     for metric, limit in fail:
         v = decide(metric, rounds.values(metric), _base_rounds(base, metric), limit)
+        noisy = f"; {v.too_noisy()}" if v.noisy else ""
         if v.fails:
-            failures.append(f"httpbench: {metric} regressed {v.change:.1%} against baseline "
+            failures.append(f"httpbench: {metric} regressed {v.change:+.1%} against baseline "
                             f"{name!r} ({v.base:.6g} -> {v.now:.6g}, medians of "
                             f"{len(rounds.results)} rounds; allowed {limit:g}%, noise band "
-                            f"{v.band:.1%})")
+                            f"{v.band_text}){noisy}")
         elif v.undecided:
             warnings.append(f"{metric}: {v.change:+.1%} is past the threshold {limit:g}% but "
-                            f"inside the noise band {v.band:.1%} (spreads {v.s_now:.1%} now, "
-                            f"{v.s_base:.1%} in the baseline): this gate cannot decide")
+                            f"inside the noise band {v.band_text} (spreads {v.s_now:.1%} now, "
+                            f"{v.s_base:.1%} in the baseline): this gate cannot decide{noisy}")
+        elif v.noisy:
+            warnings.append(f"{metric}: {v.change:+.1%}: {v.too_noisy()}")
     return failures, warnings
 
 

@@ -23,7 +23,7 @@ from ._request import Headers, Path, cpus_here
 from ._url import Target, split_proxy, split_url
 from .scenario import Scenario
 
-__all__ = ["RunSpec", "DEFAULT_DURATION"]
+__all__ = ["RunSpec", "DEFAULT_DURATION", "default_threads"]
 
 # With neither requests nor a duration a run lasts this long (wrk's default).
 DEFAULT_DURATION = 10.0
@@ -110,9 +110,17 @@ class RunSpec:
 
     @property
     def loop_threads(self) -> int:
-        """The loop's threads here: those given, or this machine's CPUs,
+        """The loop's threads here: those given, or default_threads',
         capped by the connections."""
-        return min(self.threads or cpus_here(), self.concurrency)
+        if self.threads:
+            return min(self.threads, self.concurrency)
+        return default_threads(self.concurrency, cpus_here(), local=True)
+
+
+def default_threads(concurrency: int, cpus: int, local: bool) -> int:
+    """The loop threads a run takes unless told: this machine's CPUs,
+    capped by the connections."""
+    return max(1, min(cpus, concurrency))
 
 
 def _shapes(a: dict[str, Any]) -> None:

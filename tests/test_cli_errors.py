@@ -190,4 +190,8 @@ def test_every_time_flag_reads_units(tmp_path):
     with httpbench.Server() as srv:
         r = hb("capacity", "--stage", "300ms", "--start", "50", "--slo", "p99<1s", "-c", "2",
                "--no-confirm", srv.url("/rnd?c=10"), cwd=tmp_path, timeout=120)
-        assert r.returncode == 0 and "capacity: " in r.stdout, r.stderr
+        # (A search it ran: exit 1 only if the client could not keep up, as
+        # a sanitizer build's may not.)
+        assert r.returncode in (0, 1) and r.stderr == "" and "capacity: " in r.stdout
+        stages = [x for x in r.stdout.splitlines() if x.strip()[:1].isdigit()]
+        assert stages and all(s.split()[0] != "0" for s in stages)

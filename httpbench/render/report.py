@@ -185,7 +185,7 @@ def _ratio_cell(v: float | None, base: float | None, higher: bool, verdict: Any)
     if verdict is not None:
         if verdict.fails:
             cls, note = "worse", " (past the noise)"
-        elif verdict.change < -verdict.band and -verdict.change > verdict.threshold:
+        elif verdict.better:
             cls, note = "better", " (past the noise)"
         else:
             cls, note = "noise", " (within the noise)" if abs(ratio - 1) > 1e-9 else ""
@@ -227,8 +227,8 @@ def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> st
         rows.append(f"<tr data-key=\"{key}\"><th>{e(name)}</th>{''.join(cells)}</tr>")
     noise = ("<p>Ratios to the first. Where both sides carry rounds (a pytest session's "
              f"runs), req/s, p50 and p99 are judged by the pytest gate's rule (threshold "
-             f"{threshold:g}%): a change is marked only past 2 x sqrt(s_now^2 + s_base^2), "
-             "the rounds' spread.</p>")
+             f"{threshold:g}%): on the log of the ratio, a change is marked only past "
+             "2 x sqrt(s_now^2 + s_base^2), the rounds' robust spreads.</p>")
     pics = []
     if all(r.timeline for _, r in named):
         pics += [charts.throughput_chart(named), charts.latency_timeline_chart(named)]
