@@ -62,5 +62,6 @@ def test_threads_default_to_the_cpus_this_process_may_use(tmp_path, server):
                           server.url("/rnd?c=10")], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1"]
+    # (The server is this machine: half its CPUs, spec.default_threads.)
     assert httpbench.run(server.url("/rnd?c=10"), requests=20, concurrency=8,
-                         progress=False).threads == min(8, len(os.sched_getaffinity(0)))
+                         progress=False).threads == max(1, len(os.sched_getaffinity(0)) // 2)
