@@ -55,10 +55,10 @@ def measure(name: str, url: str, conns_list: list[int], rounds: int, seconds: fl
     cpus = len(os.sched_getaffinity(0))
     for conns in conns_list:
         variants: dict[str, Callable[[], float]] = {
-            f"--threads {k}": (lambda k=k: loop(url, conns, seconds, k, unix))
+            f"--threads {k}": (lambda k=k, c=conns: loop(url, c, seconds, k, unix))
             for k in range(1, min(cpus, conns) + 1)}
         if unix is None and conns <= 20000:
-            variants["ab -k"] = lambda: ab(url, conns, seconds)
+            variants["ab -k"] = lambda c=conns: ab(url, c, seconds)
         got: dict[str, list[float]] = {v: [] for v in variants}
         for _ in range(rounds):
             for v, f in variants.items():
