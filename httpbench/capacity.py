@@ -71,8 +71,8 @@ class CapacityStep:
     held (`why` says what broke, "" when it held). repeat: 0 for a rate's
     first measurement, 1 and 2 for the repeats that confirm a breach or
     check a client that could not keep up; client: why the client bound
-    this measurement ("cpu", "schedule"; "" when it did not), when its
-    verdict does not count."""
+    this measurement ("cpu", "schedule"; "" when it did not). `counts`
+    says whether its verdict counts."""
 
     target: float
     achieved: float
@@ -88,6 +88,12 @@ class CapacityStep:
     @property
     def error_rate(self) -> float:
         return self.errors / self.requests if self.requests else 0.0
+
+    @property
+    def counts(self) -> bool:
+        """Whether this measurement's verdict counts: it held, or the
+        client was not bound (a breach while it was is the client's)."""
+        return self.held or not self.client
 
 
 @dataclasses.dataclass
@@ -112,8 +118,8 @@ class CapacityResult:
     def bounds(self) -> tuple[float | None, float | None]:
         """(the highest rate that held, or None; the lowest that broke,
         confirmed, or None)."""
-        held = [s.target for s in self.steps if s.held and not s.client]
-        broke = [s.target for s in self.steps if not s.held and not s.client]
+        held = [s.target for s in self.steps if s.held]
+        broke = [s.target for s in self.steps if s.counts and not s.held]
         low = min((t for t in broke if t > max(held, default=0.0)), default=None)
         return (max(held) if held else None, low)
 
@@ -194,9 +200,13 @@ class CapacityResult:
         return ax
 
 
-# A stage's verdict does not count when the client bound it by these: it
+# A breach does not count when the client bound its stage by these: it
 # measured the client. ("connections", every connection busy when requests
-# fell due, is the server's capacity at this concurrency: it counts.)
+# fell due, is the server's capacity at this concurrency: it counts.) A
+# stage that held counts whatever the client's state (held includes
+# reaching the rate): its latency runs from the schedule (corrected), so
+# the client's lateness and its own time are inside it, and the server
+# alone did at least as well.
 _CLIENT_REASONS = ("cpu", "schedule")
 
 
@@ -236,15 +246,16 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     or start if lower) runs next: if it breaks too the search stops there,
     with met False and rate 0; else the two are bisected.
 
-    Noise: a stage's verdict counts only if the client kept up in it (its
+    Noise: a breach counts only if the client kept up in its stage (its
     CPU and its schedule: Result.client); one where it did not is measured
     again, and if it still did not the search stops: limited_by "client",
-    the server untested beyond. With confirm (the default) a stage that
-    broke the SLO is measured again before the search steps down, and when
-    the two disagree a third decides, so one stall does not end the climb;
-    confirm=False keeps one measurement per stage. Every measurement is in
-    `steps` (repeat 1 and 2 for the repeats). run()'s keyword
-    arguments (concurrency, default 50, threads, headers, timeout, ...)
+    the server untested beyond. (A stage that held counts: the latency runs
+    from the schedule, so the client's lateness is inside it.) With confirm
+    (the default) a stage that broke the SLO is measured again before the
+    search steps down, and when the two disagree a third decides, so one
+    stall does not end the climb; confirm=False keeps one measurement per
+    stage. Every measurement is in `steps` (repeat 1 and 2 for the
+    repeats). run()'s keyword arguments (concurrency, default 50, threads, headers, timeout, ...)
     pass through; rate, duration and requests are capacity's to set.
 
     metrics="HOST:PORT" serves every stage's figures on one endpoint, each
@@ -333,7 +344,7 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
         for attempt in range(2):
             r = measured(str(len(steps) + 1), rate=rate, duration=stage_s)
             steps.append(_judge(r, rate, bounds, max_error_rate, repeat + attempt))
-            if not steps[-1].client:
+            if steps[-1].counts:
                 return steps[-1]
         raise _ClientBound
 

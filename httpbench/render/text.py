@@ -225,8 +225,10 @@ def step_outcome(s: CapacityStep) -> str:
     """A capacity stage's outcome in words: held, what broke, or why it
     did not count."""
     what = "held" if s.held else s.why
-    if s.client:
+    if not s.counts:
         what = f"not counted: the client could not keep up ({s.client}; {what})"
+    elif s.client:
+        what = f"held, though the client was bound ({s.client})"
     return what + (f" (repeat {s.repeat})" if s.repeat else "")
 
 
