@@ -292,7 +292,7 @@ def test_one_stalled_stage_does_not_end_the_climb():
 
 @pytest.mark.timing
 def test_a_stage_that_held_counts_though_the_client_was_late(tmp_path):
-    """The client's own process stopped for 30 ms every 150 ms, all search
+    """The client's own process stopped for 40 ms every 160 ms, all search
     long: its sends are late against the schedule (reason "schedule"), but
     a stage that held anyway counts (the latency runs from the schedule, so
     the lateness is inside it): the search climbs on without measuring it
@@ -313,7 +313,7 @@ def test_a_stage_that_held_counts_though_the_client_was_late(tmp_path):
                 time.sleep(0.12)
                 try:
                     os.kill(search.pid, signal.SIGSTOP)
-                    time.sleep(0.03)
+                    time.sleep(0.04)
                 finally:
                     os.kill(search.pid, signal.SIGCONT)
             out, err = search.communicate(timeout=120)
@@ -321,10 +321,12 @@ def test_a_stage_that_held_counts_though_the_client_was_late(tmp_path):
             if search.poll() is None:
                 search.kill()
     c = httpbench.CapacityResult.from_dict(json.loads((tmp_path / "c.json").read_text()))
-    first = c.steps[0]
     # The stalls made the client late (the rule was tested, not bypassed),
-    # and the stage counted all the same.
-    assert first.target == 250 and first.held and first.client == "schedule", out
-    assert first.counts and "held, though the client was bound (schedule)" in out, out
-    assert c.steps[1].target > first.target and c.steps[1].repeat == 0, out
+    # and each such stage that held counted all the same: the next stage
+    # climbed, no repeat.
+    late = [i for i, s in enumerate(c.steps) if s.held and s.client == "schedule"]
+    assert late and "held, though the client was bound (schedule)" in out, out
+    for i in late:
+        assert c.steps[i].counts and c.steps[i].repeat == 0, out
+        assert i + 1 == len(c.steps) or c.steps[i + 1].target != c.steps[i].target, out
     assert c.rate > 250 and c.limited_by != "client", out

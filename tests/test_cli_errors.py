@@ -78,9 +78,9 @@ def test_output_files_are_written_after_the_run_and_left_out_when_it_never_began
     assert r.returncode == 1 and not (tmp_path / "never.csv").exists()
 
 
-def test_mixing_t_and_d_with_different_values_is_a_usage_error(tmp_path):
+def test_t_beside_d_is_wrks_habit_and_a_usage_error(tmp_path):
     r = hb("-t", "1", "-d", "2s", "http://127.0.0.1:1/", cwd=tmp_path)
-    assert r.returncode == 2 and "the same time limit" in r.stderr
+    assert r.returncode == 2 and 'did you mean "httpbench wrk -t 1 -d 2s' in r.stderr
 
 
 @pytest.mark.parametrize("command", [[], ["compare"], ["capacity"]])

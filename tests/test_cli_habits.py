@@ -137,8 +137,9 @@ def test_compare_says_when_every_answer_was_non_2xx(server):
 
 def test_help_names_compare_serve_and_the_habits(tmp_path):
     out = hb("--help", cwd=tmp_path).stdout
-    for words in ("httpbench compare", "httpbench serve", "with no URL", "wrk:", "hey:",
-                  "ab:", "-d TIME, --duration TIME, -z TIME", "-R RATE, --rate RATE"):
+    for words in ("httpbench compare", "httpbench serve", "with no URL", "httpbench wrk",
+                  "httpbench ab", "as wrk2", "-d TIME, --duration TIME, -z TIME",
+                  "-R RATE, --rate RATE"):
         assert words in out, words
 
 
@@ -151,3 +152,33 @@ def test_rate_is_the_whole_runs_rate_at_any_concurrency(server, concurrency):
     assert r.complete == 100
     assert 0.45 < r.time_taken < 0.6, r.time_taken
     assert 170 < r.rps < 225, r.rps
+
+
+@pytest.mark.parametrize("args,flag,suggestion", [
+    (["-t2", "-c50", "-d3s"], "-t 2 beside -d", 'did you mean "httpbench wrk -t2 -c50 -d3s'),
+    (["-n", "100", "-c", "2", "-t", "5", "-z", "2s"], "-t 5 beside -z",
+     'did you mean "httpbench -n 100 -c 2 -s 5 -z 2s'),
+    (["-n", "100", "-m", "10"], "-m 10", 'did you mean "httpbench -n 100 --http2 --streams 10'),
+    (["-n", "10", "-T", "5"], "-T 5", 'did you mean "httpbench -n 10 -s 5'),
+    (["-c", "10", "-q", "10"], "-q 10", 'did you mean "httpbench -c 10 -R 100'),
+    (["-h2", "-n", "10"], "-h2", 'did you mean "httpbench --http2 -n 10'),
+])
+def test_another_tools_values_say_which_was_meant_and_send_nothing(tmp_path, server, args, flag,
+                                                                   suggestion):
+    """h2load's -m 10 once became the method "10" (400s from nginx, exit 0),
+    hey's -t 5 a 5-second run, hey's -q 10 "not a URL"; now each names the
+    tool it belongs to and what to write, before anything is sent."""
+    before = server.stats()["requests"]
+    r = hb(*args, server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert flag in r.stderr and suggestion in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+
+
+def test_help_names_the_modes_and_groups_its_flags(tmp_path):
+    out = hb("--help", cwd=tmp_path).stdout
+    top = out.split("options:")[0]
+    assert "httpbench ab" in top and "httpbench wrk" in top
+    for group in ("what to send:", "how much load:", "protocol, TLS, proxies:", "outputs:",
+                  "over a cluster:"):
+        assert group in out, group

@@ -29,11 +29,13 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from .ab import ab_main
 from .bench import bench
 from .capacity import capacity_main
 from .compare import compare_main
 from .report import report_main
 from .serve import serve
+from .wrk import wrk_main
 
 def _as_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
@@ -57,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return capacity_main(args[1:])
         if args and args[0] == "compare":
             return compare_main(args[1:])
+        if args and args[0] == "ab":
+            return ab_main(args[1:])
+        if args and args[0] == "wrk":
+            return wrk_main(args[1:])
         return bench(args)
     except KeyboardInterrupt:
         # Ctrl-C outside a run (a run reports what it measured): no

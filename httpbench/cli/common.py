@@ -16,6 +16,7 @@ from typing import IO
 
 from .. import _check
 from .._url import split_proxy, split_url
+from ..runner import basic_auth
 from ..scenario import Scenario
 
 # The flags the subcommands share, each defined once: (its flags, argparse's
@@ -45,6 +46,17 @@ COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
         "metavar": "HOST:PORT",
         "help": "serve live figures for Prometheus at http://HOST:PORT/metrics (OpenMetrics) "
                 "while the run lasts"}),
+    "log": (("--log",), {
+        "metavar": "FILE",
+        "help": "write a record per request to FILE: CSV, JSON lines or SQLite by its extension "
+                "(.csv, .jsonl, .db, .sqlite); httpbench.read_log reads it"}),
+    "log_sample": (("--log-sample",), {
+        "type": float, "metavar": "FRACTION",
+        "help": "with --log: log this fraction of the requests, at random (0.01: 1%%)"}),
+    "hgrm": (("--hgrm",), {
+        "metavar": "FILE",
+        "help": "write HdrHistogram's percentile distribution (values in ms) to FILE ('-': "
+                "standard output)"}),
     "metrics_run": (("--metrics-run",), {
         "metavar": "NAME", "help": "with --metrics: the run label (default: a short id)"}),
     "metrics_linger": (("--metrics-linger",), {
@@ -73,7 +85,7 @@ COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
 }
 
 
-def add_common(p: argparse.ArgumentParser, *dests: str,
+def add_common(p: argparse._ActionsContainer, *dests: str,
                **changes: dict[str, object]) -> None:
     """Adds the shared flags named (COMMON's keys) to p, in that order; a
     keyword named after one changes its argparse keywords (a default, a
@@ -106,6 +118,16 @@ def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CON
         args.window = _check.count("--window", args.window, 1, _check.MAX_WINDOW)
         if not args.http2:
             raise UsageError("--window is HTTP/2's: add --http2")
+    if "log" in given:
+        if args.log is not None:
+            from ..reqlog import log_format
+            log_format("--log", args.log)
+            folder = os.path.dirname(os.path.abspath(args.log))
+            if not os.access(folder, os.W_OK):
+                raise UsageError(f"--log: cannot write {args.log} (no such folder, or not "
+                                 "writable)")
+        if args.log_sample is not None and args.log is None:
+            raise UsageError("--log-sample samples the log: add --log FILE")
     if "metrics" in given:
         if args.metrics is not None:
             from ..metrics import check_label, parse_address
@@ -119,7 +141,42 @@ def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CON
                                                                              linger)
 
 
-def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+def request_parts(args: argparse.Namespace, type_alone: bool = True
+                  ) -> tuple[str, bytes | None, list[tuple[str, str]]]:
+    """The method, body and headers ab's letters ask for (-m, -i, -p, -u,
+    -T, -A, -C; args.headers already pairs): with type_alone False, -T
+    without a body sends nothing, as ab sends a Content-Type only with one."""
+    headers = list(args.headers)
+    body = None
+    method = args.method
+    if args.head:
+        if args.postfile or args.putfile:
+            raise UsageError("-i (HEAD) sends no body: not with -p or -u")
+        method = method or "HEAD"
+    if args.putfile is not None and args.postfile is not None:
+        raise UsageError("-p and -u: give one body")
+    for flag, path, verb in (("-p", args.postfile, "POST"), ("-u", args.putfile, "PUT")):
+        if path is not None:
+            body = read_body_file(flag, path)
+            method = method or verb
+    if args.content_type and (type_alone or body is not None):
+        headers.append(("Content-Type", args.content_type))
+    elif body is not None and not any(k.lower() == "content-type" for k, _ in headers):
+        headers.append(("Content-Type", "text/plain"))  # ab's default for -p and -u
+    if args.auth is not None:
+        user, sep, password = args.auth.partition(":")
+        if not sep:
+            raise UsageError(f"-A takes user:password, not {args.auth!r}")
+        headers.append(("Authorization", basic_auth(user, password)))
+    if args.cookies:
+        for c in args.cookies:
+            if "=" not in c:
+                raise UsageError(f"-C takes name=value, not {c!r}")
+        headers.append(("Cookie", "; ".join(args.cookies)))
+    return method or "GET", body, headers
+
+
+def add_tls_arguments(p: argparse._ActionsContainer) -> None:
     """curl's words for how an https:// server is checked."""
     p.add_argument("--insecure", dest="verify", action="store_false",
                    help="do not verify the server's certificate or name (as curl -k; ab, wrk "
@@ -130,7 +187,7 @@ def add_tls_arguments(p: argparse.ArgumentParser) -> None:
     add_cert_arguments(p, "a client certificate")
 
 
-def add_cert_arguments(p: argparse.ArgumentParser, what: str) -> None:
+def add_cert_arguments(p: argparse._ActionsContainer, what: str) -> None:
     """--cert and --key, curl's names, for the server's and the client's."""
     p.add_argument("--cert", metavar="FILE", help=f"{what} (PEM)")
     p.add_argument("--key", metavar="FILE",

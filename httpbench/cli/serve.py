@@ -101,9 +101,16 @@ def serve(argv: Sequence[str]) -> int:
         curl = "curl" if srv.unix_socket is None else f"curl --unix-socket {srv.unix_socket}"
         if srv.tls and args.cert is None:
             print(f"self-signed certificate for {args.host} and localhost, a day: "
-                  f"{curl} --cacert {srv.cafile} {srv.url()}", flush=True)
+                  f"{curl} --cacert {srv.cafile} {srv.url('/rnd?c=2048')}", flush=True)
         elif srv.unix_socket is not None:
-            print(f"{curl} {srv.url()}", flush=True)
+            print(f"{curl} {srv.url('/rnd?c=2048')}", flush=True)
+        if not srv.proxy:
+            # An example that answers 200 (/ is 404, its body the routes).
+            where = f" --unix-socket {srv.unix_socket}" if srv.unix_socket is not None else ""
+            tls = f" --cacert {srv.cafile}" if srv.tls and args.cert is None else \
+                " --insecure" if srv.tls else ""
+            print(f"try: httpbench -n 10000 -c 10{where}{tls} {srv.url('/rnd?c=2048')}",
+                  flush=True)
         if srv.proxy and srv.unix_socket is None:
             copy = "splice" if srv.zero_copy else "read/write"
             print(f"forward proxy ({copy}): curl -x {srv.url()} http://127.0.0.1:PORT/..., "

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
            "streams_allowed", "in_flight", "headline", "step_outcome", "client_lines",
-           "percentiles_cover"]
+           "percentiles_cover", "tls_lines", "cpu_line", "log_lines"]
 
 
 def report(r: Result) -> str:
@@ -92,12 +92,7 @@ def _report_lines(r: Result) -> Iterable[str]:
         yield f"Proxy:                  {r.proxy}"
     if r.http_version == "2":
         yield f"Protocol:               {'h2 (TLS ALPN)' if r.tls_protocol else 'h2c'}"
-    if r.tls_protocol:
-        yield f"SSL/TLS Protocol:       {r.tls_protocol}"
-        if r.tls_temp_key:
-            yield f"Server Temp Key:        {r.tls_temp_key}"
-        if r.tls_server_name:
-            yield f"TLS Server Name:        {r.tls_server_name}"
+    yield from tls_lines(r)
     yield ""
     yield f"Document Path:          {r.path}"
     doc = r.document_length
@@ -160,19 +155,11 @@ def _report_lines(r: Result) -> Iterable[str]:
     kbps = r.bytes_received / 1024 / r.time_taken if r.time_taken > 0 else 0.0
     yield f"Transfer rate:          {kbps:.2f} [Kbytes/sec] received"
     if r.complete:
-        cpu_us = r.cpu_time / r.complete * 1e6
-        user_us = r.cpu_user / r.complete * 1e6
-        yield (f"Client CPU per request: {cpu_us:.2f} [us] (user {user_us:.2f}"
-               f" + system {r.cpu_sys / r.complete * 1e6:.2f})")
+        yield cpu_line(r)
     if r.http_version == "2" and r.complete:
         yield (f"Req/s per connection:   min {r.conn_rps_min:.2f}, max {r.conn_rps_max:.2f}, "
                f"mean {r.conn_rps_mean:.2f}, sd {r.conn_rps_sd:.2f}")
-    if r.log:
-        dropped = f", {r.log_dropped} dropped" if r.log_dropped else ""
-        why = f" ({r.log_error})" if r.log_error else ""
-        yield f"Request log:            {r.log}: {r.log_records} records{dropped}{why}"
-    if r.interrupted:
-        yield "Interrupted:            the run was stopped before its end"
+    yield from log_lines(r)
     if r.rate:
         yield (f"Target rate:            {r.rate:.2f} [#/sec]{' (mean)' if r.stages else ''}, "
                "latency from each request's intended start")
@@ -219,6 +206,33 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.workers:
         yield ""
         yield from _worker_lines(r)
+
+
+def tls_lines(r: Result) -> Iterable[str]:
+    """ab's lines about the TLS session, when there was one."""
+    if r.tls_protocol:
+        yield f"SSL/TLS Protocol:       {r.tls_protocol}"
+        if r.tls_temp_key:
+            yield f"Server Temp Key:        {r.tls_temp_key}"
+        if r.tls_server_name:
+            yield f"TLS Server Name:        {r.tls_server_name}"
+
+
+def cpu_line(r: Result) -> str:
+    """The client's CPU per complete request (at least one)."""
+    return (f"Client CPU per request: {r.cpu_time / r.complete * 1e6:.2f} [us] (user "
+            f"{r.cpu_user / r.complete * 1e6:.2f} + system "
+            f"{r.cpu_sys / r.complete * 1e6:.2f})")
+
+
+def log_lines(r: Result) -> Iterable[str]:
+    """The request log's line and an interrupted run's."""
+    if r.log:
+        dropped = f", {r.log_dropped} dropped" if r.log_dropped else ""
+        why = f" ({r.log_error})" if r.log_error else ""
+        yield f"Request log:            {r.log}: {r.log_records} records{dropped}{why}"
+    if r.interrupted:
+        yield "Interrupted:            the run was stopped before its end"
 
 
 def step_outcome(s: CapacityStep) -> str:

@@ -1,0 +1,78 @@
+"""One run from a command line, in every mode (plain, ab, wrk): the output
+files opened first, run(), the report in the mode's layout, then the files
+written. What went wrong before anything was measured is one line and an
+exit status: 2 for settings nothing could run with, 1 when the run could
+not start (a name that did not resolve, no threads or descriptors)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import IO, Any
+
+from ..exceptions import HttpbenchError, TLSError
+from ..result import Result
+from ..runner import run
+from .common import Outputs, UsageError, one_line
+
+__all__ = ["execute", "output_options", "write_csv", "OUTPUT_FLAGS"]
+
+# The output files every mode takes, as long options the tools do not have.
+OUTPUT_FLAGS = ("json", "html", "log", "log_sample", "hgrm", "metrics", "metrics_run",
+                "metrics_linger")
+
+
+def output_options(args: Any) -> dict[str, Any]:
+    """run()'s arguments from the output options every mode takes."""
+    return {"metrics": args.metrics, "metrics_run": args.metrics_run,
+            "metrics_linger": args.metrics_linger, "log": args.log,
+            "log_sample": 1.0 if args.log_sample is None else args.log_sample}
+
+
+def write_csv(result: Result, f: IO[str]) -> None:
+    """ab's -e file: the time in ms within which each percentage was served."""
+    f.write("Percentage served,Time in ms\n")
+    for p in range(101):
+        f.write(f"{p},{result.latency.percentile(p) * 1e3:.3f}\n")
+
+
+def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | None],
+            write_report: Callable[[Result, IO[str]], None]) -> Result | int:
+    """Runs run(url, **kwargs) and writes its report with write_report (to
+    standard error when the JSON goes to standard output) and the files
+    paths names ("-e": ab's CSV, "--json", "--hgrm", "--html"). The Result,
+    or the exit status when nothing was measured."""
+    try:
+        outputs = Outputs(paths)
+    except UsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    try:
+        r = run(url, **kwargs)
+    except (ValueError, FileNotFoundError, TLSError, ImportError) as e:
+        # Settings nothing could run with: a file, a cipher list OpenSSL
+        # does not know (a handshake's failure is counted, not raised).
+        outputs.discard()
+        print(one_line(prog, e), file=sys.stderr)
+        return 2
+    except (HttpbenchError, OSError) as e:
+        # Nothing ran: the name did not resolve, or the system refused the
+        # run its threads or descriptors.
+        outputs.discard()
+        print(one_line(prog, e), file=sys.stderr)
+        return 1
+    report = sys.stderr if paths.get("--json") == "-" else sys.stdout
+    write_report(r, report)
+    report.flush()
+    for flag, text in (("-e", None), ("--json", r.to_json()),
+                       ("--hgrm", r.latency.to_hgrm()),
+                       ("--html", r.to_html() if paths.get("--html") else "")):
+        out = outputs.get(flag)
+        if out is None:
+            continue
+        if text is None:
+            write_csv(r, out)
+        else:
+            out.write(text if text.endswith("\n") else text + "\n")
+    outputs.close()
+    return r

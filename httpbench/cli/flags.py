@@ -1,0 +1,135 @@
+"""The drop-in modes' flags (`httpbench ab`, `httpbench wrk`): one table a
+tool, each row a flag of that tool, its meaning there, and how httpbench
+honours it (what it becomes in run()) or why it is refused and what to use
+instead. The mode's parser, its refusals and its manual page's table are
+all made from the row, so the three cannot drift apart."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["Flag", "mode_parser", "refusal", "checked", "markdown", "given_last"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """One flag of a tool. names: its spellings ("-c", "--connections");
+    value: its argument's name as the tool's help writes it ("" for a
+    switch); meaning: the tool's own words; here: how httpbench honours it
+    (onto run()), or for a refused flag why not and what to use instead;
+    repeat: it may be given again (-H); default: the tool's default,
+    as text the mode's parser reads."""
+
+    names: tuple[str, ...]
+    value: str
+    meaning: str
+    here: str
+    refused: bool = False
+    repeat: bool = False
+    default: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The Namespace attribute: the longest spelling, dashes as
+        underscores, "opt_" before it (-c and -C stay apart)."""
+        name = max(self.names, key=len).lstrip("-").replace("-", "_")
+        return f"opt_{name}"
+
+    @property
+    def usage(self) -> str:
+        """As the tool's help writes it: "-n requests", "-c, --connections N"."""
+        return ", ".join(self.names) + (f" {self.value}" if self.value else "")
+
+
+def mode_parser(prog: str, description: str, epilog: str, table: Sequence[Flag],
+                url: str) -> argparse.ArgumentParser:
+    """A parser that takes exactly the table's flags (the tool's help flag,
+    -h, is argparse's own), their values as text for the mode to read, the
+    URL (its metavar as the tool writes it), and httpbench's output files
+    as long options; refused flags parse too, so that refusal() can name
+    them."""
+    from .common import add_common
+    from .execute import OUTPUT_FLAGS
+    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
+    tool = p.add_argument_group(f"{prog.split()[-1]}'s flags")
+    for flag in table:
+        if "-h" in flag.names:
+            continue
+        help_text = f"{flag.meaning}" + (f" (refused: {flag.here})" if flag.refused else "")
+        help_text = help_text.replace("%", "%%")
+        if not flag.value:
+            tool.add_argument(*flag.names, dest=flag.dest, action="store_true", help=help_text)
+        elif flag.repeat:
+            tool.add_argument(*flag.names, dest=flag.dest, action="append", default=[],
+                              metavar=flag.value, help=help_text)
+        else:
+            tool.add_argument(*flag.names, dest=flag.dest, default=flag.default,
+                              metavar=flag.value, help=help_text)
+    p.add_argument("url", nargs="?", metavar=url)
+    outputs = p.add_argument_group(f"httpbench's outputs ({prog.split()[-1]} has none of these)")
+    add_common(outputs, *OUTPUT_FLAGS)
+    return p
+
+
+def refusal(prog: str, args: argparse.Namespace, table: Sequence[Flag]) -> str:
+    """The line that refuses the first refused flag given, or ""."""
+    for flag in table:
+        if flag.refused and getattr(args, flag.dest, None) not in (None, False, []):
+            return (f"{prog}: {flag.names[0]} ({flag.meaning[0].lower()}{flag.meaning[1:]}) "
+                    f"is not honoured: {flag.here}")
+    return ""
+
+
+def checked(prog: str, args: argparse.Namespace, table: Sequence[Flag],
+            settings: Callable[[], T]) -> T | int:
+    """A mode's settings, read by settings() once no refused flag was given
+    and the shared flags' values are checked; or exit status 2, its one
+    line said, nothing sent."""
+    from .common import UsageError, check_common
+    line = refusal(prog, args, table)
+    if line:
+        print(line, file=sys.stderr)
+        return 2
+    try:
+        check_common(args)
+        return settings()
+    except (UsageError, ValueError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+
+
+def given_last(argv: Sequence[str], letters: Sequence[str]) -> str | None:
+    """Of the short flags `letters` ("-n", "-t"), the one given last in
+    argv, as getopt reads them (ab lets the later of -n and -t set the
+    count); None when none is."""
+    last = None
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token == "--":
+            break
+        for letter in letters:
+            if token == letter or (token.startswith(letter) and not token.startswith("--")):
+                last = letter
+                skip = token == letter
+    return last
+
+
+def markdown(table: Sequence[Flag], tool: str) -> str:
+    """The manual's table of a mode's flags, made from its rows."""
+    lines = [f"| {tool}'s flag | in {tool} | in httpbench {tool} |", "|---|---|---|"]
+    for flag in table:
+        here = f"**refused**: {flag.here}" if flag.refused else flag.here
+        usage = flag.usage.replace("|", "\\|")
+        lines.append(f"| `{usage}` | {flag.meaning} | {here.replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"

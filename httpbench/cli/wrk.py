@@ -1,0 +1,120 @@
+"""`httpbench wrk ...`: wrk 4.1's command line (its flags, defaults and
+units, as `wrk` and its README give them) and wrk2's -R/--rate (from
+wrk2's README; wrk2 is not in Debian), and wrk's report layout. A flag
+wrk has that cannot be honoured is refused, never read as something
+else."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from typing import IO, Any
+
+from .. import _check
+from .._version import __version__
+from ..render.wrk import header, wrk_report
+from ..result import Result
+from .common import UsageError, parse_headers, parse_time
+from .execute import execute, output_options
+from .flags import Flag, checked, mode_parser
+
+PROG = "httpbench wrk"
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(("-c", "--connections"), "<N>", "Connections to keep open",
+         "concurrency=N (default 10; at least -t)", default="10"),
+    Flag(("-d", "--duration"), "<T>", "Duration of test",
+         "duration=T (default 10s; 2s, 2m, 2h, and 500ms too)", default="10s"),
+    Flag(("-t", "--threads"), "<N>", "Number of threads to use",
+         "threads=N (default 2)", default="2"),
+    Flag(("-s", "--script"), "<S>", "Load Lua script file",
+         "no Lua here: write the requests as a Python httpbench.Scenario and run it with "
+         "httpbench --scenario FILE.py", refused=True),
+    Flag(("-H", "--header"), "<H>", "Add header to request", "headers=[...]", repeat=True),
+    Flag(("-L", "--latency"), "", "Print latency statistics",
+         "the Latency Distribution table (50, 75, 90, 99%)"),
+    Flag(("--timeout",), "<T>", "Socket/request timeout", "timeout=T (default 2s, as wrk's)",
+         default="2s"),
+    Flag(("-v", "--version"), "", "Print version details", "prints httpbench's version"),
+    Flag(("-R", "--rate"), "<T>", "wrk2: work rate (throughput) in requests/sec (total)",
+         "rate=R: an open loop, latency from each request's intended start (wrk2's "
+         "correction)"),
+    Flag(("-h", "--help"), "", "Print this help", "this help"),
+)
+
+EXAMPLES = """\
+as wrk (and wrk2's -R), one word changed:
+  httpbench wrk -t2 -c50 -d10s --latency http://127.0.0.1:8080/rnd?c=2048
+  httpbench wrk -t2 -c100 -d30s -R2000 http://127.0.0.1:8080/rnd?c=2048
+  httpbench wrk -c10 -d5s -H 'Accept: text/html' --timeout 5s http://127.0.0.1:8080/rnd?c=2048
+with what wrk does not have:
+  httpbench wrk -t2 -c50 -d10s --json result.json --log requests.csv URL
+
+Numeric arguments may include a SI unit (1k, 1M, 1G); time arguments a time
+unit (2s, 2m, 2h). The report is wrk's; httpbench's own figures follow it
+after a blank line. Exit status: 0 when no request failed, 1 when some did
+(wrk exits 0 even then), 2 for bad usage (nothing was sent).
+"""
+
+_METRIC = {"": 1, "k": 1000, "m": 1000 ** 2, "g": 1000 ** 3}
+
+
+def wrk_parser() -> argparse.ArgumentParser:
+    return mode_parser(PROG, "wrk 4.1's command line and report (and wrk2's -R), with "
+                             "httpbench's C loop underneath.", EXAMPLES, FLAGS,
+                       "<url>")
+
+
+def _metric(flag: str, text: str, low: int, high: int) -> int:
+    """wrk's scan_metric: a whole number, with k, M or G after it."""
+    m = re.fullmatch(r"(\d+)([kmg]?)", text.strip().lower())
+    if m is None:
+        raise UsageError(f"{flag} takes a whole number, with k, M or G after it if you like "
+                         f"(1k), not {text!r}")
+    return _check.count(flag, int(m.group(1)) * _METRIC[m.group(2)], low, high)
+
+
+def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], float, int, int]:
+    """run()'s arguments from wrk's flags, and the duration, threads and
+    connections its header names."""
+    if args.url is None:
+        raise UsageError("give the URL")
+    threads = _metric("-t", args.opt_threads, 1, _check.MAX_THREADS)
+    connections = _metric("-c", args.opt_connections, 1, _check.MAX_CONCURRENCY)
+    if connections < threads:
+        raise UsageError(f"number of connections must be >= threads (-c {connections}, "
+                         f"-t {threads})")
+    duration = parse_time("-d", args.opt_duration)
+    rate = None
+    if args.opt_rate is not None:
+        rate = _check.rate(float(_metric("-R", args.opt_rate, 1, int(_check.MAX_RATE))),
+                           connections)
+    kwargs: dict[str, Any] = dict(
+        headers=parse_headers(args.opt_header), duration=duration, concurrency=connections,
+        threads=threads, keepalive=True, rate=rate, timeout=parse_time("--timeout",
+                                                                      args.opt_timeout),
+        progress=False, verify=False, **output_options(args))
+    return kwargs, duration, threads, connections
+
+
+def wrk_main(argv: Sequence[str]) -> int:
+    args = wrk_parser().parse_args(argv)
+    if args.opt_version:
+        print(f"httpbench {__version__}, in wrk 4.1's mode (httpbench wrk)")
+        if args.url is None:
+            return 0
+    settings = checked(PROG, args, FLAGS, lambda: _settings(args))
+    if isinstance(settings, int):
+        return settings
+    kwargs, duration, threads, connections = settings
+    print(header(args.url, duration, threads, connections), end="", flush=True)
+
+    def write_report(r: Result, out: IO[str]) -> None:
+        out.write(wrk_report(r, duration, threads, connections, args.opt_latency))
+
+    r = execute(PROG, args.url, kwargs, {"--json": args.json, "--hgrm": args.hgrm,
+                                         "--html": args.html}, write_report)
+    if isinstance(r, int):
+        return r
+    return 0 if r.ok else 1

@@ -1,0 +1,284 @@
+"""`httpbench ab ...`: ab 2.3's command line and report layout. Side by side
+with the real ab (apache2-utils) against nginx and the embedded server:
+the same counts and bytes for the same command line; ab's flags with ab's
+defaults; the flags it cannot honour refused with nothing sent."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import httpbench
+from helpers import hb, nginx, tool_env
+from httpbench.cli.ab import FLAGS
+from httpbench.cli.flags import markdown
+
+AB = shutil.which("ab")
+needs_ab = pytest.mark.skipif(AB is None, reason="ab not installed (apt-get install apache2-utils)")
+
+# What a script greps from ab's report: the label and a pattern for its value.
+GREPPED = {
+    "Complete requests": r"(\d+)",
+    "Failed requests": r"(\d+)",
+    "Non-2xx responses": r"(\d+)",
+    "Keep-Alive requests": r"(\d+)",
+    "Total transferred": r"(\d+) bytes",
+    "HTML transferred": r"(\d+) bytes",
+    "Requests per second": r"([\d.]+) \[#/sec\] \(mean\)",
+    "Time taken for tests": r"([\d.]+) seconds",
+}
+EXACT = ("Complete requests", "Failed requests", "Non-2xx responses", "Keep-Alive requests",
+         "Total transferred", "HTML transferred")
+
+
+def grep(out: str) -> dict[str, str | None]:
+    found = {}
+    for label, pattern in GREPPED.items():
+        m = re.search(rf"^{label}:\s+{pattern}$", out, re.M)
+        found[label] = m.group(1) if m else None
+    return found
+
+
+def labels(out: str) -> list[str]:
+    """ab's block's labels in order (up to the blank line after its last
+    table), each line's text before its colon."""
+    block = out.split("\n\n\n", 1)[-1]
+    return [m.group(1) for m in re.finditer(r"^([A-Z][A-Za-z /-]+):", block, re.M)
+            if m.group(1) in LABELS]
+
+
+LABELS = {"Server Software", "Server Hostname", "Server Port", "Document Path",
+          "Document Length", "Concurrency Level", "Time taken for tests", "Complete requests",
+          "Failed requests", "Non-2xx responses", "Keep-Alive requests", "Total transferred",
+          "Total body sent", "HTML transferred", "Requests per second", "Time per request",
+          "Transfer rate", "Connect", "Processing", "Waiting", "Total"}
+
+
+def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
+    ab = subprocess.run([AB, *args, url], capture_output=True, text=True, cwd=cwd,
+                        env=tool_env(), timeout=120)
+    ours = hb("ab", *args, url, cwd=cwd, timeout=120)
+    assert ab.returncode == 0, ab.stderr
+    assert ours.returncode in (0, 1), ours.stderr
+    return ab.stdout, ours.stdout
+
+
+# Count-bounded command lines, each flag ab honours here at least once.
+COUNTED = [
+    ["-n", "300", "-c", "4"],
+    ["-n", "300", "-c", "4", "-k"],
+    ["-n", "200", "-c", "1", "-k", "-q"],
+    ["-n", "100", "-i", "-k"],
+    ["-n", "100", "-c", "2", "-p", "{body}", "-T", "text/plain"],
+    ["-n", "100", "-c", "2", "-u", "{body}", "-T", "application/octet-stream", "-k"],
+    ["-n", "50", "-H", "Accept-Encoding: gzip", "-C", "a=1", "-C", "b=2", "-k"],
+    ["-n", "100", "-c", "5", "-k", "-l", "-r"],
+    ["-n", "100", "-m", "DELETE", "-A", "u:p"],
+    ["-n", "120", "-c", "3", "-k", "-d", "-S", "-s", "10"],
+    ["-n", "151", "-c", "7", "-v", "1", "-e", "p.csv"],
+]
+
+
+@pytest.mark.timing
+@needs_ab
+@pytest.mark.parametrize("args", COUNTED, ids=" ".join)
+@pytest.mark.parametrize("path", ["/rnd", "/missing"])
+def test_counts_and_bytes_equal_abs_against_nginx(tmp_path, args, path):
+    """For every count-bounded command line, on a route that answers 200 and
+    one that answers 404: the counts, Non-2xx, Keep-Alive requests and the
+    bytes ab greps for are ab's, exactly."""
+    (tmp_path / "body.txt").write_bytes(b"x" * 300)
+    args = [a.format(body=tmp_path / "body.txt") for a in args]
+    with nginx() as up:
+        if up is None:
+            pytest.skip("nginx not installed")
+        port, _ = up
+        a, h = both(args, f"http://127.0.0.1:{port}{path}", tmp_path)
+    ga, gh = grep(a), grep(h)
+    assert {k: ga[k] for k in EXACT} == {k: gh[k] for k in EXACT}, (a, h)
+    assert ga["Complete requests"] is not None and gh["Requests per second"] is not None
+    assert labels(h) == labels(a), (a, h)
+
+
+def concurrency(args: list[str]) -> int:
+    return int(args[args.index("-c") + 1]) if "-c" in args else 1
+
+
+TIMED = [["-t", "1", "-c", "4", "-k"], ["-t", "1s", "-c", "2"], ["-c", "3", "-t", "1", "-k", "-q"]]
+
+
+@pytest.mark.timing
+@needs_ab
+@pytest.mark.parametrize("args", TIMED, ids=" ".join)
+def test_time_bounded_runs_agree_per_response(tmp_path, args):
+    """ab's -t against nginx and the embedded server: bytes per response and
+    status shares agree, and each grepped line parses with one pattern from
+    both outputs. (The embedded server answers ab's HTTP/1.0 keep-alive
+    request with a Connection: keep-alive header that httpbench's HTTP/1.1
+    request needs not: there, with -k, the bodies are compared.)"""
+    with nginx() as up, httpbench.Server() as srv:
+        if up is None:
+            pytest.skip("nginx not installed")
+        urls = [f"http://127.0.0.1:{up[0]}/rnd", f"http://127.0.0.1:{up[0]}/missing",
+                srv.url("/rnd?c=2048"), srv.url("/status/503")]
+        for url in urls:
+            a, h = both(args, url, tmp_path)
+            ga, gh = grep(a), grep(h)
+            for label in ("Complete requests", "Failed requests", "Total transferred",
+                          "HTML transferred", "Requests per second", "Time taken for tests"):
+                assert ga[label] is not None and gh[label] is not None, (label, a, h)
+            n_a, n_h = int(ga["Complete requests"] or 0), int(gh["Complete requests"] or 0)
+            assert n_a > 0 and n_h > 0, (a, h)
+            whole = "-k" not in args or url.startswith(f"http://127.0.0.1:{up[0]}")
+            for label in ("Total transferred", "HTML transferred") if whole else \
+                    ("HTML transferred",):
+                # httpbench's bytes are its complete responses' exactly; ab's
+                # include what it had read of the responses in flight when
+                # its time ran out (at most one a connection).
+                per_h = int(gh[label] or 0) / n_h
+                assert per_h == int(per_h), (label, h)
+                extra = int(ga[label] or 0) - per_h * n_a
+                assert 0 <= extra <= per_h * concurrency(args), (label, a, h)
+            # ab counts a status when it reads it, so a response in flight
+            # when its time ran out (at most one a connection) can be among
+            # its Non-2xx but not its complete requests.
+            share_h = int(gh["Non-2xx responses"] or 0) / n_h
+            assert share_h in (0.0, 1.0), h
+            extra = int(ga["Non-2xx responses"] or 0) - share_h * n_a
+            assert 0 <= extra <= concurrency(args) * share_h, (a, h)
+            assert labels(h) == labels(a), (a, h)
+
+
+@pytest.mark.timing
+@needs_ab
+def test_the_same_counts_as_ab_against_the_embedded_server(tmp_path):
+    (tmp_path / "b").write_bytes(b"y" * 2048)
+    with httpbench.Server() as srv:
+        for args in (["-n", "500", "-c", "5"], ["-n", "300", "-c", "3", "-p", str(tmp_path / "b")],
+                     ["-n", "200", "-c", "2", "-i"]):
+            url = srv.url("/echo" if "-p" in args else "/rnd?c=2048")
+            a, h = both(args, url, tmp_path)
+            assert {k: grep(a)[k] for k in EXACT} == {k: grep(h)[k] for k in EXACT}, (a, h)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server() as srv:
+        yield srv
+
+
+def test_abs_defaults_one_request_and_no_keep_alive(tmp_path, server):
+    r = hb("ab", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["requests"] == 1 and d["complete"] == 1 and d["concurrency"] == 1
+    assert "Keep-Alive requests" not in r.stdout
+    r = hb("ab", "-n", "20", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["connects"] == 20 and d["keepalive_requests"] == 0
+    r = hb("ab", "-n", "20", "-k", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["connects"] == 1 and "Keep-Alive requests:    20" in r.stdout
+
+
+def test_t_implies_50000_requests_unless_a_later_n(tmp_path, server):
+    r = hb("ab", "-q", "-t", "1", "--json", "r.json", server.url("/delay?ms=50"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["requests"] == 50000
+    hb("ab", "-q", "-n", "5", "-t", "1", "--json", "r.json", server.url("/rnd?c=1"),
+       cwd=tmp_path)
+    assert json.loads((tmp_path / "r.json").read_text())["requests"] == 50000
+    hb("ab", "-q", "-t", "1", "-n", "5", "--json", "r.json", server.url("/rnd?c=1"),
+       cwd=tmp_path)
+    assert json.loads((tmp_path / "r.json").read_text())["requests"] == 5
+
+
+@pytest.mark.parametrize("args,flag,words", [
+    (["-n", "5", "-c", "10"], "-c 10", "-n 5"),
+    (["-t", "500ms"], "-t", "whole seconds"),
+    (["-s", "2m"], "-s", "whole seconds"),
+    (["-n", "x"], "-n", "whole number"),
+    (["-f", "TLS1.1"], "-f", "TLS1.2"),
+    (["-p", "a", "-u", "b"], "-p and -u", "one body"),
+    (["-A", "nocolon"], "-A", "user:password"),
+    (["-Z", "AES128-SHA"], "-f, -Z and -E", "https://"),
+])
+def test_bad_values_are_usage_errors_with_nothing_sent(tmp_path, server, args, flag, words):
+    before = server.stats()["requests"]
+    r = hb("ab", *args, server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert flag in r.stderr and words in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+
+
+REFUSED = [f for f in FLAGS if f.refused]
+
+
+@pytest.mark.parametrize("flag", REFUSED, ids=lambda f: f.names[0])
+def test_a_flag_ab_has_and_httpbench_cannot_honour_is_refused(tmp_path, server, flag):
+    before = server.stats()["requests"]
+    args = [flag.names[0]] + (["x"] if flag.value else [])
+    r = hb("ab", *args, "-n", "5", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert flag.names[0] in r.stderr and "not honoured" in r.stderr, r.stderr
+    assert flag.here in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+    assert not r.stdout
+
+
+def test_the_refusals_name_what_to_use_instead():
+    here = {f.names[0]: f.here for f in REFUSED}
+    assert "--log" in here["-g"] and "--html" in here["-w"]
+    assert {"-b", "-B", "-g", "-w", "-x", "-y", "-z", "-I"} == set(here)
+
+
+def test_the_layout_is_abs_then_httpbenchs_after_a_blank_line(tmp_path, server):
+    r = hb("ab", "-n", "200", "-c", "2", "-k", "-q", server.url("/status/404"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    ab_block, _, ours = out.partition("(longest request)\n")
+    assert "Client CPU per request" not in ab_block and "Client CPU per request" in ours
+    assert ours.startswith("\n"), ours
+    assert "Non-2xx responses by status: 200 (404: 200)" in ours
+    assert re.search(r"^Non-2xx responses:      200$", ab_block, re.M)
+    assert "Percentage of the requests served" in ab_block
+
+
+def test_d_S_l_and_v_change_the_report_as_abs(tmp_path, server):
+    url = server.url("/rnd?c=100")
+    out = hb("ab", "-n", "20", "-d", url, cwd=tmp_path).stdout
+    assert "Percentage of the requests" not in out and "Connection Times" in out
+    out = hb("ab", "-n", "20", "-S", url, cwd=tmp_path).stdout
+    assert re.search(r"^\s+min\s+avg\s+max$", out, re.M) and "[+/-sd]" not in out
+    out = hb("ab", "-n", "20", "-l", url, cwd=tmp_path).stdout
+    assert "Document Length:        Variable" in out
+    out = hb("ab", "-n", "20", "-v", "2", url, cwd=tmp_path).stdout
+    assert "LOG: header received:\nHTTP/1.1 200 OK" in out
+    out = hb("ab", "-V", cwd=tmp_path).stdout
+    assert "ApacheBench 2.3's mode" in out
+
+
+def test_the_output_options_work_in_ab_mode(tmp_path, server):
+    r = hb("ab", "-n", "50", "-k", "-e", "p.csv", "--json", "r.json", "--html", "r.html",
+           "--log", "l.csv", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "p.csv").read_text().startswith("Percentage served,Time in ms\n0,")
+    assert json.loads((tmp_path / "r.json").read_text())["complete"] == 50
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert len(httpbench.read_log(tmp_path / "l.csv")) == 50
+
+
+def test_nothing_completed_exits_1_where_ab_exits_0(tmp_path):
+    r = hb("ab", "-n", "3", "http://127.0.0.1:1/", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "Complete requests:      0" in r.stdout
+
+
+def test_the_manual_page_holds_the_table_made_from_the_flags():
+    page = (Path(__file__).parent.parent / "docs" / "ab.md").read_text()
+    assert markdown(FLAGS, "ab") in page, markdown(FLAGS, "ab")

@@ -1,0 +1,186 @@
+"""`httpbench wrk ...`: wrk 4.1's command line (and wrk2's -R) and report
+layout. Side by side with the real wrk against nginx and the embedded
+server: the same bytes per response and status shares, every line a
+script greps parsed by one pattern from both; wrk's defaults; -s
+refused with nothing sent."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import httpbench
+from helpers import hb, nginx, tool_env
+from httpbench.cli.flags import markdown
+from httpbench.cli.wrk import FLAGS
+from httpbench.render.wrk import format_binary, format_metric, format_time_s, format_time_us
+
+WRK = shutil.which("wrk")
+needs_wrk = pytest.mark.skipif(WRK is None, reason="wrk not installed (apt-get install wrk)")
+
+_UNITS = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3}
+# What a script greps from wrk's report, one pattern for both outputs.
+PATTERNS = {
+    "header": r"^Running (\S+) test @ (\S+)$",
+    "threads": r"^  (\d+) threads and (\d+) connections$",
+    "stats": r"^  Thread Stats\s+Avg\s+Stdev\s+Max\s+\+/- Stdev$",
+    "latency": r"^    Latency\s+([\d.]+\w+)\s+([\d.]+\w+)\s+([\d.]+\w+)\s+([\d.]+)%$",
+    "req_sec": r"^    Req/Sec\s+([\d.]+\w*)\s+([\d.]+\w*)\s+([\d.]+\w*)\s+([\d.]+)%$",
+    "requests": r"^  (\d+) requests in ([\d.]+\w+), ([\d.]+)([KMG]?B) read$",
+    "rps": r"^Requests/sec:\s+([\d.]+)$",
+    "tps": r"^Transfer/sec:\s+([\d.]+)([KMG]?B)$",
+}
+
+
+def parse(out: str) -> dict[str, tuple[str, ...]]:
+    found = {}
+    for name, pattern in PATTERNS.items():
+        m = re.search(pattern, out, re.M)
+        assert m is not None, (name, out)
+        found[name] = m.groups()
+    non = re.search(r"^  Non-2xx or 3xx responses: (\d+)$", out, re.M)
+    found["non"] = (non.group(1),) if non else ("0",)
+    return found
+
+
+def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
+    wrk = subprocess.run([WRK, *args, url], capture_output=True, text=True, cwd=cwd,
+                         env=tool_env(), timeout=60)
+    ours = hb("wrk", *args, url, cwd=cwd, timeout=60)
+    assert wrk.returncode == 0, wrk.stderr
+    assert ours.returncode == 0, ours.stderr
+    return wrk.stdout, ours.stdout
+
+
+def per_response(found: dict[str, tuple[str, ...]]) -> float:
+    n, _, amount, unit = found["requests"]
+    return float(amount) * _UNITS[unit] / int(n)
+
+
+# Time-bounded command lines from wrk's README and help, covering each flag
+# honoured here (durations cut short).
+LINES = [
+    ["-t2", "-c10", "-d1s"],
+    ["-t1", "-c4", "-d1s", "--latency"],
+    ["-c", "20", "-d", "1", "-t", "2", "-H", "Accept: */*"],
+    ["-t2", "-c10", "-d1s", "--timeout", "1s"],
+    ["--threads", "2", "--connections", "8", "--duration", "1s"],
+    ["-t1", "-c1", "-d1s", "-L"],
+    ["-t2", "-c2", "-d1s", "--header", "X-Test: 1", "--header", "X-Other: 2"],
+    ["-t1", "-c1k", "-d1s"],
+    ["-t2", "-c16", "-d1s", "--latency", "--timeout", "2s"],
+    ["-c10", "-d1s"],
+]
+
+
+@pytest.mark.timing
+@needs_wrk
+@pytest.mark.parametrize("args", LINES, ids=" ".join)
+def test_bytes_per_response_and_statuses_agree_with_wrk_against_nginx(tmp_path, args):
+    with nginx() as up:
+        if up is None:
+            pytest.skip("nginx not installed")
+        port, _ = up
+        for path in ("/rnd", "/missing"):
+            w, h = both(args, f"http://127.0.0.1:{port}{path}", tmp_path)
+            fw, fh = parse(w), parse(h)
+            assert fw["threads"] == fh["threads"] and fw["header"] == fh["header"], (w, h)
+            # wrk's read is rounded to two places of its unit.
+            n_w = int(fw["requests"][0])
+            assert per_response(fw) == pytest.approx(per_response(fh), rel=0.005,
+                                                     abs=0.006 * 1024 ** 2 / n_w), (w, h)
+            shares = [int(f["non"][0]) / int(f["requests"][0]) for f in (fw, fh)]
+            assert shares[0] == shares[1], (w, h)
+            assert ("Latency Distribution" in w) == ("Latency Distribution" in h)
+
+
+@pytest.mark.timing
+@needs_wrk
+def test_side_by_side_on_the_embedded_server(tmp_path):
+    with httpbench.Server() as srv:
+        for args, url in ((["-t1", "-c4", "-d1s", "--latency"], srv.url("/rnd?c=2048")),
+                          (["-t2", "-c4", "-d1s"], srv.url("/status/503"))):
+            w, h = both(args, url, tmp_path)
+            fw, fh = parse(w), parse(h)
+            n_w = int(fw["requests"][0])
+            assert per_response(fw) == pytest.approx(per_response(fh), rel=0.005,
+                                                     abs=0.006 * 1024 ** 2 / n_w)
+            assert fw["non"][0] == fw["requests"][0] if "503" in url else fw["non"] == ("0",)
+            assert fh["non"][0] == fh["requests"][0] if "503" in url else fh["non"] == ("0",)
+
+
+def test_wrks_formats():
+    """units.c's formats, figure for figure."""
+    assert format_time_us(635.91) == "635.91us" and format_time_us(890) == "0.89ms"
+    assert format_time_us(12920) == "12.92ms" and format_time_us(1_500_000) == "1.50s"
+    assert format_metric(56200) == "56.20k" and format_metric(900) == "0.90k"
+    assert format_metric(800) == "800.00" and format_binary(17.76 * 1024 ** 3) == "17.76G"
+    assert format_time_s(10) == "10s" and format_time_s(60) == "1m" and format_time_s(30) == "30s"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server(threads=2) as srv:
+        yield srv
+
+
+def test_wrks_defaults_and_layout(tmp_path, server):
+    r = hb("wrk", "-d", "1s", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["concurrency"] == 10 and d["threads"] == 2 and d["requests"] is None
+    assert r.stdout.startswith(f"Running 1s test @ {server.url('/rnd?c=100')}\n"
+                               "  2 threads and 10 connections\n")
+    assert "Latency Distribution" not in r.stdout
+    body, _, ours = r.stdout.partition("Transfer/sec:")
+    assert "Client:" in ours and "Client:" not in body
+    assert ours.split("\n", 1)[1].startswith("\n")  # httpbench's lines after a blank one
+
+
+def test_rate_is_wrk2s_open_loop(tmp_path, server):
+    r = hb("wrk", "-t1", "-c4", "-d1s", "-R", "200", "--json", "r.json",
+           server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["rate"] == 200 and 170 <= d["issued"] <= 215
+    assert "intended start" in r.stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-t4", "-c2"], "connections must be >= threads"),
+    (["-c", "ten"], "-c takes a whole number"),
+    (["-d", "soon"], "-d takes a time"),
+    (["-t", "0"], "-t must be"),
+    (["--timeout", "-1"], "--timeout"),
+])
+def test_bad_values_are_usage_errors_with_nothing_sent(tmp_path, server, args, words):
+    before = server.stats()["requests"]
+    r = hb("wrk", *args, server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+
+
+def test_a_lua_script_is_refused_naming_a_scenario(tmp_path, server):
+    before = server.stats()["requests"]
+    for flag in ("-s", "--script"):
+        r = hb("wrk", flag, "post.lua", "-d1s", server.url("/rnd?c=10"), cwd=tmp_path)
+        assert r.returncode == 2 and "-s" in r.stderr and "Scenario" in r.stderr, r.stderr
+        assert "not honoured" in r.stderr and not r.stdout
+    assert server.stats()["requests"] == before
+
+
+def test_version_and_python_m(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "httpbench", "wrk", "-v"], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert r.returncode == 0 and "wrk 4.1's mode" in r.stdout
+
+
+def test_the_manual_page_holds_the_table_made_from_the_flags():
+    page = (Path(__file__).parent.parent / "docs" / "wrk.md").read_text()
+    assert markdown(FLAGS, "wrk") in page, markdown(FLAGS, "wrk")
