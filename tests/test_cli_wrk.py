@@ -143,6 +143,16 @@ def test_wrks_defaults_and_layout(tmp_path, server):
     assert ours.split("\n", 1)[1].startswith("\n")  # httpbench's lines after a blank one
 
 
+def test_the_output_options_work_in_wrk_mode(tmp_path, server):
+    r = hb("wrk", "-t1", "-c2", "-d1s", "--json", "r.json", "--html", "r.html", "--log",
+           "l.jsonl", "--hgrm", "h.hgrm", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert len(httpbench.read_log(tmp_path / "l.jsonl")) == d["complete"] > 0
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert "Value" in (tmp_path / "h.hgrm").read_text()
+
+
 def test_rate_is_wrk2s_open_loop(tmp_path, server):
     r = hb("wrk", "-t1", "-c4", "-d1s", "-R", "200", "--json", "r.json",
            server.url("/rnd?c=10"), cwd=tmp_path)
