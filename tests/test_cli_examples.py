@@ -69,7 +69,7 @@ def _help(*mode: str) -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
-HELPS = {"plain": (), "ab": ("ab",), "wrk": ("wrk",)}
+HELPS = {"plain": (), "ab": ("ab",), "wrk": ("wrk",), "hey": ("hey",)}
 
 
 def test_every_help_has_examples_and_they_target_a_route_that_answers_200():
@@ -102,7 +102,7 @@ def _run_example(words: list[str], servers, tmp_path: Path) -> None:
 def test_each_example_in_the_help_runs_and_answers_2xx(tmp_path, servers, mode):
     for words in examples(_help(*HELPS[mode])):
         _run_example(([mode] if mode != "plain" else []) + words
-                     if words[0] not in ("ab", "wrk") else words, servers, tmp_path)
+                     if words[0] not in HELPS else words, servers, tmp_path)
 
 
 def test_serves_start_up_line_is_an_example_that_answers_200(tmp_path):

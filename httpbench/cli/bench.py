@@ -56,8 +56,9 @@ the run was interrupted, or the name did not resolve), 2 bad usage (nothing was 
 MODES = """\
 Benchmark an HTTP server with ab's letters and ab's report. Another tool's
 command line, exactly, and its report's layout: `httpbench ab ...` (ab's
-flags) and `httpbench wrk ...` (wrk's and wrk2's -R). With no URL, compare
-httpbench and Python's HTTP clients on the embedded server."""
+flags), `httpbench wrk ...` (wrk's and wrk2's -R) and `httpbench hey ...`
+(hey's). With no URL, compare httpbench and Python's HTTP clients on the
+embedded server."""
 
 
 def bench_parser() -> argparse.ArgumentParser:
@@ -192,8 +193,8 @@ def _other_tool(argv: Sequence[str], args: argparse.Namespace) -> str:
     if args.t_text and args.d_text:
         if "-z" in argv or any(w.startswith("-z") for w in argv):
             return (f"-t {args.t_text} beside -z is hey's habit, where -t is each request's "
-                    f"timeout (here -t is ab's time limit): did you mean "
-                    f"\"{_suggest(argv, swap={'-t': ['-s', args.t_text]})}\"?")
+                    f"timeout (here -t is ab's time limit, the timeout -s): did you mean "
+                    f"\"{_suggest(argv, 'hey')}\"?")
         return (f"-t {args.t_text} beside -d is wrk's habit, where -t is threads (here -t is "
                 f"ab's time limit, threads --threads): did you mean "
                 f"\"{_suggest(argv, 'wrk')}\"?")
@@ -213,9 +214,8 @@ def _other_tool(argv: Sequence[str], args: argparse.Namespace) -> str:
     if q is not None and q.isdigit():
         rate = int(q) * (args.concurrency or 1)
         return (f"-q {q} is hey's habit, a rate limit per worker (here -q is ab's \"no "
-                f"progress\", and {q} is not a URL): for {q} a second on each of the "
-                f"{args.concurrency or 1} connections, did you mean "
-                f"\"{_suggest(argv, swap={'-q': ['-R', str(rate)]})}\"?")
+                f"progress\", and {q} is not a URL; the run's rate is -R {rate}): did you "
+                f"mean \"{_suggest(argv, 'hey')}\"?")
     return ""
 
 
@@ -270,8 +270,9 @@ def bench(argv: Sequence[str]) -> int:
     if "-h2" in argv:
         # (argparse would read it as -h with a value and stop there.)
         said = shlex.join(["httpbench", *("--http2" if w == "-h2" else w for w in argv)])
-        print(f"httpbench: -h2 is not a flag: did you mean \"{said}\"? (HTTP/2, as curl's "
-              "--http2)", file=sys.stderr)
+        print(f"httpbench: -h2 is hey's flag (HTTP/2): did you mean \"{said}\"? (or "
+              f"\"{shlex.join(['httpbench', 'hey', *argv])}\" with hey's flags)",
+              file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     other = _other_tool(argv, args)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
            "streams_allowed", "in_flight", "headline", "step_outcome", "client_lines",
-           "percentiles_cover", "tls_lines", "cpu_line", "log_lines"]
+           "percentiles_cover", "tls_lines", "cpu_line", "log_lines", "mode_additions"]
 
 
 def report(r: Result) -> str:
@@ -233,6 +233,30 @@ def log_lines(r: Result) -> Iterable[str]:
         yield f"Request log:            {r.log}: {r.log_records} records{dropped}{why}"
     if r.interrupted:
         yield "Interrupted:            the run was stopped before its end"
+
+
+def mode_additions(r: Result, rate_from: str) -> Iterable[str]:
+    """httpbench's lines after another tool's report (wrk's, hey's): what
+    an open loop's latency runs from (rate_from: the tool's words for the
+    rate), what the percentiles cover, the failures by class and the
+    first, the requests cancelled, the log and the client's figures."""
+    if r.rate:
+        yield (f"Latency from each request's intended start at {r.rate:,.2f} [#/sec] "
+               f"({rate_from}): corrected p99 {r.latency.p99 * 1e3:.3f} ms, uncorrected "
+               f"{r.latency_uncorrected.p99 * 1e3:.3f} ms")
+    cover = percentiles_cover(r)
+    if cover:
+        yield cover
+    if r.failed:
+        yield ("Failed requests by class: "
+               + ", ".join(f"{c} {n}" for c, n in r.failures.items() if n))
+        if r.first_error:
+            yield f"First failure: {r.first_error}"
+    if r.cancelled:
+        yield f"Cancelled requests: {r.cancelled} (in flight when the run ended)"
+    yield from log_lines(r)
+    if r.client is not None:
+        yield from client_lines(r)
 
 
 def step_outcome(s: CapacityStep) -> str:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .text import client_lines, percentiles_cover
+from .text import mode_additions
 
 if TYPE_CHECKING:
     from ..result import Latency, Result
@@ -134,27 +134,4 @@ def _lines(r: Result, duration: float, threads: int, connections: int,
     yield f"Requests/sec: {rps:9.2f}"
     yield f"Transfer/sec: {format_binary(bps) + 'B':>10}"
     yield ""
-    yield from _additions(r)
-
-
-def _additions(r: Result) -> Iterable[str]:
-    """httpbench's lines, after wrk's and a blank line."""
-    if r.rate:
-        yield (f"Latency from each request's intended start at {r.rate:,.2f} [#/sec] (as "
-               f"wrk2's -R): corrected p99 {r.latency.p99 * 1e3:.3f} ms, uncorrected "
-               f"{r.latency_uncorrected.p99 * 1e3:.3f} ms")
-    cover = percentiles_cover(r)
-    if cover:
-        yield cover
-    if r.failed:
-        yield ("Failed requests by class: "
-               + ", ".join(f"{c} {n}" for c, n in r.failures.items() if n))
-        if r.first_error:
-            yield f"First failure: {r.first_error}"
-    if r.cancelled:
-        yield f"Cancelled requests: {r.cancelled} (in flight when the run ended)"
-    if r.log:
-        dropped = f", {r.log_dropped} dropped" if r.log_dropped else ""
-        yield f"Request log: {r.log}: {r.log_records} records{dropped}"
-    if r.client is not None:
-        yield from client_lines(r)
+    yield from mode_additions(r, "as wrk2's -R")

@@ -1,0 +1,163 @@
+"""`httpbench hey ...`: hey 0.1.4's command line as Debian's hey prints it
+(Go's flags: single-dash long names, -h2 and -disable-keepalive), the
+headers hey sends, and hey's report layout. A flag hey has that cannot be
+honoured is refused, never read as something else."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import IO, Any
+
+from .. import _check
+from .._url import split_url
+from ..render.hey import hey_report
+from ..result import Result
+from ..runner import basic_auth
+from .common import UsageError, parse_headers, parse_time, read_body_file
+from .execute import execute, output_options
+from .flags import Flag, checked, mode_parser
+
+PROG = "httpbench hey"
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(("-n",), "N", "Number of requests to run. Default is 200.",
+         "requests=N (default 200; at least -c, as hey's)", default="200"),
+    Flag(("-c",), "N", "Number of workers to run concurrently. Default is 50.",
+         "concurrency=N connections (default 50)", default="50"),
+    Flag(("-q",), "QPS", "Rate limit, in queries per second (QPS) per worker.",
+         "rate=q x c over the run: an open loop, latency from each request's intended start"),
+    Flag(("-z",), "DURATION", "Duration of application to send requests. If duration is "
+         "specified, n is ignored. Examples: -z 10s -z 3m.",
+         "duration=T (Go's durations: 10s, 3m, 1m30s, 500ms); -n is then ignored, as hey's"),
+    Flag(("-o",), "csv", "Output type. \"csv\" is the only supported alternative.",
+         "use --log FILE.csv: a record per request (docs/log.md gives its columns)",
+         refused=True),
+    Flag(("-m",), "METHOD", "HTTP method, one of GET, POST, PUT, DELETE, HEAD, OPTIONS.",
+         "method=NAME (upper-cased, as hey's)"),
+    Flag(("-H",), "HEADER", "Custom HTTP header. You can specify as many as needed by "
+         "repeating the flag.", "headers=[...]", repeat=True),
+    Flag(("-t",), "SECONDS", "Timeout for each request in seconds. Default is 20, use 0 for "
+         "infinite.",
+         "timeout=S (default 20; 0: none)", default="20"),
+    Flag(("-A",), "ACCEPT", "HTTP Accept header.", "an Accept header"),
+    Flag(("-d",), "BODY", "HTTP request body.", "body=the text"),
+    Flag(("-D",), "FILE", "HTTP request body from file.", "body=the file's bytes"),
+    Flag(("-T",), "TYPE", "Content-type, defaults to \"text/html\".",
+         "a Content-Type header on every request (default text/html, as hey's)",
+         default="text/html"),
+    Flag(("-a",), "USER:PASS", "Basic authentication, username:password.",
+         "an Authorization: Basic header"),
+    Flag(("-x",), "HOST:PORT", "HTTP Proxy address as host:port.", "proxy=host:port"),
+    Flag(("-h2",), "", "Enable HTTP/2.",
+         "http2=True over https:// (h2 by ALPN); over http:// hey speaks HTTP/1.1 all the "
+         "same, and so does this"),
+    Flag(("-host",), "HOST", "HTTP Host header.", "a Host header"),
+    Flag(("-disable-compression",), "", "Disable compression.",
+         "no Accept-Encoding: gzip (hey's Go client sends it otherwise; httpbench never "
+         "decompresses, so bodies are counted as sent)"),
+    Flag(("-disable-keepalive",), "", "Disable keep-alive, prevents re-use of TCP connections "
+         "between different HTTP requests", "keepalive=False"),
+    Flag(("-disable-redirects",), "", "Disable following of HTTP redirects",
+         "always so: httpbench never follows a redirect, it counts the 3xx"),
+    Flag(("-cpus",), "N", "Number of used cpu cores.", "threads=N"),
+)
+
+EXAMPLES = """\
+as hey, one word changed:
+  httpbench hey -n 2000 -c 50 http://127.0.0.1:8080/rnd?c=2048
+  httpbench hey -z 10s -c 20 -q 50 http://127.0.0.1:8080/rnd?c=2048
+  httpbench hey -n 1000 -c 10 -m POST -D body.json -T application/json http://127.0.0.1:8080/echo
+with what hey does not have:
+  httpbench hey -n 2000 -c 50 --json result.json --log requests.csv URL
+
+Go's flag syntax: single-dash long flags (-disable-keepalive, -h2, -host,
+-cpus). hey follows redirects; httpbench never does (-disable-redirects
+is always so). The report is hey's; httpbench's own figures follow it after
+a blank line. Exit status: 0 when no request failed, 1 when some did (hey
+exits 0 even then), 2 for bad usage (nothing was sent).
+"""
+
+
+def hey_parser() -> argparse.ArgumentParser:
+    return mode_parser(PROG, "hey 0.1.4's command line and report, with httpbench's C loop "
+                             "underneath.", EXAMPLES, FLAGS, "<url>")
+
+
+def _whole(flag: str, text: str, low: int, high: int) -> int:
+    if not text.strip().isdigit():
+        raise UsageError(f"{flag} takes a whole number, not {text!r}")
+    return _check.count(flag, int(text), low, high)
+
+
+def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The URL and run()'s arguments from hey's flags."""
+    if args.url is None:
+        raise UsageError("give the URL")
+    url = args.url
+    target = split_url(url)
+    concurrency = _whole("-c", args.opt_c, 1, _check.MAX_CONCURRENCY)
+    requests: int | None = _whole("-n", args.opt_n, 1, _check.MAX_REQUESTS)
+    duration = parse_time("-z", args.opt_z) if args.opt_z is not None else None
+    if duration is not None:
+        requests = None  # "If duration is specified, n is ignored."
+    elif requests is not None and requests < concurrency:
+        raise UsageError(f"-n cannot be less than -c ({requests} < {concurrency}), as in hey")
+    rate = None
+    if args.opt_q is not None:
+        try:
+            per_worker = float(args.opt_q)
+        except ValueError:
+            raise UsageError(f"-q takes queries per second per worker, not {args.opt_q!r}") \
+                from None
+        if per_worker > 0:  # (hey: 0, the default, is no limit)
+            rate = _check.rate(per_worker * concurrency, concurrency)
+    seconds = _whole("-t", args.opt_t, 0, int(_check.YEAR))
+    if args.opt_d is not None and args.opt_D is not None:
+        raise UsageError("-d and -D: give one body")
+    body = args.opt_d.encode() if args.opt_d is not None else \
+        read_body_file("-D", args.opt_D) if args.opt_D is not None else None
+    # The headers hey's Go client sends, in its order, so the server answers
+    # as it answers hey: Content-Type always, Accept, auth, then -H.
+    headers = [("User-Agent", "hey/0.0.1"), ("Content-Type", args.opt_T)]
+    if args.opt_A:
+        headers.append(("Accept", args.opt_A))
+    if args.opt_a:
+        user, sep, password = args.opt_a.partition(":")
+        if not sep:
+            raise UsageError(f"-a takes username:password, not {args.opt_a!r}")
+        headers.append(("Authorization", basic_auth(user, password)))
+    given = parse_headers(args.opt_H)
+    headers = [h for h in headers if h[0].lower() not in {k.lower() for k, _ in given}] + given
+    if args.opt_host:
+        headers = [h for h in headers if h[0].lower() != "host"] + [("Host", args.opt_host)]
+    if not args.opt_disable_compression and not any(k.lower() == "accept-encoding"
+                                                    for k, _ in headers):
+        headers.append(("Accept-Encoding", "gzip"))
+    threads = _whole("-cpus", args.opt_cpus, 1, _check.MAX_THREADS) if args.opt_cpus else None
+    kwargs: dict[str, Any] = dict(
+        method=(args.opt_m or "GET").upper(), body=body, headers=headers, requests=requests,
+        duration=duration, concurrency=concurrency, threads=threads,
+        keepalive=not args.opt_disable_keepalive, rate=rate,
+        timeout=float(seconds) if seconds else None, progress=False,
+        proxy=f"http://{args.opt_x}" if args.opt_x and "://" not in args.opt_x else args.opt_x,
+        http2=bool(args.opt_h2) and target.tls, verify=False, **output_options(args))
+    return url, kwargs
+
+
+def hey_main(argv: Sequence[str]) -> int:
+    args = hey_parser().parse_args(argv)
+    settings = checked(PROG, args, FLAGS, lambda: _settings(args))
+    if isinstance(settings, int):
+        return settings
+    url, kwargs = settings
+
+    def write_report(r: Result, out: IO[str]) -> None:
+        out.write(hey_report(r))
+
+    r = execute(PROG, url, kwargs, {"--json": args.json, "--hgrm": args.hgrm,
+                                    "--html": args.html}, write_report)
+    if isinstance(r, int):
+        return r
+    return 0 if r.ok else 1
+

@@ -1,0 +1,108 @@
+"""`httpbench hey`'s report: hey 0.1.4's layout (its requester's print.go
+and report.go: the summary, a ten-step response-time histogram, the
+latency distribution, the details, the status codes and errors), then,
+after a blank line, what httpbench adds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .text import mode_additions
+
+if TYPE_CHECKING:
+    from ..result import Latency, Result
+
+__all__ = ["hey_report", "HEY_PERCENTILES"]
+
+# hey's "Latency distribution" rows.
+HEY_PERCENTILES = (10, 25, 50, 75, 90, 95, 99)
+# hey's histogram: ten steps of equal width from the fastest to the slowest.
+_STEPS = 10
+
+
+def _n(seconds: float) -> str:
+    """hey's formatNumber: %4.4f."""
+    return f"{seconds:4.4f}"
+
+
+def _histogram(lat: Latency) -> list[tuple[float, int]]:
+    """(mark, count) for hey's eleven marks: the fastest, then ten equal
+    steps to the slowest; a request counts at the first mark at or above
+    it. From the run's histogram, each bucket by its middle (the figures
+    are within its 0.4%)."""
+    fastest, slowest = lat.min, lat.max
+    width = (slowest - fastest) / _STEPS
+    marks = [fastest + width * i for i in range(_STEPS)] + [slowest]
+    counts = [0] * len(marks)
+    for lo, hi, n in lat.buckets():
+        value = min(max((lo + hi) / 2, fastest), slowest)
+        i = next((k for k, m in enumerate(marks) if value <= m), len(marks) - 1)
+        counts[i] += n
+    return list(zip(marks, counts, strict=True))
+
+
+def _detail(label: str, part: Latency) -> str:
+    if not part.count:
+        return f"  {label}:\t NaN secs, 0.0000 secs, 0.0000 secs"
+    return f"  {label}:\t{_n(part.mean)} secs, {_n(part.min)} secs, {_n(part.max)} secs"
+
+
+def hey_report(r: Result) -> str:
+    return "\n".join(_lines(r)) + "\n"
+
+
+def _lines(r: Result) -> Iterable[str]:
+    lat = r.latency_uncorrected if not r.rate else r.latency
+    done = r.complete + r.failed
+    yield ""
+    yield "Summary:"
+    yield f"  Total:\t{_n(r.time_taken)} secs"
+    yield f"  Slowest:\t{_n(lat.max if lat.count else 0)} secs"
+    yield f"  Fastest:\t{_n(lat.min if lat.count else 0)} secs"
+    yield f"  Average:\t{_n(lat.mean if lat.count else float('nan'))} secs"
+    yield f"  Requests/sec:\t{_n(done / r.time_taken if r.time_taken > 0 else 0.0)}"
+    yield "  "
+    if r.body_bytes > 0:
+        yield f"  Total data:\t{r.body_bytes} bytes"
+        yield f"  Size/request:\t{r.body_bytes // max(r.complete, 1)} bytes"
+    yield ""
+    yield "Response time histogram:"
+    if lat.count:
+        marks = _histogram(lat)
+        most = max(n for _, n in marks) or 1
+        for mark, n in marks:
+            yield f"  {mark:4.3f} [{n}]\t|{'■' * ((n * 40 + most // 2) // most)}"
+    yield ""
+    yield ""
+    yield "Latency distribution:"
+    for p in HEY_PERCENTILES if lat.count else ():
+        yield f"  {p}% in {_n(lat.percentile(p))} secs"
+    yield ""
+    yield "Details (average, fastest, slowest):"
+    yield _detail("DNS+dialup", r.connect_time)
+    # The name is resolved once, before the run: no request waits on it.
+    yield "  DNS-lookup:\t0.0000 secs, 0.0000 secs, 0.0000 secs"
+    yield "  req write:\t-, -, -  (not measured apart: inside resp wait)"
+    yield _detail("resp wait", r.waiting)
+    # Reading the rest of the response: the total less the wait for its
+    # first byte (the mean only: the two are not paired per request).
+    read = max(lat.mean - r.waiting.mean, 0.0) if lat.count and r.waiting.count else 0.0
+    yield f"  resp read:\t{_n(read)} secs, -, -"
+    yield ""
+    yield "Status code distribution:"
+    for code, n in sorted(r.status_counts.items()):
+        if n:
+            yield f"  [{code}]\t{n} responses"
+    yield ""
+    if r.failed:
+        # By httpbench's failure classes (hey's are Go's error strings; the
+        # first failure's words follow httpbench's lines).
+        yield "Error distribution:"
+        for cls, n in r.failures.items():
+            if n:
+                yield f"  [{n}]\t{cls}"
+    yield ""
+    yield (f"Requests: {r.issued} issued, {r.complete} complete, {r.failed} failed; "
+           f"{r.bytes_received} bytes received in all (headers too)")
+    yield from mode_additions(r, "-q x -c")

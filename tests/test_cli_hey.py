@@ -1,0 +1,205 @@
+"""`httpbench hey ...`: hey 0.1.4's command line (Go's single-dash flags)
+and report layout. Side by side with the real hey against nginx and the
+embedded server: the same statuses and body bytes for the same count-bounded
+command line, per response for a duration; every line a script greps
+parsed by one pattern from both; -o refused with nothing sent."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import httpbench
+from helpers import hb, nginx, tool_env
+from httpbench.cli.flags import markdown
+from httpbench.cli.hey import FLAGS
+
+HEY = shutil.which("hey")
+needs_hey = pytest.mark.skipif(HEY is None, reason="hey not installed (apt-get install hey)")
+
+PATTERNS = {
+    "total": r"^  Total:\t([\d.]+) secs$",
+    "slowest": r"^  Slowest:\t([\d.]+) secs$",
+    "fastest": r"^  Fastest:\t([\d.]+) secs$",
+    "average": r"^  Average:\t([\d.]+) secs$",
+    "rps": r"^  Requests/sec:\t([\d.]+)$",
+    "histogram": r"^Response time histogram:$",
+    "p50": r"^  50% in ([\d.]+) secs$",
+    "p99": r"^  99% in ([\d.]+) secs$",
+    "details": r"^  DNS\+dialup:\t([\d.]+) secs, ([\d.]+) secs, ([\d.]+) secs$",
+    "wait": r"^  resp wait:\t([\d.]+) secs, ([\d.]+) secs, ([\d.]+) secs$",
+}
+
+
+def parse(out: str) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for name, pattern in PATTERNS.items():
+        m = re.search(pattern, out, re.M)
+        assert m is not None, (name, out)
+        found[name] = m.groups()
+    found["statuses"] = {int(c): int(n) for c, n in
+                         re.findall(r"^  \[(\d{3})\]\t(\d+) responses$", out, re.M)}
+    data = re.search(r"^  Total data:\t(\d+) bytes$", out, re.M)
+    size = re.search(r"^  Size/request:\t(\d+) bytes$", out, re.M)
+    found["data"] = int(data.group(1)) if data else 0
+    found["size"] = int(size.group(1)) if size else 0
+    return found
+
+
+def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
+    real = subprocess.run([HEY, *args, url], capture_output=True, text=True, cwd=cwd,
+                          env=tool_env(), timeout=60)
+    ours = hb("hey", *args, url, cwd=cwd, timeout=60)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    return real.stdout, ours.stdout
+
+
+# Count-bounded command lines from hey's help, each honoured flag once.
+COUNTED = [
+    ["-n", "200", "-c", "10"],
+    ["-n", "300", "-c", "30", "-disable-keepalive"],
+    ["-n", "100", "-c", "5", "-m", "HEAD"],
+    ["-n", "100", "-c", "4", "-m", "POST", "-d", "hello", "-T", "text/plain"],
+    ["-n", "100", "-c", "4", "-m", "put", "-D", "{body}"],
+    ["-n", "200", "-c", "20", "-H", "X-A: 1", "-H", "X-B: 2", "-A", "text/plain"],
+    ["-n", "100", "-c", "2", "-a", "user:pass", "-host", "localhost"],
+    ["-n", "200", "-c", "10", "-cpus", "1", "-disable-compression"],
+    ["-n", "100", "-c", "10", "-q", "200"],
+    ["-n", "100", "-c", "5", "-t", "5", "-disable-redirects", "-h2"],
+    ["-c", "2", "-n", "100"],
+]
+
+
+@pytest.mark.timing
+@needs_hey
+@pytest.mark.parametrize("args", COUNTED, ids=" ".join)
+def test_statuses_and_bytes_equal_heys_against_nginx(tmp_path, args):
+    (tmp_path / "body").write_bytes(b"z" * 500)
+    args = [a.format(body=tmp_path / "body") for a in args]
+    with nginx() as up:
+        if up is None:
+            pytest.skip("nginx not installed")
+        for path in ("/rnd", "/missing"):
+            real, ours = both(args, f"http://127.0.0.1:{up[0]}{path}", tmp_path)
+            fr, fo = parse(real), parse(ours)
+            n = int(args[args.index("-n") + 1])
+            assert fr["statuses"] == fo["statuses"] and sum(fo["statuses"].values()) == n, \
+                (real, ours)
+            if "HEAD" in args:
+                # hey counts a HEAD answer's Content-Length as data it never
+                # received; httpbench counts the bytes that came (none).
+                assert fo["data"] == 0 and fr["data"] == n * fr["size"], (real, ours)
+            else:
+                assert (fr["data"], fr["size"]) == (fo["data"], fo["size"]), (real, ours)
+
+
+@pytest.mark.timing
+@needs_hey
+def test_a_duration_agrees_per_response_on_both_servers(tmp_path):
+    with nginx() as up, httpbench.Server() as srv:
+        if up is None:
+            pytest.skip("nginx not installed")
+        for url in (f"http://127.0.0.1:{up[0]}/rnd", srv.url("/rnd?c=2048"),
+                    srv.url("/status/503")):
+            real, ours = both(["-z", "1s", "-c", "10"], url, tmp_path)
+            fr, fo = parse(real), parse(ours)
+            assert fr["size"] == fo["size"] and set(fr["statuses"]) == set(fo["statuses"]), \
+                (real, ours)
+
+
+@pytest.mark.timing
+@needs_hey
+def test_the_same_statuses_and_bytes_on_the_embedded_server(tmp_path):
+    with httpbench.Server() as srv:
+        for args, url in ((["-n", "500", "-c", "5"], srv.url("/rnd?c=2048")),
+                          (["-n", "300", "-c", "3", "-m", "POST", "-d", "x" * 100],
+                           srv.url("/echo")),
+                          (["-n", "200", "-c", "4"], srv.url("/status/404"))):
+            real, ours = both(args, url, tmp_path)
+            fr, fo = parse(real), parse(ours)
+            assert (fr["statuses"], fr["data"], fr["size"]) == \
+                (fo["statuses"], fo["data"], fo["size"]), (real, ours)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server() as srv:
+        yield srv
+
+
+def test_heys_defaults_and_headers(tmp_path, server):
+    r = hb("hey", "--json", "r.json", "--log", "l.csv", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["requests"] == 200 and d["concurrency"] == 50 and d["complete"] == 200
+    # Go's durations, -n ignored under -z, the rate q x c.
+    r = hb("hey", "-z", "1s", "-n", "7", "-c", "4", "-q", "50", "--json", "r.json",
+           server.url("/rnd?c=10"), cwd=tmp_path)
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["requests"] is None and d["rate"] == 200 and 170 <= d["issued"] <= 215
+
+
+def test_hey_sends_heys_headers(tmp_path):
+    """User-Agent hey/0.0.1, Content-Type text/html, Accept-Encoding gzip:
+    the echo server answers what it was sent."""
+    seen = []
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            seen.append(dict(self.headers))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        r = hb("hey", "-n", "2", "-c", "1", "-host", "example.test", "-A", "text/plain",
+               f"http://127.0.0.1:{httpd.server_address[1]}/", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    finally:
+        httpd.shutdown()
+    h = seen[0]
+    assert h["User-Agent"] == "hey/0.0.1" and h["Content-Type"] == "text/html"
+    assert h["Accept-Encoding"] == "gzip" and h["Accept"] == "text/plain"
+    assert h["Host"] == "example.test"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-n", "5", "-c", "10"], "-n cannot be less than -c"),
+    (["-z", "soon"], "-z takes a time"),
+    (["-q", "fast"], "-q takes queries"),
+    (["-d", "a", "-D", "b"], "-d and -D"),
+    (["-a", "nocolon"], "-a takes username:password"),
+    (["-t", "-1"], "-t takes a whole number"),
+])
+def test_bad_values_are_usage_errors_with_nothing_sent(tmp_path, server, args, words):
+    before = server.stats()["requests"]
+    r = hb("hey", *args, server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+
+
+def test_o_csv_is_refused_naming_the_log(tmp_path, server):
+    before = server.stats()["requests"]
+    r = hb("hey", "-o", "csv", "-n", "10", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and "-o" in r.stderr and "--log" in r.stderr, r.stderr
+    assert "not honoured" in r.stderr and not r.stdout
+    assert server.stats()["requests"] == before
+
+
+def test_the_manual_page_holds_the_table_made_from_the_flags():
+    page = (Path(__file__).parent.parent / "docs" / "hey.md").read_text()
+    assert markdown(FLAGS, "hey") in page, markdown(FLAGS, "hey")
