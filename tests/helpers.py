@@ -11,6 +11,7 @@ real socket (as urllib3's test_socketlevel.py does it).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -30,7 +31,8 @@ import httpbench
 
 __all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
            "free_port", "wait_for_port", "find_nginx", "nginx", "make_pki", "server_context",
-           "tinyproxy", "read_messages", "OK", "exact", "python", "hb"]
+           "tinyproxy", "read_messages", "OK", "exact", "python", "hb", "side_by_side",
+           "grep_each"]
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
@@ -52,6 +54,31 @@ def hb(*args: str, cwd: Path | str, timeout: float = 60) -> subprocess.Completed
     """The command line, in a child Python."""
     return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=timeout)
+
+def side_by_side(tool: str, args: Sequence[str], url: str, cwd: Path | str,
+                 ours_ok: tuple[int, ...] = (0,)) -> tuple[str, str]:
+    """The same command line through the real tool and through `httpbench
+    TOOL`: their standard outputs (the real tool exits 0, httpbench with a
+    status in ours_ok)."""
+    binary = shutil.which(tool)
+    assert binary is not None, tool
+    real = subprocess.run([binary, *args, url], capture_output=True, text=True, cwd=cwd,
+                          env=tool_env(), timeout=120)
+    ours = hb(tool, *args, url, cwd=cwd, timeout=120)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode in ours_ok, ours.stderr
+    return real.stdout, ours.stdout
+
+
+def grep_each(patterns: dict[str, str], out: str) -> dict[str, tuple[str | Any, ...]]:
+    """Each pattern's groups in out (a line each, re.M); each must match."""
+    found = {}
+    for name, pattern in patterns.items():
+        m = re.search(pattern, out, re.M)
+        assert m is not None, (name, out)
+        found[name] = m.groups()
+    return found
+
 
 def tool_env() -> dict[str, str]:
     """The environment for programs not built here: without the ASan

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import httpbench
-from helpers import hb, nginx, tool_env
+from helpers import hb, nginx, side_by_side
 from httpbench.cli.ab import FLAGS
 from httpbench.cli.flags import markdown
 
@@ -60,12 +59,7 @@ LABELS = {"Server Software", "Server Hostname", "Server Port", "Document Path",
 
 
 def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
-    ab = subprocess.run([AB, *args, url], capture_output=True, text=True, cwd=cwd,
-                        env=tool_env(), timeout=120)
-    ours = hb("ab", *args, url, cwd=cwd, timeout=120)
-    assert ab.returncode == 0, ab.stderr
-    assert ours.returncode in (0, 1), ours.stderr
-    return ab.stdout, ours.stdout
+    return side_by_side("ab", args, url, cwd, ours_ok=(0, 1))
 
 
 # Count-bounded command lines, each flag ab honours here at least once.

@@ -23,7 +23,13 @@ scenario = httpbench.Scenario([httpbench.Request("GET", "/rnd?c=100"),
 """
 
 # Cut short: a count or a time as the example gives it -> what the test runs.
-_SHORT = {"-n": "300", "-d": "1s", "-t": "1", "--duration": "1s", "-z": "1s"}
+_SHORT = {"-n": "300", "-d": "1s", "-t": "1", "--duration": "1s", "-z": "1s", "-D": "1",
+          "--warm-up-time": "0.2"}
+# Which of them are a count or a time in each mode (hey's -D is a file, wrk's
+# -t its threads, h2load's -d a file).
+_SHORTENED = {"plain": {"-n", "-d", "-t", "--duration", "-z"}, "ab": {"-n", "-t"},
+              "wrk": {"-d", "--duration"}, "hey": {"-n", "-z"},
+              "h2load": {"-n", "-D", "--warm-up-time"}}
 
 
 def examples(help_text: str) -> list[list[str]]:
@@ -45,8 +51,9 @@ def shortened(words: list[str], url_of: dict[str, str], cafile: str) -> list[str
         if skip:
             skip = False
             continue
-        m = re.fullmatch(r"(-[a-zA-Z]|--duration)(\d.*)?", word)
-        if m and m.group(1) in _SHORT and not (m.group(1) == "-t" and words[0] == "wrk"):
+        m = re.fullmatch(r"(-[a-zA-Z]|--duration|--warm-up-time)(\d.*)?", word)
+        mode = words[0] if words[0] in _SHORTENED else "plain"
+        if m and m.group(1) in _SHORTENED[mode]:
             out += [m.group(1), _SHORT[m.group(1)]]
             skip = m.group(2) is None and i + 1 < len(words)
             continue
@@ -69,7 +76,7 @@ def _help(*mode: str) -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
-HELPS = {"plain": (), "ab": ("ab",), "wrk": ("wrk",), "hey": ("hey",)}
+HELPS = {"plain": (), "ab": ("ab",), "wrk": ("wrk",), "hey": ("hey",), "h2load": ("h2load",)}
 
 
 def test_every_help_has_examples_and_they_target_a_route_that_answers_200():

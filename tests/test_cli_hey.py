@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import httpbench
-from helpers import hb, nginx, tool_env
+from helpers import grep_each, hb, nginx, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.hey import FLAGS
 
@@ -37,11 +36,7 @@ PATTERNS = {
 
 
 def parse(out: str) -> dict[str, object]:
-    found: dict[str, object] = {}
-    for name, pattern in PATTERNS.items():
-        m = re.search(pattern, out, re.M)
-        assert m is not None, (name, out)
-        found[name] = m.groups()
+    found: dict[str, object] = dict(grep_each(PATTERNS, out))
     found["statuses"] = {int(c): int(n) for c, n in
                          re.findall(r"^  \[(\d{3})\]\t(\d+) responses$", out, re.M)}
     data = re.search(r"^  Total data:\t(\d+) bytes$", out, re.M)
@@ -52,12 +47,7 @@ def parse(out: str) -> dict[str, object]:
 
 
 def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
-    real = subprocess.run([HEY, *args, url], capture_output=True, text=True, cwd=cwd,
-                          env=tool_env(), timeout=60)
-    ours = hb("hey", *args, url, cwd=cwd, timeout=60)
-    assert real.returncode == 0, real.stderr
-    assert ours.returncode == 0, ours.stderr
-    return real.stdout, ours.stdout
+    return side_by_side("hey", args, url, cwd)
 
 
 # Count-bounded command lines from hey's help, each honoured flag once.

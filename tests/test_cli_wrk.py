@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import hb, nginx, tool_env
+from helpers import grep_each, hb, nginx, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
 from httpbench.render.wrk import format_binary, format_metric, format_time_s, format_time_us
@@ -39,23 +39,14 @@ PATTERNS = {
 
 
 def parse(out: str) -> dict[str, tuple[str, ...]]:
-    found = {}
-    for name, pattern in PATTERNS.items():
-        m = re.search(pattern, out, re.M)
-        assert m is not None, (name, out)
-        found[name] = m.groups()
+    found = grep_each(PATTERNS, out)
     non = re.search(r"^  Non-2xx or 3xx responses: (\d+)$", out, re.M)
     found["non"] = (non.group(1),) if non else ("0",)
     return found
 
 
 def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
-    wrk = subprocess.run([WRK, *args, url], capture_output=True, text=True, cwd=cwd,
-                         env=tool_env(), timeout=60)
-    ours = hb("wrk", *args, url, cwd=cwd, timeout=60)
-    assert wrk.returncode == 0, wrk.stderr
-    assert ours.returncode == 0, ours.stderr
-    return wrk.stdout, ours.stdout
+    return side_by_side("wrk", args, url, cwd)
 
 
 def per_response(found: dict[str, tuple[str, ...]]) -> float:

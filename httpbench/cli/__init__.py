@@ -33,6 +33,7 @@ from .ab import ab_main
 from .bench import bench
 from .capacity import capacity_main
 from .compare import compare_main
+from .h2load import h2load_main
 from .hey import hey_main
 from .report import report_main
 from .serve import serve
@@ -66,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return wrk_main(args[1:])
         if args and args[0] == "hey":
             return hey_main(args[1:])
+        if args and args[0] == "h2load":
+            return h2load_main(args[1:])
         return bench(args)
     except KeyboardInterrupt:
         # Ctrl-C outside a run (a run reports what it measured): no

@@ -18,8 +18,8 @@ from ..render.ab import AbLayout, ab_report
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)
-from .execute import execute, output_options
-from .flags import Flag, checked, given_last, mode_parser
+from .execute import execute_mode, output_options
+from .flags import Flag, checked, given_last, mode_parser, whole
 
 PROG = "httpbench ab"
 
@@ -130,12 +130,6 @@ def _seconds(flag: str, text: str) -> float:
     return _check.seconds(flag, float(int(digits)))
 
 
-def _count(flag: str, text: str, low: int, high: int) -> int:
-    if not text.strip().isdigit():
-        raise UsageError(f"{flag} takes a whole number, not {text!r}")
-    return _check.count(flag, int(text), low, high)
-
-
 def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[str, Any],
                                                                        AbLayout]:
     """The URL, run()'s arguments and the report's layout from ab's flags."""
@@ -143,13 +137,13 @@ def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[
         raise UsageError("give the URL: [http[s]://]hostname[:port]/path")
     url = args.url if "://" in args.url else f"http://{args.url}"
     target = split_url(url)
-    requests: int | None = _count("-n", args.opt_n, 1, _check.MAX_REQUESTS)
+    requests: int | None = whole("-n", args.opt_n, 1, _check.MAX_REQUESTS)
     duration = None
     if args.opt_t is not None:
         duration = _seconds("-t", args.opt_t)
         if given_last(argv, ("-n", "-t")) == "-t":
             requests = TIME_LIMIT_REQUESTS
-    concurrency = _count("-c", args.opt_c, 1, MAX_CONCURRENCY)
+    concurrency = whole("-c", args.opt_c, 1, MAX_CONCURRENCY)
     if requests is not None and concurrency > requests:
         raise UsageError(f"-c {concurrency}: ab cannot use a concurrency level greater than "
                          f"the total number of requests (-n {requests})")
@@ -165,7 +159,7 @@ def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[
         raise UsageError("-f, -Z and -E are for https:// URLs")
     proxy = proxy_option(argparse.Namespace(proxy=args.opt_X, proxy_from_env=False,
                                             proxy_auth=args.opt_P, url=url))
-    verbosity = _count("-v", args.opt_v, 0, 10)
+    verbosity = whole("-v", args.opt_v, 0, 10)
     kwargs: dict[str, Any] = dict(
         method=method, body=body, headers=headers, requests=requests,
         duration=duration, concurrency=concurrency, keepalive=args.opt_k,
@@ -202,8 +196,4 @@ def ab_main(argv: Sequence[str]) -> int:
             out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
         out.write("\n\n" + ab_report(r, layout))
 
-    r = execute(PROG, url, kwargs, {"-e": args.opt_e, "--json": args.json, "--hgrm": args.hgrm,
-                                    "--html": args.html}, write_report)
-    if isinstance(r, int):
-        return r
-    return 0 if r.ok else 1
+    return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e)

@@ -56,9 +56,9 @@ the run was interrupted, or the name did not resolve), 2 bad usage (nothing was 
 MODES = """\
 Benchmark an HTTP server with ab's letters and ab's report. Another tool's
 command line, exactly, and its report's layout: `httpbench ab ...` (ab's
-flags), `httpbench wrk ...` (wrk's and wrk2's -R) and `httpbench hey ...`
-(hey's). With no URL, compare httpbench and Python's HTTP clients on the
-embedded server."""
+flags), `httpbench wrk ...` (wrk's and wrk2's -R), `httpbench hey ...`
+and `httpbench h2load ...`. With no URL, compare httpbench and Python's
+HTTP clients on the embedded server."""
 
 
 def bench_parser() -> argparse.ArgumentParser:
@@ -201,8 +201,8 @@ def _other_tool(argv: Sequence[str], args: argparse.Namespace) -> str:
     if args.method is not None and not re.fullmatch(r"[A-Za-z][A-Za-z-]*", args.method):
         if args.method.isdigit():
             return (f"-m {args.method} is not an HTTP method: h2load's -m is streams per "
-                    f"connection: did you mean "
-                    f"\"{_suggest(argv, swap={'-m': ['--http2', '--streams', args.method]})}\"?")
+                    f"connection (here --http2 --streams {args.method}): did you mean "
+                    f"\"{_suggest(argv, 'h2load')}\"?")
         return f"-m {args.method!r} is not an HTTP method (GET, POST, PUT, ...)"
     if args.content_type is not None and "/" not in args.content_type:
         if re.fullmatch(r"\d+(\.\d+)?(ms|s|m)?", args.content_type):

@@ -15,7 +15,7 @@ from ..result import Result
 from ..runner import run
 from .common import Outputs, UsageError, one_line
 
-__all__ = ["execute", "output_options", "write_csv", "OUTPUT_FLAGS"]
+__all__ = ["execute", "execute_mode", "output_options", "write_csv", "OUTPUT_FLAGS"]
 
 # The output files every mode takes, as long options the tools do not have.
 OUTPUT_FLAGS = ("json", "html", "log", "log_sample", "hgrm", "metrics", "metrics_run",
@@ -76,3 +76,15 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
             out.write(text if text.endswith("\n") else text + "\n")
     outputs.close()
     return r
+
+
+def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
+                 write_report: Callable[[Result, IO[str]], None], csv: str | None = None) -> int:
+    """A drop-in mode's run: execute() with the output options every mode
+    takes (and ab's -e CSV), and httpbench's exit status: 0 when no request
+    failed, 1 when some did or nothing could start, 2 for bad settings."""
+    r = execute(prog, url, kwargs, {"-e": csv, "--json": args.json, "--hgrm": args.hgrm,
+                                    "--html": args.html}, write_report)
+    if isinstance(r, int):
+        return r
+    return 0 if r.ok else 1

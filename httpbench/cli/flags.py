@@ -14,7 +14,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Flag", "mode_parser", "refusal", "checked", "markdown", "given_last"]
+__all__ = ["Flag", "mode_parser", "refusal", "checked", "whole", "markdown", "given_last"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +104,16 @@ def checked(prog: str, args: argparse.Namespace, table: Sequence[Flag],
     except (UsageError, ValueError) as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
+
+
+def whole(flag: str, text: str, low: int, high: int) -> int:
+    """A whole number as the tools read one (digits only), from low to high;
+    a UsageError or ValueError naming the flag otherwise."""
+    from .. import _check
+    from .common import UsageError
+    if not text.strip().isdigit():
+        raise UsageError(f"{flag} takes a whole number, not {text!r}")
+    return _check.count(flag, int(text), low, high)
 
 
 def given_last(argv: Sequence[str], letters: Sequence[str]) -> str | None:

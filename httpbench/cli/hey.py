@@ -15,8 +15,8 @@ from ..render.hey import hey_report
 from ..result import Result
 from ..runner import basic_auth
 from .common import UsageError, parse_headers, parse_time, read_body_file
-from .execute import execute, output_options
-from .flags import Flag, checked, mode_parser
+from .execute import execute_mode, output_options
+from .flags import Flag, checked, mode_parser, whole
 
 PROG = "httpbench hey"
 
@@ -84,20 +84,14 @@ def hey_parser() -> argparse.ArgumentParser:
                              "underneath.", EXAMPLES, FLAGS, "<url>")
 
 
-def _whole(flag: str, text: str, low: int, high: int) -> int:
-    if not text.strip().isdigit():
-        raise UsageError(f"{flag} takes a whole number, not {text!r}")
-    return _check.count(flag, int(text), low, high)
-
-
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The URL and run()'s arguments from hey's flags."""
     if args.url is None:
         raise UsageError("give the URL")
     url = args.url
     target = split_url(url)
-    concurrency = _whole("-c", args.opt_c, 1, _check.MAX_CONCURRENCY)
-    requests: int | None = _whole("-n", args.opt_n, 1, _check.MAX_REQUESTS)
+    concurrency = whole("-c", args.opt_c, 1, _check.MAX_CONCURRENCY)
+    requests: int | None = whole("-n", args.opt_n, 1, _check.MAX_REQUESTS)
     duration = parse_time("-z", args.opt_z) if args.opt_z is not None else None
     if duration is not None:
         requests = None  # "If duration is specified, n is ignored."
@@ -112,7 +106,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
                 from None
         if per_worker > 0:  # (hey: 0, the default, is no limit)
             rate = _check.rate(per_worker * concurrency, concurrency)
-    seconds = _whole("-t", args.opt_t, 0, int(_check.YEAR))
+    seconds = whole("-t", args.opt_t, 0, int(_check.YEAR))
     if args.opt_d is not None and args.opt_D is not None:
         raise UsageError("-d and -D: give one body")
     body = args.opt_d.encode() if args.opt_d is not None else \
@@ -134,7 +128,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if not args.opt_disable_compression and not any(k.lower() == "accept-encoding"
                                                     for k, _ in headers):
         headers.append(("Accept-Encoding", "gzip"))
-    threads = _whole("-cpus", args.opt_cpus, 1, _check.MAX_THREADS) if args.opt_cpus else None
+    threads = whole("-cpus", args.opt_cpus, 1, _check.MAX_THREADS) if args.opt_cpus else None
     kwargs: dict[str, Any] = dict(
         method=(args.opt_m or "GET").upper(), body=body, headers=headers, requests=requests,
         duration=duration, concurrency=concurrency, threads=threads,
@@ -155,9 +149,5 @@ def hey_main(argv: Sequence[str]) -> int:
     def write_report(r: Result, out: IO[str]) -> None:
         out.write(hey_report(r))
 
-    r = execute(PROG, url, kwargs, {"--json": args.json, "--hgrm": args.hgrm,
-                                    "--html": args.html}, write_report)
-    if isinstance(r, int):
-        return r
-    return 0 if r.ok else 1
+    return execute_mode(PROG, url, kwargs, args, write_report)
 

@@ -16,7 +16,7 @@ from .._version import __version__
 from ..render.wrk import header, wrk_report
 from ..result import Result
 from .common import UsageError, parse_headers, parse_time
-from .execute import execute, output_options
+from .execute import execute_mode, output_options
 from .flags import Flag, checked, mode_parser
 
 PROG = "httpbench wrk"
@@ -113,8 +113,4 @@ def wrk_main(argv: Sequence[str]) -> int:
     def write_report(r: Result, out: IO[str]) -> None:
         out.write(wrk_report(r, duration, threads, connections, args.opt_latency))
 
-    r = execute(PROG, args.url, kwargs, {"--json": args.json, "--hgrm": args.hgrm,
-                                         "--html": args.html}, write_report)
-    if isinstance(r, int):
-        return r
-    return 0 if r.ok else 1
+    return execute_mode(PROG, args.url, kwargs, args, write_report)

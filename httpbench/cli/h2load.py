@@ -1,0 +1,195 @@
+"""`httpbench h2load ...`: h2load 1.52's command line (nghttp2's getopt:
+its letters and long names, `--name=value` too) and its report's layout.
+A flag h2load has that cannot be honoured is refused, never read as
+something else."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import IO, Any
+
+from .. import _check
+from .._url import split_url
+from ..render.h2load import h2load_report
+from ..result import Result
+from .common import UsageError, parse_headers, parse_time, read_body_file
+from .execute import execute_mode, output_options
+from .flags import Flag, checked, mode_parser, whole
+
+PROG = "httpbench h2load"
+
+_CONNECTION_TIMEOUT = ("httpbench keeps each connection while the run lasts; -s/--timeout in "
+                       "the plain command line bounds each request")
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(("-n", "--requests"), "<N>", "Number of  requests across all  clients.",
+         "requests=N (default 1)", default="1"),
+    Flag(("-c", "--clients"), "<N>", "Number  of concurrent  clients.",
+         "concurrency=N connections (default 1; -n at least -c, as h2load's)", default="1"),
+    Flag(("-t", "--threads"), "<N>", "Number of native threads.", "threads=N (default 1)",
+         default="1"),
+    Flag(("-i", "--input-file"), "<PATH>", "Path of a file with multiple URIs are separated "
+         "by EOLs.", "give the URLs on the command line (several URLs of one server run in "
+         "turn), or a Scenario (httpbench --scenario FILE.py)", refused=True),
+    Flag(("-m", "--max-concurrent-streams"), "<N>", "Max  concurrent  streams  to issue  per "
+         "session.", "streams=N over HTTP/2; over HTTP/1.1 (--h1) pipeline=N, as h2load "
+         "pipelines (default 1)", default="1"),
+    Flag(("-f", "--max-frame-size"), "<SIZE>", "Maximum frame size that the local endpoint "
+         "is willing to receive.", "httpbench keeps nghttp2's default frame size",
+         refused=True),
+    Flag(("-w", "--window-bits"), "<N>", "Sets the stream level initial window size to "
+         "(2**<N>)-1.", "use the plain command line's --http2 --window BYTES", refused=True),
+    Flag(("-W", "--connection-window-bits"), "<N>", "Sets  the  connection  level   initial "
+         "window size to (2**<N>)-1.", "use the plain command line's --http2 --window BYTES",
+         refused=True),
+    Flag(("-H", "--header"), "<HEADER>", "Add/Override a header to the requests.",
+         "headers=[...]", repeat=True),
+    Flag(("--ciphers",), "<SUITE>", "Set  allowed cipher  list  for TLSv1.2  or earlier.",
+         "ciphers=SUITE"),
+    Flag(("--tls13-ciphers",), "<SUITE>", "Set allowed cipher list for TLSv1.3.",
+         "ciphersuites=SUITE"),
+    Flag(("-p", "--no-tls-proto"), "<PROTOID>", "Specify ALPN identifier of the  protocol to "
+         "be used when accessing http URI without SSL/TLS. (h2c and http/1.1; default h2c)",
+         "h2c: HTTP/2 by prior knowledge; http/1.1: HTTP/1.1"),
+    Flag(("-d", "--data"), "<PATH>", "Post FILE to  server.  The request method  is changed "
+         "to POST.", "body=the file's bytes, method POST (over HTTP/1.1, one in flight a "
+         "connection, as h2load)"),
+    Flag(("-r", "--rate"), "<N>", "Specifies  the  fixed  rate  at  which  connections  are "
+         "created.", "httpbench opens its connections at once; for a rate of requests use "
+         "--rps", refused=True),
+    Flag(("--rate-period",), "<DURATION>", "Specifies the time  period between creating "
+         "connections.", "httpbench opens its connections at once", refused=True),
+    Flag(("-D", "--duration"), "<DURATION>", "Specifies the main duration for the "
+         "measurements in case of timing-based benchmarking.",
+         "duration=T (-n is then ignored, as h2load's)"),
+    Flag(("--warm-up-time",), "<DURATION>", "Specifies the  time  period  before  starting "
+         "the actual measurements. Needs to provided along with -D option.",
+         "warmup=T (with -D, as h2load's)"),
+    Flag(("-T", "--connection-active-timeout"), "<DURATION>", "Specifies  the maximum  time "
+         "that  h2load is  willing to keep a  connection open.", _CONNECTION_TIMEOUT,
+         refused=True),
+    Flag(("-N", "--connection-inactivity-timeout"), "<DURATION>", "Specifies the amount  of "
+         "time  that  h2load is  willing  to wait to see activity on a given connection.",
+         _CONNECTION_TIMEOUT, refused=True),
+    Flag(("--timing-script-file",), "<PATH>", "Path of a file containing one or more lines "
+         "separated by EOLs. Each script line is composed of two tab-separated fields.",
+         "a load shape: run(stages=...) or a Scenario", refused=True),
+    Flag(("-B", "--base-uri"), "(<URI>|unix:<PATH>)", "Specify URI from which the scheme, "
+         "host and port will be used  for all requests.",
+         "unix:PATH: unix_socket=PATH; a URI: the server the URL's path is sent to"),
+    Flag(("--npn-list",), "<LIST>", "Comma delimited list of  ALPN protocol identifier "
+         "sorted in the order of preference.", "--h1 says HTTP/1.1; without it, h2 is "
+         "offered", refused=True),
+    Flag(("--h1",), "", "Short hand for --npn-list=http/1.1 --no-tls-proto=http/1.1",
+         "HTTP/1.1 over TLS and cleartext"),
+    Flag(("--header-table-size",), "<SIZE>", "Specify decoder header table size.",
+         "httpbench keeps nghttp2's default HPACK table", refused=True),
+    Flag(("--encoder-header-table-size",), "<SIZE>", "Specify encoder header table size.",
+         "httpbench keeps nghttp2's default HPACK table", refused=True),
+    Flag(("--log-file",), "<PATH>", "Write per-request information to a file as "
+         "tab-separated columns.", "--log FILE is httpbench's per-request log (CSV, JSON "
+         "lines or SQLite by its extension); h2load's getopt takes --log as a prefix of "
+         "--log-file, here it is httpbench's own", refused=True),
+    Flag(("--connect-to",), "<HOST>[:<PORT>]", "Host and port to connect instead of using "
+         "the authority in <URI>.", "give that address in the URL and the name with "
+         "-H 'Host: NAME'", refused=True),
+    Flag(("--rps",), "<N>", "Specify request per second for each client.",
+         "rate=N x c over the run: an open loop, latency from each request's intended start"),
+    Flag(("-v", "--verbose"), "", "Output debug information.",
+         "the first response's head"),
+    Flag(("--version",), "", "Display version information and exit.",
+         "prints httpbench's version"),
+    Flag(("-h", "--help"), "", "Display this help and exit.", "this help"),
+)
+
+EXAMPLES = """\
+as h2load, one word changed:
+  httpbench h2load -n 10000 -c 10 -m 10 http://127.0.0.1:8080/rnd?c=2048
+  httpbench h2load -D 10 -c 10 -m 10 --warm-up-time 2 http://127.0.0.1:8080/rnd?c=2048
+  httpbench h2load -n 10000 -c 10 --h1 -m 4 http://127.0.0.1:8080/rnd?c=2048
+with what h2load does not have:
+  httpbench h2load -n 10000 -c 10 -m 10 --json result.json --log requests.csv URL
+
+The report is h2load's; httpbench's own figures follow it after a blank
+line. Exit status: 0 when no request failed, 1 when some did (h2load exits
+0 even then), 2 for bad usage (nothing was sent).
+"""
+
+
+def h2load_parser() -> argparse.ArgumentParser:
+    return mode_parser(PROG, "h2load 1.52's command line and report, with httpbench's C loop "
+                             "underneath.", EXAMPLES, FLAGS, "<URI>")
+
+
+def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The URL and run()'s arguments from h2load's flags."""
+    if args.url is None:
+        raise UsageError("give the URI")
+    url = args.url
+    unix = None
+    if args.opt_base_uri:
+        if args.opt_base_uri.startswith("unix:"):
+            unix = args.opt_base_uri[len("unix:"):]
+        else:
+            base = split_url(args.opt_base_uri)
+            path = split_url(url).path if "://" in url else url
+            url = f"{base.scheme}://{base.host}:{base.port}{path}"
+    target = split_url(url)
+    requests: int | None = whole("-n", args.opt_requests, 1, _check.MAX_REQUESTS)
+    clients = whole("-c", args.opt_clients, 1, _check.MAX_CONCURRENCY)
+    duration = parse_time("-D", args.opt_duration) if args.opt_duration else None
+    warmup = None
+    if args.opt_warm_up_time:
+        if duration is None:
+            raise UsageError("--warm-up-time goes with -D, as in h2load")
+        warmup = parse_time("--warm-up-time", args.opt_warm_up_time)
+    if duration is not None:
+        requests = None
+    elif requests is not None and requests < clients:
+        raise UsageError(f"-n: the number of requests must be greater than or equal to the "
+                         f"clients ({requests} < -c {clients}), as in h2load")
+    proto = args.opt_no_tls_proto or "h2c"
+    if proto not in ("h2c", "http/1.1"):
+        raise UsageError(f"-p takes h2c or http/1.1, not {proto!r}")
+    http2 = not args.opt_h1 and (target.tls or proto == "h2c")
+    streams = whole("-m", args.opt_max_concurrent_streams, 1, _check.MAX_STREAMS)
+    body = read_body_file("-d", args.opt_data) if args.opt_data else None
+    rate = None
+    if args.opt_rps is not None:
+        try:
+            per_client = float(args.opt_rps)
+        except ValueError:
+            raise UsageError(f"--rps takes requests per second per client, not "
+                             f"{args.opt_rps!r}") from None
+        rate = _check.rate(per_client * clients, clients)
+    kwargs: dict[str, Any] = dict(
+        method="POST" if body is not None else "GET", body=body,
+        headers=parse_headers(args.opt_header), requests=requests, duration=duration,
+        warmup=warmup, concurrency=clients,
+        threads=whole("-t", args.opt_threads, 1, _check.MAX_THREADS), keepalive=True,
+        rate=rate, progress=False, http2=http2, streams=streams if http2 else 1,
+        pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
+        verify=False, ciphers=args.opt_ciphers, ciphersuites=args.opt_tls13_ciphers,
+        **output_options(args))
+    return url, kwargs
+
+
+def h2load_main(argv: Sequence[str]) -> int:
+    args = h2load_parser().parse_args(argv)
+    if args.opt_version:
+        from .._version import __version__
+        print(f"httpbench {__version__}, in h2load 1.52's mode (httpbench h2load)")
+        return 0
+    settings = checked(PROG, args, FLAGS, lambda: _settings(args))
+    if isinstance(settings, int):
+        return settings
+    url, kwargs = settings
+
+    def write_report(r: Result, out: IO[str]) -> None:
+        if args.opt_verbose and r.first_head:
+            out.write(r.first_head.replace("\r\n", "\n"))
+        out.write(h2load_report(r))
+
+    print("starting benchmark...", flush=True)
+    return execute_mode(PROG, url, kwargs, args, write_report)

@@ -1,0 +1,111 @@
+"""`httpbench h2load`'s report: h2load 1.52's layout (its h2load.cc: the
+"finished in" line, the requests, the status codes, the traffic with the
+header space savings, and the min/max/mean/sd/+/- sd table), then, after
+a blank line, what httpbench adds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .text import mode_additions
+
+if TYPE_CHECKING:
+    from ..result import Latency, Result
+
+__all__ = ["h2load_report", "format_duration", "utos_funit"]
+
+
+def format_duration(seconds: float) -> str:
+    """h2load's util::format_duration: whole microseconds below 1 ms, else
+    milliseconds or seconds with two decimals."""
+    if seconds >= 1.0:
+        return f"{seconds:.2f}s"
+    if seconds >= 0.001:
+        return f"{seconds * 1e3:.2f}ms"
+    return f"{round(seconds * 1e6)}us"
+
+
+def utos_funit(n: float) -> str:
+    """h2load's util::utos_funit: K, M or G of 1024 with two decimals, or
+    the whole number below 1024."""
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.2f}{unit}"
+    return str(int(n))
+
+
+def _within_sd(lat: Latency, mean: float, sd: float, skip_zero: bool = False) -> float:
+    """The share of values within one standard deviation of the mean, in
+    percent, from the histogram (each bucket by its middle)."""
+    buckets = [(a, b, n) for a, b, n in lat.buckets() if not (skip_zero and b <= 1e-9)]
+    total = sum(n for _, _, n in buckets)
+    if not total:
+        return 0.0
+    inside = sum(n for a, b, n in buckets if mean - sd <= (a + b) / 2 <= mean + sd)
+    return 100.0 * inside / total
+
+
+def _connects(lat: Latency) -> tuple[float, float, float, float, float]:
+    """min, max, mean, sd and within-sd of the connections' own connect
+    times: the requests that opened one (a kept-alive request's is 0)."""
+    buckets = [(a, b, n) for a, b, n in lat.buckets() if b > 1e-9 and (a + b) / 2 > 0]
+    total = sum(n for _, _, n in buckets)
+    if not total:
+        return 0.0, 0.0, 0.0, 0.0, 0.0
+    mids = [((a + b) / 2, n) for a, b, n in buckets]
+    mean = sum(m * n for m, n in mids) / total
+    sd = math.sqrt(sum(n * (m - mean) ** 2 for m, n in mids) / (total - 1)) if total > 1 else 0.0
+    inside = sum(n for m, n in mids if mean - sd <= m <= mean + sd)
+    return buckets[0][0], lat.max, mean, sd, 100.0 * inside / total
+
+
+def h2load_report(r: Result) -> str:
+    return "\n".join(_lines(r)) + "\n"
+
+
+def _row(label: str, cells: Iterable[str], within: float | None) -> str:
+    """A row of the table; within None: not known (printed as -)."""
+    tail = f"{within:8.2f}%" if within is not None else f"{'-':>9}"
+    return f"{label:<16}: " + "  ".join(f"{c:>10}" for c in cells) + tail
+
+
+def _lines(r: Result) -> Iterable[str]:
+    t = r.time_taken
+    rps = r.complete / t if t > 0 else 0.0
+    yield ""
+    yield (f"finished in {format_duration(t)}, {rps:.2f} req/s, "
+           f"{utos_funit(r.bytes_received / t if t > 0 else 0)}B/s")
+    ok = sum(n for code, n in r.status_counts.items() if code < 400)
+    bad_status = sum(n for code, n in r.status_counts.items() if code >= 400)
+    timeout = r.failures.get("timeout", 0)
+    errored = r.failed - timeout
+    yield (f"requests: {r.issued} total, {r.issued} started, {r.complete + r.failed} done, "
+           f"{ok} succeeded, {bad_status + r.failed} failed, {errored} errored, "
+           f"{timeout} timeout")
+    classes = [sum(n for code, n in r.status_counts.items() if lo <= code < lo + 100)
+               for lo in (200, 300, 400, 500)]
+    yield ("status codes: " + ", ".join(f"{n} {k}xx" for n, k in zip(classes, (2, 3, 4, 5),
+                                                                     strict=True)))
+    head = r.header_bytes_wire if r.http_version == "2" else r.bytes_received - r.body_bytes
+    decoded = r.header_bytes_decoded if r.http_version == "2" else head
+    savings = (1 - head / decoded) * 100 if decoded else 0.0
+    yield (f"traffic: {utos_funit(r.bytes_received)}B ({r.bytes_received}) total, "
+           f"{utos_funit(head)}B ({head}) headers (space savings {savings:.2f}%), "
+           f"{utos_funit(r.body_bytes)}B ({r.body_bytes}) data")
+    yield f"{'':<21}min         max         mean         sd        +/- sd"
+    lat = r.latency_uncorrected
+    cells = [format_duration(x) for x in (lat.min, lat.max, lat.mean, lat.stdev)] \
+        if lat.count else ["0us"] * 4
+    yield _row("time for request", cells, _within_sd(lat, lat.mean, lat.stdev))
+    lo, hi, mean, sd, within = _connects(r.connect_time)
+    yield _row("time for connect", [format_duration(x) for x in (lo, hi, mean, sd)], within)
+    w = r.waiting
+    cells = [format_duration(x) for x in (w.min, w.max, w.mean, w.stdev)] if w.count \
+        else ["0us"] * 4
+    yield _row("time to 1st byte", cells, _within_sd(w, w.mean, w.stdev))
+    yield _row("req/s", [f"{x:.2f}" for x in (r.conn_rps_min, r.conn_rps_max, r.conn_rps_mean,
+                                              r.conn_rps_sd)], None)
+    yield ""
+    yield from mode_additions(r, "--rps x -c")

@@ -1,0 +1,191 @@
+"""`httpbench h2load ...`: h2load 1.52's command line and report layout.
+Side by side with the real h2load against nginx (h2c, h2 over TLS,
+HTTP/1.1) and the embedded server: the same requests, statuses and bytes
+for the same count-bounded command line; every line a script greps parsed
+by one pattern from both; the flags it cannot honour refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import httpbench
+from helpers import free_port, grep_each, hb, nginx, side_by_side
+from httpbench.cli.flags import markdown
+from httpbench.cli.h2load import FLAGS
+from httpbench.render.h2load import format_duration, utos_funit
+
+H2LOAD = shutil.which("h2load")
+needs_h2load = pytest.mark.skipif(H2LOAD is None, reason="h2load not installed "
+                                                         "(apt-get install nghttp2-client)")
+
+PATTERNS = {
+    "finished": r"^finished in ([\d.]+\w+), ([\d.]+) req/s, ([\d.]+\w?)B/s$",
+    "requests": r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                r"(\d+) failed, (\d+) errored, (\d+) timeout$",
+    "status": r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx$",
+    "traffic": r"^traffic: [\d.]+\w?B \((\d+)\) total, [\d.]+\w?B \((\d+)\) headers \(space "
+               r"savings ([\d.]+)%\), [\d.]+\w?B \((\d+)\) data$",
+    "request": r"^time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+",
+    "connect": r"^time for connect:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+",
+    "ttfb": r"^time to 1st byte:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+",
+    "rps": r"^req/s\s+:\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+",
+}
+
+
+def parse(out: str) -> dict[str, tuple[str, ...]]:
+    return grep_each(PATTERNS, out)
+
+
+def both(args: list[str], url: str, cwd: Path) -> tuple[str, str]:
+    return side_by_side("h2load", args, url, cwd, ours_ok=(0, 1))
+
+
+def exact(real: str, ours: str, headers: bool = True, frames: bool = True) -> None:
+    """The requests line, the status codes and the traffic's bytes equal;
+    headers False: not the header bytes (HTTP/1.1's, counted otherwise);
+    frames False: not the total, whose control frames differ by timing
+    (nginx resets a stream it answered 405 before reading its body, or
+    not, as the body's bytes race the answer)."""
+    fr, fo = parse(real), parse(ours)
+    assert fr["requests"] == fo["requests"] and fr["status"] == fo["status"], (real, ours)
+    total_r, head_r, _, data_r = fr["traffic"]
+    total_o, head_o, _, data_o = fo["traffic"]
+    assert data_r == data_o, (real, ours)
+    if frames:
+        assert total_r == total_o, (real, ours)
+    if headers:
+        assert head_r == head_o, (real, ours)
+
+
+# Count-bounded command lines from h2load's manual, each honoured flag once.
+H2C = [
+    ["-n", "1000", "-c", "4", "-m", "10"],
+    ["-n", "500", "-c", "2"],
+    ["--requests=300", "--clients=3", "--max-concurrent-streams=5", "--threads=1"],
+    ["-n", "200", "-c", "2", "-m", "4", "-H", "x-test: 1", "-H", "accept: */*"],
+    ["-n", "100", "-c", "1", "-d", "{body}"],
+    ["-n", "400", "-c", "4", "-m", "2", "-t", "2"],
+    ["-n", "200", "-c", "2", "-p", "h2c"],
+]
+H1 = [
+    ["--h1", "-n", "300", "-c", "3"],
+    ["-n", "200", "-c", "2", "-p", "http/1.1", "-m", "4"],
+    ["--h1", "-n", "100", "-c", "1", "-d", "{body}"],
+]
+
+
+@pytest.mark.timing
+@needs_h2load
+@pytest.mark.parametrize("args", H2C + H1, ids=" ".join)
+def test_requests_statuses_and_bytes_equal_h2loads_against_nginx(tmp_path, args):
+    """h2c by prior knowledge, and HTTP/1.1 (--h1, -p http/1.1), on a
+    route that answers 200 and one that answers 404 (POSTs: 405): the
+    requests, status codes and bytes h2load prints, exactly (HTTP/1.1's
+    header bytes aside: h2load counts names and values only)."""
+    h1 = args in H1
+    (tmp_path / "body").write_bytes(b"q" * 700)
+    args = [a.format(body=tmp_path / "body") for a in args]
+    with nginx(h2c_port=(h2c := free_port())) as up:
+        if up is None:
+            pytest.skip("nginx not installed")
+        port = up[0] if h1 else h2c
+        for path in ("/rnd", "/missing"):
+            real, ours = both(args, f"http://127.0.0.1:{port}{path}", tmp_path)
+            exact(real, ours, headers=not h1, frames=h1 or "-d" not in args)
+
+
+@pytest.mark.timing
+@needs_h2load
+def test_over_tls_and_on_the_embedded_server(tmp_path, pki):
+    tls = (f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};")
+    with nginx(tls=tls, http2=True) as up, httpbench.Server() as srv:
+        if up is None:
+            pytest.skip("nginx not installed")
+        for args in (["-n", "300", "-c", "3", "-m", "5"],
+                     ["-n", "200", "-c", "2", "--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256",
+                      "--tls13-ciphers", "TLS_AES_128_GCM_SHA256"],
+                     ["--h1", "-n", "100", "-c", "2"]):
+            real, ours = both(args, f"https://127.0.0.1:{up[0]}/rnd", tmp_path)
+            exact(real, ours, headers="--h1" not in args)
+        for args, path in ((["-n", "500", "-c", "5", "-m", "8"], "/rnd?c=2048"),
+                           (["-n", "200", "-c", "2"], "/status/503")):
+            real, ours = both(args, srv.url(path), tmp_path)
+            exact(real, ours)
+
+
+@pytest.mark.timing
+@needs_h2load
+def test_a_duration_agrees_per_response(tmp_path):
+    with httpbench.Server() as srv:
+        real, ours = both(["-D", "1", "-c", "2", "-m", "4"], srv.url("/rnd?c=2048"), tmp_path)
+        fr, fo = parse(real), parse(ours)
+        per = [int(f["traffic"][3]) / int(f["requests"][3]) for f in (fr, fo)]
+        assert per[0] == per[1] == 2048, (real, ours)
+
+
+def test_h2loads_formats():
+    assert format_duration(33e-6) == "33us" and format_duration(5.234e-3) == "5.23ms"
+    assert format_duration(1.2) == "1.20s" and utos_funit(2076316) == "1.98M"
+    assert utos_funit(10172) == "9.93K" and utos_funit(900) == "900"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with httpbench.Server() as srv:
+        yield srv
+
+
+def test_h2loads_defaults(tmp_path, server):
+    r = hb("h2load", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert (d["requests"], d["concurrency"], d["threads"], d["http_version"]) == (1, 1, 1, "2")
+    r = hb("h2load", "-D", "1", "--warm-up-time", "0.5", "-c", "2", "--rps", "100", "--json",
+           "r.json", "--log", "l.csv", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["requests"] is None and d["rate"] == 200 and 170 <= d["issued"] <= 215
+    assert len(httpbench.read_log(tmp_path / "l.csv")) == d["issued"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-n", "2", "-c", "4"], "greater than or equal to the clients"),
+    (["-p", "h3"], "-p takes h2c or http/1.1"),
+    (["--warm-up-time", "1"], "--warm-up-time goes with -D"),
+    (["-m", "x"], "-m takes a whole number"),
+    (["--rps", "fast"], "--rps takes"),
+])
+def test_bad_values_are_usage_errors_with_nothing_sent(tmp_path, server, args, words):
+    before = server.stats()["requests"]
+    r = hb("h2load", *args, server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+
+
+REFUSED = [f for f in FLAGS if f.refused]
+
+
+@pytest.mark.parametrize("flag", REFUSED, ids=lambda f: f.names[-1])
+def test_a_flag_h2load_has_and_httpbench_cannot_honour_is_refused(tmp_path, server, flag):
+    before = server.stats()["requests"]
+    r = hb("h2load", flag.names[-1], "1", "-n", "5", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert flag.names[0] in r.stderr and flag.here in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+
+
+def test_log_is_httpbenchs_and_log_file_is_refused():
+    here = {f.names[-1]: f.here for f in REFUSED}
+    assert "--log FILE is httpbench's" in here["--log-file"]
+    assert {"-T", "-N", "-r", "--rate-period", "-i", "--timing-script-file", "-f", "-w", "-W",
+            "--header-table-size", "--encoder-header-table-size", "--npn-list",
+            "--connect-to", "--log-file"} <= {f.names[0] for f in REFUSED}
+
+
+def test_the_manual_page_holds_the_table_made_from_the_flags():
+    page = (Path(__file__).parent.parent / "docs" / "h2load.md").read_text()
+    assert markdown(FLAGS, "h2load") in page, markdown(FLAGS, "h2load")
