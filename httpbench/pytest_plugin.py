@@ -318,11 +318,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         path = state.dir / f"{state.save}.json"
         runs = {}
         for name, rounds in state.runs:
-            d = rounds.median.to_dict()
+            # Compact (schema 14): the histograms packed, a line a run, so a
+            # baseline stays small enough to keep in a repository.
+            d = rounds.median.to_dict(compact=True)
             d["rounds"] = _rounds_of(rounds)
             runs[name] = d
         path.write_text(json.dumps({"kind": "session", "schema": SCHEMA, "machine": machine,
-                                    "runs": runs}, indent=1))
+                                    "runs": runs}, separators=(",", ":")) + "\n")
         tr.write_line(f"saved {len(state.runs)} run(s) to {path}")
     if state.html:
         from .render.report import session_doc, write

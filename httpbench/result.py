@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import os
 import platform
 import socket
+import zlib
 from typing import Any, NamedTuple
 
 from ._core import Histogram
@@ -79,18 +81,25 @@ class Latency:
         bucket in use (pandas imported here)."""
         return _pandas().DataFrame(self.buckets(), columns=["lower", "upper", "count"])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, compact: bool = False) -> dict[str, Any]:
         """Seconds throughout. `histogram` is [value, count] per bucket in
         use, value the bucket's highest (as HdrHistogram reports it), for a
         reader without httpbench; `state` is the exact form from_dict
-        reads back."""
-        return {
+        reads back. compact: neither, but `state_z`, the state's JSON
+        compressed (zlib, then base64): a pytest baseline's (schema 14)."""
+        d: dict[str, Any] = {
             "count": self.count, "min": self.min, "max": self.max, "mean": self.mean,
             "stdev": self.stdev,
             "percentiles": {str(p): self.percentile(p) for p in PERCENTILES},
-            "histogram": [[(hi - 1) / 1e9, n] for _, hi, n in self.histogram.buckets()],
-            "state": list(self.histogram.state()),
         }
+        state = list(self.histogram.state())
+        if compact:
+            packed = json.dumps(state, separators=(",", ":")).encode()
+            d["state_z"] = base64.b64encode(zlib.compress(packed, 9)).decode("ascii")
+        else:
+            d["histogram"] = [[(hi - 1) / 1e9, n] for _, hi, n in self.histogram.buckets()]
+            d["state"] = state
+        return d
 
     def to_hgrm(self, scale: float = 1e6, ticks_per_half: int = 5) -> str:
         """HdrHistogram's percentile distribution text (what wrk2 prints and
@@ -100,11 +109,14 @@ class Latency:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Latency:
-        """From to_dict()'s layout (its `state`); FieldError naming what is
-        wrong with it."""
+        """From to_dict()'s layout (its `state`, or a compact one's
+        `state_z`); FieldError naming what is wrong with it."""
         h = Histogram()
-        state = typed(d.get("state"), tuple[int, int, int, float, float, int,
-                                             list[tuple[int, int]]], "state")
+        raw = d.get("state")
+        if raw is None and "state_z" in d:
+            raw = _unpack_state(d["state_z"])
+        state = typed(raw, tuple[int, int, int, float, float, int,
+                                 list[tuple[int, int]]], "state")
         count, lo, hi, total, sq, clamped, buckets = state
         try:
             h.restore((count, lo, hi, total, sq, clamped, buckets))
@@ -117,6 +129,27 @@ class Latency:
             return "<Latency: empty>"
         return (f"<Latency n={self.count} mean={self.mean * 1e3:.3f}ms p50={self.p50 * 1e3:.3f}ms "
                 f"p99={self.p99 * 1e3:.3f}ms max={self.max * 1e3:.3f}ms>")
+
+
+# A compressed state is at most this many bytes unpacked (a histogram's
+# buckets in use are a few thousand pairs): a hostile file is not a zip bomb.
+_MAX_STATE_BYTES = 16 << 20
+
+
+def _unpack_state(packed: Any) -> Any:
+    """A compact Latency's `state_z`: base64 of the zlib of its JSON."""
+    if not isinstance(packed, str):
+        raise FieldError("state_z", "a base64 string was expected")
+    try:
+        z = zlib.decompressobj()
+        text = z.decompress(base64.b64decode(packed, validate=True), _MAX_STATE_BYTES)
+        if z.unconsumed_tail:
+            raise FieldError("state_z", f"unpacks to more than {_MAX_STATE_BYTES} bytes")
+        return json.loads(text)
+    except (ValueError, zlib.error) as e:
+        if isinstance(e, FieldError):
+            raise
+        raise FieldError("state_z", f"not a packed state: {e}") from None
 
 
 # Figures a result saved by an earlier version may lack, and their value then.
@@ -308,9 +341,11 @@ class Result:
         return (self.failed == 0 and not self.interrupted and self.issued > 0
                 and not any(w.lost for w in self.workers))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, compact: bool = False) -> dict[str, Any]:
         """Every figure, JSON-ready (the layout is docs/schema.md): seconds
-        for every time, `schema` its version."""
+        for every time, `schema` its version. compact: each latency's
+        histogram as `state_z` only (Latency.to_dict), as a pytest baseline
+        keeps it."""
         d: dict[str, Any] = {"kind": "run", "schema": SCHEMA}
         d.update({name: getattr(self, name) for name in _PLAIN + _ABOUT})
         # rps: what completed in that second (the last one may be partial).
@@ -320,9 +355,9 @@ class Result:
         d["status_counts"] = {str(k): v for k, v in self.status_counts.items()}
         d["rps"] = self.rps
         for name in _LATENCIES:
-            d[name] = getattr(self, name).to_dict()
+            d[name] = getattr(self, name).to_dict(compact)
         if self.by_name:
-            d["by_name"] = {k: v.to_dict() for k, v in self.by_name.items()}
+            d["by_name"] = {k: v.to_dict(compact) for k, v in self.by_name.items()}
         if self.workers:
             d["workers"] = [w.to_dict() for w in self.workers]
         d["client"] = self.client.to_dict() if self.client is not None else None

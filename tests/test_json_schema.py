@@ -99,3 +99,23 @@ def test_hgrm_is_hdrhistograms_percentile_distribution(tmp_path, server):
     assert lines[-3].startswith("#[Mean    =") and lines[-2].startswith("#[Max     =")
     assert "Total count    =         2000]" in lines[-2]
     assert values[-1] < 100  # milliseconds, as wrk2 prints
+
+
+def test_the_compact_layout_reads_back_exactly_and_refuses_a_hostile_state(server):
+    """Schema 14's compact latencies (a pytest baseline's): `state_z` only,
+    the same figures back; a state that is not base64, not zlib, not a
+    state, or unpacks past its bound is refused naming the field."""
+    import base64
+    import zlib
+    r = httpbench.run(server.url("/rnd?c=10"), requests=300, concurrency=2, progress=False)
+    d = json.loads(json.dumps(r.to_dict(compact=True)))
+    assert set(d["latency"]) == {"count", "min", "max", "mean", "stdev", "percentiles",
+                                 "state_z"}
+    back = httpbench.Result.from_dict(d)
+    assert back.to_dict() == r.to_dict()
+    for bad in ("***", base64.b64encode(b"not zlib").decode(),
+                base64.b64encode(zlib.compress(b'"a string"')).decode(),
+                base64.b64encode(zlib.compress(b"[" + b"0," * (9 << 20) + b"0]")).decode(), 7):
+        d["latency"]["state_z"] = bad
+        with pytest.raises(ValueError, match="latency.state"):
+            httpbench.Result.from_dict(d)

@@ -88,6 +88,74 @@ def test_save_then_compare(project):
     assert "base req/s" in result.stdout.str() and "change" in result.stdout.str()
 
 
+def test_a_baseline_of_two_tests_is_small_and_reads_back_whole(project):
+    """A baseline of two tests was 441 KB: every latency's histogram twice
+    (for readers and for httpbench), a line per number. Schema 14 packs
+    each histogram's state (`state_z`) and writes a line per file; the
+    figures, the rounds and the histograms read back exactly."""
+    project.makepyfile(test_bench=TESTS.replace("def test_plain", "def _plain"))
+    project.runpytest("--httpbench-save=base").assert_outcomes(passed=2)
+    path = project.path / ".httpbench" / "base.json"
+    assert path.stat().st_size <= 50_000, path.stat().st_size
+    saved = json.loads(path.read_text())
+    assert saved["schema"] == 14 and len(saved["runs"]) == 3  # (test_twice runs twice)
+    from httpbench.result import Result
+    fast = saved["runs"]["test_bench.py::test_fast"]
+    assert "state" not in fast["latency"] and "histogram" not in fast["latency"]
+    back = Result.from_dict({k: v for k, v in fast.items() if k != "rounds"})
+    assert back.latency.count == 2000 and back.latency.p99 == fast["latency"]["percentiles"]["99"]
+    project.runpytest("--httpbench-compare=base").assert_outcomes(passed=2)
+
+
+def test_a_baseline_saved_before_schema_14_still_gates(project):
+    """The full layout (indented, `state` and `histogram` each) of schema 13
+    reads as before: its rounds gate, its runs render."""
+    project.runpytest("--httpbench-save=base").assert_outcomes(passed=3)
+    data = baseline(project)
+    from httpbench.result import Result
+    for name, run in data["runs"].items():
+        rounds = run.pop("rounds")
+        full = Result.from_dict(run).to_dict()
+        full["schema"] = 13
+        full["rounds"] = rounds
+        data["runs"][name] = full
+    data["schema"] = 13
+    (project.path / ".httpbench" / "old.json").write_text(json.dumps(data, indent=1))
+    assert "state" in data["runs"]["test_bench.py::test_fast"]["latency"]
+    result = project.runpytest("--httpbench-compare=old", "--httpbench-compare-fail=rps:95%",
+                               "--httpbench-html=r.html")
+    result.assert_outcomes(passed=3)
+    assert (project.path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_pytest_extra_brings_the_plugin_and_no_more(tmp_path):
+    """`pip install 'httpbench[pytest]'` into a fresh venv: pytest there
+    lists the plugin's options, and none of the other extras' packages
+    came with it."""
+    from test_package import ROOT, source_copy
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    copy = source_copy(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{copy}[pytest]"],
+                         capture_output=True, text=True, timeout=900)
+    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+                                                            "PYTHONPATH")}
+    out = subprocess.run([str(venv / "bin" / "pytest"), "--help"], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "--httpbench-compare" in out.stdout and "--httpbench-save" in out.stdout
+    listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert {"httpbench", "pytest"} <= names
+    others = {"matplotlib", "pandas", "urllib3", "requests", "httpx", "pycurl", "aiohttp",
+              "tqdm", "ipywidgets", "distributed", "pytest-xdist", "mypy", "playwright"}
+    assert not names & others, names & others
+
+
 def test_compare_fail_passes_within_the_threshold(project):
     project.runpytest("--httpbench-save=base").assert_outcomes(passed=3)
     result = project.runpytest("--httpbench-compare=base", "--httpbench-compare-fail=rps:95%")
