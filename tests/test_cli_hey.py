@@ -193,3 +193,20 @@ def test_o_csv_is_refused_naming_the_log(tmp_path, server):
 def test_the_manual_page_holds_the_table_made_from_the_flags():
     page = (Path(__file__).parent.parent / "docs" / "hey.md").read_text()
     assert markdown(FLAGS, "hey") in page, markdown(FLAGS, "hey")
+
+
+@pytest.mark.timing
+@needs_hey
+def test_h2_over_tls_as_heys(tmp_path, pki):
+    """-h2 against nginx over TLS (h2 by ALPN, the certificate unchecked as
+    hey's client leaves it): the same statuses and body bytes."""
+    tls = f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};"
+    with nginx(tls=tls, http2=True) as up:
+        if up is None:
+            pytest.skip("nginx not installed")
+        for args in (["-n", "200", "-c", "4", "-h2"], ["-n", "100", "-c", "2"]):
+            for path in ("/rnd", "/missing"):
+                real, ours = both(args, f"https://127.0.0.1:{up[0]}{path}", tmp_path)
+                fr, fo = parse(real), parse(ours)
+                assert (fr["statuses"], fr["data"], fr["size"]) == \
+                    (fo["statuses"], fo["data"], fo["size"]), (real, ours)

@@ -191,7 +191,8 @@ def test_non_2xx_per_second_are_counted_and_drawn(browser, srv, tmp_path):
     scen = Scenario([Request("GET", "/rnd?c=10", name="ok"),
                      Request("GET", "/status/404", name="missing")],
                     order="sequence")
-    r = httpbench.run(srv.url("/"), scenario=scen, requests=3000, concurrency=2,
+    # (Past a whole second: a shorter run has no per-second picture.)
+    r = httpbench.run(srv.url("/"), scenario=scen, duration=1.5, concurrency=2,
                       progress=False)
     assert r.non_2xx == r.by_name["missing"].complete > 1000 and r.failed == 0
     assert sum(x.non_2xx for x in r.timeline) == r.non_2xx
@@ -507,3 +508,149 @@ def test_hostile_json_is_one_line_naming_the_file_and_the_field(srv, tmp_path):
     # A good file still reads (and one field's error names no other).
     (tmp_path / "good.json").write_text(json.dumps(good))
     assert _report(tmp_path, "good.json").returncode == 0
+
+
+# Every label of every picture, and every mark of a series, in the browser:
+# each box inside its SVG's viewport, no two labels overlapping, and the
+# lines below the plot's top edge (headroom) with a tick above the peak.
+_LAYOUT = """() => Array.from(document.querySelectorAll('svg.chart')).map(svg => {
+  const vb = svg.viewBox.baseVal;
+  const box = (el) => {
+    const b = el.getBBox(); const tm = el.transform && el.transform.baseVal.consolidate();
+    const p = [[b.x, b.y], [b.x + b.width, b.y + b.height]].map(([x, y]) => {
+      const q = svg.createSVGPoint(); q.x = x; q.y = y;
+      return tm ? q.matrixTransform(tm.matrix) : q; });
+    return {x0: Math.min(p[0].x, p[1].x), y0: Math.min(p[0].y, p[1].y),
+            x1: Math.max(p[0].x, p[1].x), y1: Math.max(p[0].y, p[1].y)}; };
+  const out = (b) => b.x0 < vb.x - 0.5 || b.y0 < vb.y - 0.5 ||
+                     b.x1 > vb.x + vb.width + 0.5 || b.y1 > vb.y + vb.height + 0.5;
+  const labels = Array.from(svg.querySelectorAll('text')).map(t => [t.textContent, box(t)]);
+  const overlaps = [];
+  for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+    const a = labels[i][1], b = labels[j][1];
+    if (a.x0 < b.x1 - 0.5 && b.x0 < a.x1 - 0.5 && a.y0 < b.y1 - 0.5 && b.y0 < a.y1 - 0.5)
+      overlaps.push(labels[i][0] + ' / ' + labels[j][0]); }
+  const frame = svg.querySelector(':scope > rect');
+  const top = frame ? frame.y.baseVal.value : 0;
+  const marks = Array.from(svg.querySelectorAll('g.series circle, g.series path'));
+  const lines = Array.from(svg.querySelectorAll('g.series polyline'));
+  const highest = Math.min(...lines.flatMap(l => Array.from(l.points).map(p => p.y)), 1e9);
+  return {kind: svg.dataset.kind, labels: labels.map(l => l[0]),
+          outside: labels.filter(l => out(l[1])).map(l => l[0]),
+          marksOutside: marks.filter(m => out(box(m))).length, overlaps,
+          top, highest};
+})"""
+
+
+def layout(page: Page) -> list[dict[str, Any]]:
+    """Each chart's layout, asserted sound: labels inside and apart, marks
+    inside, lines clear of the top edge."""
+    charts = page.page.evaluate(_LAYOUT)
+    assert charts
+    for c in charts:
+        assert not c["outside"] and not c["overlaps"] and not c["marksOutside"], c
+        assert c["highest"] > c["top"] + 1, c  # (1e9 when the chart has no line)
+    return charts
+
+
+def test_the_last_percentile_label_stays_inside_the_picture(browser, srv, tmp_path):
+    """"99.999%" at the axis's right-hand end was clipped by the picture's
+    edge; the label now ends inside it."""
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=120_000, concurrency=4, progress=False)
+    page = open_report(browser, tmp_path, r)
+    pct = next(c for c in layout(page) if c["kind"] == "percentiles")
+    assert "99.999%" in pct["labels"]
+
+
+def test_curves_leave_room_above_with_a_tick_near_the_peak(browser, srv, tmp_path):
+    """The curves touched the top frame with no tick near the peak: each
+    value axis now reaches past its largest value to its next tick."""
+    r = httpbench.run(srv.url("/rnd?c=2048"), duration=2.2, concurrency=4, progress=False)
+    page = open_report(browser, tmp_path, r)
+    for c in layout(page):
+        if c["kind"] in ("throughput", "percentiles", "latency-timeline"):
+            assert c["highest"] < 1e9, c
+    # The top tick is the axis's end: at or above the peak.
+    from httpbench.render.svg import _Scale, Axis
+    s = _Scale(Axis("y", lo=0.0), [0.0, 3.7], 300, 28, headroom=True)
+    assert s.hi >= 3.7 * 1.04 and s.ticks[-1][0] == s.hi
+
+
+def test_a_sub_second_session_says_why_it_has_no_per_second_charts(browser, srv, tmp_path):
+    """A pytest session's runs under a second drew two empty charts; the
+    report now draws what such a run has and says why the rest is not."""
+    from httpbench.render.report import session_doc, write
+    r = httpbench.run(srv.url("/rnd?c=10"), requests=300, concurrency=2, progress=False)
+    assert r.time_taken < 1.0
+    rounds = [{"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99}] * 3
+    path = tmp_path / "s.html"
+    write(path, [session_doc([("test_a", r, rounds), ("test_b", r, rounds)], "base"),
+                 session_doc([("test_a", r, rounds), ("test_b", r, rounds)], "now")], "s")
+    page = Page(browser, path)
+    page.clean()
+    kinds = [c["kind"] for c in layout(page)]
+    assert "throughput" not in kinds and "latency-timeline" not in kinds
+    assert "percentiles" in kinds and "histogram" in kinds
+    note = page.page.locator("p.no-chart").first.inner_text()
+    assert "less than one whole second" in note and "lasted" in note
+
+
+def test_ratio_colours_follow_one_rule(browser, srv, tmp_path):
+    """Without rounds a ratio is marked past the stated threshold only,
+    and never where larger is neither better nor worse (Total
+    transferred, Complete); the page states the rule."""
+    from httpbench.render.report import render, run_doc
+    a = httpbench.run(srv.url("/rnd?c=2048"), requests=2000, concurrency=2, progress=False)
+    b = httpbench.run(srv.url("/rnd?c=100"), requests=4000, concurrency=2, progress=False)
+    path = tmp_path / "two.html"
+    path.write_text(render([run_doc(a, "a"), run_doc(b, "b")], "two"))
+    page = Page(browser, path)
+    page.clean()
+    layout(page)
+    text = page.page.inner_text("section.side-by-side")
+    assert "past 5% either way" in text
+    cells = page.page.locator("table.ratios td[data-ratio]").evaluate_all(
+        "els => els.map(e => [e.closest('tr').dataset.key, +e.dataset.ratio, e.className])")
+    assert cells
+    for key, ratio, cls in cells:
+        if key in ("bytes_received", "complete"):
+            assert cls == "", (key, ratio)
+        elif abs(ratio - 1) <= 0.05 * 0.999:
+            assert cls == "", (key, ratio)
+        else:
+            assert cls in ("worse", "better"), (key, ratio)
+    bytes_ratio = next(r for k, r, _ in cells if k == "bytes_received")
+    assert bytes_ratio < 0.5  # (a far change, and still no colour)
+
+
+def test_an_open_loops_tables_say_which_latency_they_hold(browser, srv, tmp_path):
+    r = httpbench.run(srv.url("/rnd?c=100"), duration=1.5, rate=400, concurrency=4,
+                      progress=False)
+    page = open_report(browser, tmp_path, r)
+    layout(page)
+    heads = page.page.locator("section.run h3").all_inner_texts()
+    assert any("corrected, from each request's intended start" in h and
+               "uncorrected, from its send" in h for h in heads), heads
+    assert any(h.startswith("Connection times (ms), uncorrected") for h in heads), heads
+    rows = page.page.locator("table.percentiles th").all_inner_texts()
+    assert "corrected, from each request's intended start" in rows
+    assert "uncorrected, from its send" in rows
+    assert "Latency p99 (corrected)" in page.page.inner_text("table.figures")
+
+
+def test_the_capacity_plot_keeps_its_labels_apart_and_its_marks_inside(browser, tmp_path):
+    """The SLO's label collided with the data and the last broken stage's
+    cross was half clipped at the top: a search whose last stage broke far
+    above its SLO, two bounds close together."""
+    from httpbench.capacity import CapacityResult, CapacityStep
+    steps = [CapacityStep(t, t, 0.02, p99, 0, 100, p99 < 0.06, "" if p99 < 0.06 else "p99")
+             for t, p99 in ((100, 0.021), (200, 0.022), (300, 0.03), (400, 0.058),
+                            (450, 0.076), (480, 0.1))]
+    c = CapacityResult(400.0, "p99<60ms,p90<55ms", 0.001, steps, "http://h/", True, "server")
+    path = tmp_path / "c.html"
+    c.to_html(path)
+    page = Page(browser, path)
+    page.clean()
+    charts = layout(page)
+    cap = next(x for x in charts if x["kind"] == "capacity")
+    assert {"SLO p99 < 60 ms", "SLO p90 < 55 ms"} <= set(cap["labels"])

@@ -11,6 +11,7 @@ plot has its SLO's bounds, and times are in us, ms or s as fits."""
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -23,9 +24,9 @@ if TYPE_CHECKING:
     from ..compare import Comparison
     from ..result import Latency, Result, Second
 
-__all__ = ["full_seconds", "shape_points", "throughput_chart", "latency_timeline_chart",
-           "percentile_chart", "histogram_chart", "percentile_points", "by_name_chart",
-           "capacity_chart", "comparison_chart"]
+__all__ = ["full_seconds", "shape_points", "timeline_charts", "throughput_chart",
+           "latency_timeline_chart", "percentile_chart", "histogram_chart", "percentile_points",
+           "by_name_chart", "capacity_chart", "comparison_chart"]
 
 Named = Sequence[tuple[str, "Result"]]
 
@@ -40,6 +41,20 @@ def full_seconds(r: Result) -> tuple[list[Second], float]:
             seconds.pop()
             return seconds, part
     return seconds, 0.0
+
+
+def timeline_charts(results: Named, latency: bool = True) -> str:
+    """The per-second pictures (requests per second, and with latency the
+    p50 and p99 per second), or, when a run lasted less than one whole
+    second, a line saying why there are none: one partial second is no
+    line (a report once drew two empty charts for such runs)."""
+    short = [(label, r) for label, r in results if not r.timeline or r.time_taken < 1.0]
+    if short:
+        who = ", ".join(f"{label or 'the run'} lasted {r.time_taken:.3g} s" for label, r in short)
+        return (f"<p class=\"no-chart\">No per-second charts: {html.escape(who)}, less than "
+                "one whole second (its figures are in the tables).</p>")
+    pics = throughput_chart(results)
+    return pics + latency_timeline_chart(results) if latency else pics
 
 
 def shape_points(r: Result) -> tuple[list[float], list[float]]:

@@ -99,6 +99,7 @@ def key_rows(r: Result) -> list[tuple[str, str | None, Any, str]]:
     """The key figures as (label, JSON key or None, value, text): the
     notebook's table and the report's summary."""
     cpu = r.cpu_time / r.complete if r.complete else None
+    which = " (corrected)" if r.rate else ""
     rows: list[tuple[str, str | None, Any, str]] = [
         ("Requests per second", "rps", r.rps, f"{r.rps:,.2f}"),
         ("Complete", "complete", r.complete, f"{r.complete:,}"),
@@ -107,9 +108,9 @@ def key_rows(r: Result) -> list[tuple[str, str | None, Any, str]]:
         ("Cancelled", "cancelled", r.cancelled, f"{r.cancelled:,}"),
         ("Non-2xx responses", "non_2xx", r.non_2xx, non_2xx_text(r) if r.non_2xx else "0"),
         ("Time taken", "time_taken", r.time_taken, f"{r.time_taken:,.3f} s"),
-        ("Latency mean", "latency.mean", r.latency.mean, _ms(r.latency.mean)),
-        ("Latency p50", "latency.percentiles.50", r.latency.p50, _ms(r.latency.p50)),
-        ("Latency p99", "latency.percentiles.99", r.latency.p99, _ms(r.latency.p99)),
+        (f"Latency mean{which}", "latency.mean", r.latency.mean, _ms(r.latency.mean)),
+        (f"Latency p50{which}", "latency.percentiles.50", r.latency.p50, _ms(r.latency.p50)),
+        (f"Latency p99{which}", "latency.percentiles.99", r.latency.p99, _ms(r.latency.p99)),
         ("Keep-alive requests", "keepalive_requests", r.keepalive_requests,
          f"{r.keepalive_requests:,}"),
         ("Connects", "connects", r.connects, f"{r.connects:,}"),
@@ -224,14 +225,19 @@ def _pct_cells(lat: Latency, name: str) -> str:
                    for p in PERCENTILES)
 
 
+# An open loop's two latencies, as the tables' headings name them.
+CORRECTED = "corrected, from each request's intended start"
+UNCORRECTED = "uncorrected, from its send"
+
+
 def percentiles_table(r: Result) -> str:
     """ab's percentiles (ms): from each request's intended start, and
     under a rate also from its send."""
     head = "<th></th>" + "".join(f"<th>{percent_label(p)}%</th>" for p in PERCENTILES)
-    rows = [f"<tr><th>{'corrected' if r.rate else 'latency'}</th>"
+    rows = [f"<tr><th>{CORRECTED if r.rate else 'latency'}</th>"
             f"{_pct_cells(r.latency, 'latency')}</tr>"]
     if r.rate:
-        rows.append(f"<tr><th>uncorrected</th>"
+        rows.append(f"<tr><th>{UNCORRECTED}</th>"
                     f"{_pct_cells(r.latency_uncorrected, 'latency_uncorrected')}</tr>")
     return f"<table class=\"percentiles\"><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -327,10 +333,10 @@ def summary(r: Result) -> str:
     """The notebook's summary: how it ended, the key figures, the failure
     classes, the percentiles, a scenario's table and the run's two main
     pictures (the same as the report's)."""
-    from .charts import percentile_chart, throughput_chart
+    from .charts import percentile_chart, timeline_charts
     which = ("from each request's intended start (corrected for coordinated omission)"
              if r.rate else "from each request's send")
-    pictures = throughput_chart([("", r)]) if r.timeline else ""
+    pictures = timeline_charts([("", r)], latency=False)
     if r.latency.count:
         pictures += percentile_chart([("", r)])
     return (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import html
+import math
 import os
 import platform
 from collections.abc import Callable, Sequence
@@ -90,9 +91,10 @@ def _latency(key: str, label: str, stat: str, metric: str | None) -> tuple[Any, 
 
 # The figures set side by side in a report of several runs: (JSON key,
 # label, value of a Result, formatter, what the noise rule calls it or
-# None, higher is better).
+# None, higher is better: True, False, or None where larger is neither
+# better nor worse and the ratio is never coloured).
 FIGURES: tuple[tuple[str, str, Callable[[Result], float | None], Callable[[float], str],
-                     str | None, bool], ...] = (
+                     str | None, bool | None], ...] = (
     ("rps", "Requests per second", lambda r: r.rps, lambda v: f"{v:,.2f}", "rps", True),
     *(_latency(key, label, stat, metric) for key, label, stat, metric in (
         ("latency.mean", "Latency mean", "mean", None),
@@ -101,14 +103,14 @@ FIGURES: tuple[tuple[str, str, Callable[[Result], float | None], Callable[[float
         ("latency.percentiles.99", "Latency p99", "p99", "p99"),
         ("latency.percentiles.99.9", "Latency p99.9", "p999", None),
         ("latency.max", "Latency max", "max", None))),
-    ("complete", "Complete", lambda r: r.complete, lambda v: f"{v:,.0f}", None, True),
+    ("complete", "Complete", lambda r: r.complete, lambda v: f"{v:,.0f}", None, None),
     ("failed", "Failed", lambda r: r.failed, lambda v: f"{v:,.0f}", None, False),
     ("non_2xx", "Non-2xx", lambda r: r.non_2xx, lambda v: f"{v:,.0f}", None, False),
     ("cpu_per_request", "Client CPU per request",
      lambda r: r.cpu_time / r.complete if r.complete else None, lambda v: f"{v * 1e6:,.2f} us",
      None, False),
     ("bytes_received", "Total transferred", lambda r: r.bytes_received,
-     lambda v: f"{v:,.0f} bytes", None, True),
+     lambda v: f"{v:,.0f} bytes", None, None),
 )
 
 
@@ -117,9 +119,7 @@ def _run_section(d: Doc, level: int = 2) -> str:
     r = d.result
     assert r is not None
     h = f"h{level}"
-    pics = []
-    if r.timeline:
-        pics += [charts.throughput_chart([("", r)]), charts.latency_timeline_chart([("", r)])]
+    pics = [charts.timeline_charts([("", r)])]
     if r.latency.count:
         pics += [charts.percentile_chart([("", r)]), charts.histogram_chart([("", r)])]
     rounds = ""
@@ -133,6 +133,9 @@ def _run_section(d: Doc, level: int = 2) -> str:
         scenario = (f"<h3>Requests of the scenario</h3>{tables.by_name_table(r)}"
                     f"{charts.by_name_chart(r)}")
     workers = f"<h3>Workers</h3>{tables.workers_table(r)}" if r.workers else ""
+    # An open loop's tables say which latency each holds.
+    pct_which = f": {tables.CORRECTED}, and {tables.UNCORRECTED}" if r.rate else ""
+    times_which = f", {tables.UNCORRECTED}" if r.rate else ""
     first = f"<p>First failure: {e(r.first_error)}</p>" if r.first_error and r.failed else ""
     return (
         f"<section class=\"run\" data-label=\"{e(d.label)}\">"
@@ -143,8 +146,8 @@ def _run_section(d: Doc, level: int = 2) -> str:
         f"{''.join(pics)}"
         f"<div class=\"grid\"><div><h3>Statuses</h3>{tables.status_table(r)}</div>"
         f"<div><h3>Failures by class</h3>{tables.failures_table(r)}</div></div>"
-        f"<h3>Latency percentiles (ms)</h3>{tables.percentiles_table(r)}"
-        f"<h3>Connection times (ms)</h3>{tables.times_table(r)}"
+        f"<h3>Latency percentiles (ms){pct_which}</h3>{tables.percentiles_table(r)}"
+        f"<h3>Connection times (ms){times_which}</h3>{tables.times_table(r)}"
         f"{rounds}{scenario}{workers}</section>")
 
 
@@ -174,23 +177,28 @@ def _capacity_section(d: Doc) -> str:
             f"{tables.capacity_table(c)}</section>")
 
 
-def _ratio_cell(v: float | None, base: float | None, higher: bool, verdict: Any) -> str:
-    """A figure's ratio to the baseline's, marked worse or better; with a
-    verdict of the noise rule, only a change past the band is marked."""
+def _ratio_cell(v: float | None, base: float | None, higher: bool | None, verdict: Any,
+                threshold: float) -> str:
+    """A figure's ratio to the baseline's, marked worse or better by one
+    rule: with a verdict of the noise rule (rounds on both sides) only a
+    change past the band; without, only a change past the threshold
+    (percent, stated on the page); never where larger is neither better
+    nor worse (higher None)."""
     if v is None or base is None or base == 0:
         return "<td>-</td>"
     ratio = v / base
-    worse = ratio < 1 if higher else ratio > 1
     cls, note = "", ""
-    if verdict is not None:
+    if higher is None:
+        pass
+    elif verdict is not None:
         if verdict.fails:
             cls, note = "worse", " (past the noise)"
         elif verdict.better:
             cls, note = "better", " (past the noise)"
         else:
             cls, note = "noise", " (within the noise)" if abs(ratio - 1) > 1e-9 else ""
-    elif abs(ratio - 1) > 0.005:
-        cls = "worse" if worse else "better"
+    elif abs(math.log(ratio)) > math.log1p(threshold / 100) if ratio > 0 else True:
+        cls = "worse" if (ratio < 1 if higher else ratio > 1) else "better"
     c = f' class="{cls}"' if cls else ""
     return (f"<td{c} data-ratio=\"{ratio!r}\" title=\"{e(verdict.text) if verdict else ''}\">"
             f"{ratio:.3f}x{e(note)}</td>")
@@ -223,15 +231,15 @@ def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> st
                     verdict = decide(metric, [x[metric] for x in d.rounds],
                                      [x[metric] for x in base.rounds], threshold)
                     now, then = verdict.now, verdict.base
-                cells.append(_ratio_cell(now, then, higher, verdict))
+                cells.append(_ratio_cell(now, then, higher, verdict, threshold))
         rows.append(f"<tr data-key=\"{key}\"><th>{e(name)}</th>{''.join(cells)}</tr>")
     noise = ("<p>Ratios to the first. Where both sides carry rounds (a pytest session's "
              f"runs), req/s, p50 and p99 are judged by the pytest gate's rule (threshold "
              f"{threshold:g}%): on the log of the ratio, a change is marked only past "
-             "2 x sqrt(s_now^2 + s_base^2), the rounds' robust spreads.</p>")
-    pics = []
-    if all(r.timeline for _, r in named):
-        pics += [charts.throughput_chart(named), charts.latency_timeline_chart(named)]
+             "2 x sqrt(s_now^2 + s_base^2), the rounds' robust spreads. Elsewhere a ratio is "
+             f"marked worse or better past {threshold:g}% either way; counts and bytes, where "
+             "larger is neither, never.</p>")
+    pics = [charts.timeline_charts(named)]
     if all(r.latency.count for _, r in named):
         pics += [charts.percentile_chart(named), charts.histogram_chart(named)]
     return (f"<section class=\"side-by-side\" data-label=\"{e(label)}\"><h2>{e(label)}</h2>"

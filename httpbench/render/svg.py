@@ -87,8 +87,14 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
+# A value axis reaches past its largest value by this share at least, to
+# its next tick: no curve touches the frame, and a tick stands near the peak.
+_HEADROOM = 0.04
+
+
 class _Scale:
-    def __init__(self, axis: Axis, values: Sequence[float], a: float, b: float) -> None:
+    def __init__(self, axis: Axis, values: Sequence[float], a: float, b: float,
+                 headroom: bool = False) -> None:
         self.log = axis.log
         vals = [v for v in values if math.isfinite(v) and (v > 0 or not self.log)]
         lo = axis.lo if axis.lo is not None else min(vals, default=0.0 if not self.log else 1.0)
@@ -98,6 +104,8 @@ class _Scale:
             hi = max(hi, lo * 10) if hi <= lo else hi
         elif hi <= lo:
             hi = lo + (abs(lo) or 1.0)
+        if headroom and axis.hi is None and axis.ticks is None:
+            hi = _to_tick(lo, hi * (1 + _HEADROOM), self.log)
         self.lo, self.hi, self.a, self.b = lo, hi, a, b
         if axis.ticks is not None:
             self.ticks = [(v, t) for v, t in axis.ticks if lo - 1e-12 <= v <= hi * (1 + 1e-9)]
@@ -112,6 +120,34 @@ class _Scale:
         else:
             f = (v - self.lo) / (self.hi - self.lo)
         return self.a + f * (self.b - self.a)
+
+
+def _to_tick(lo: float, hi: float, log: bool) -> float:
+    """The first tick at or above hi, of the ticks such an axis draws."""
+    if log:
+        return next((t for t in log_ticks(lo, hi * 10) if t >= hi * (1 - 1e-9)), hi)
+    ticks = nice_ticks(lo, hi)
+    if len(ticks) < 2:
+        return hi
+    step = ticks[1] - ticks[0]
+    return ticks[0] + math.ceil((hi - ticks[0]) / step - 1e-9) * step
+
+
+def _width(s: str, size: int = _FONT) -> float:
+    """A label's width, estimated (0.58 of the font's size a character, the
+    system sans's mean; chromium's boxes are within it)."""
+    return 0.58 * size * len(s)
+
+
+def _inside(x: float, s: str, width: float, anchor: str = "middle") -> tuple[float, str]:
+    """A label's x and anchor moved, if need be, so that it stays within
+    0..width (an axis's last tick label at the right-hand edge)."""
+    w = _width(s)
+    if anchor == "middle" and x + w / 2 > width - 2:
+        return width - 2, "end"
+    if anchor == "middle" and x - w / 2 < 2:
+        return 2, "start"
+    return x, anchor
 
 
 def _text(x: float, y: float, s: str, anchor: str = "middle", size: int = _FONT,
@@ -161,21 +197,26 @@ def chart(title: str, series: Sequence[Series], x: Axis, y: Axis, y2: Axis | Non
           kind: str = "line") -> str:
     """Series over x and y (and y2 for those with right=True); hlines are
     horizontal reference lines (value on y, label, colour)."""
-    left, right, top, bottom = 64, (64 if y2 else 20), 28, 64
-    xs = [v for s in series for v in s.xs]
-    sx = _Scale(x, xs, left, width - right)
+    top, bottom = 28, 64
     ys = [v for s in series if not s.right and s.style != "marks" for v in s.ys]
     ys += [v for v, _, _ in hlines]
-    sy = _Scale(y, ys, height - bottom, top)
-    sy2 = _Scale(y2, [v for s in series if s.right for v in s.ys], height - bottom, top) \
-        if y2 else None
+    sy = _Scale(y, ys, height - bottom, top, headroom=True)
+    sy2 = _Scale(y2, [v for s in series if s.right for v in s.ys], height - bottom, top,
+                 headroom=True) if y2 else None
+    # Room for the widest tick label beside the rotated axis label.
+    left = max(64, round(28 + max((_width(t) for _, t in sy.ticks), default=0)))
+    right = max(64, round(28 + max((_width(t) for _, t in sy2.ticks), default=0))) \
+        if sy2 is not None else 20
+    xs = [v for s in series for v in s.xs]
+    sx = _Scale(x, xs, left, width - right)
     out = [f'<rect x="{left}" y="{top}" width="{width - left - right}" '
            f'height="{height - top - bottom}" fill="none" stroke="#999"/>']
     for v, label in sx.ticks:
         px = sx(v)
         out.append(f'<line x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{height - bottom}" '
                    'stroke="#ddd"/>')
-        out.append(_text(px, height - bottom + 14, label))
+        # (Below the y axis's lowest label, and within the picture.)
+        out.append(_text(*_position(px, height - bottom + 17, label, width)))
     for v, label in sy.ticks:
         py = sy(v)
         out.append(f'<line x1="{left}" y1="{py:.1f}" x2="{width - right}" y2="{py:.1f}" '
@@ -187,21 +228,35 @@ def chart(title: str, series: Sequence[Series], x: Axis, y: Axis, y2: Axis | Non
         out.append(_text(width - 12, (top + height - bottom) / 2, y2.label,
                          extra=f' transform="rotate(90 {width - 12} '
                                f'{(top + height - bottom) / 2})"'))
-    out.append(_text((left + width - right) / 2, height - bottom + 30, x.label))
+    out.append(_text((left + width - right) / 2, height - bottom + 33, x.label))
     out.append(_text(14, (top + height - bottom) / 2, y.label,
                      extra=f' transform="rotate(-90 14 {(top + height - bottom) / 2})"'))
-    for v, label, color in hlines:
+    # A reference line's label over its left end, inside the frame (the data
+    # of a knee rises to the right); one above another when two are close.
+    placed: list[float] = []
+    for v, label, color in sorted(hlines, key=lambda h: -sy(h[0])):
         c = PALETTE[color % len(PALETTE)]
         py = sy(v)
+        ly = py - 4
+        while any(abs(ly - other) < _FONT + 2 for other in placed):
+            ly -= _FONT + 2
+        ly = max(ly, top + _FONT)
+        placed.append(ly)
         out.append(f'<g class="hline" data-value="{v!r}"><line x1="{left}" y1="{py:.1f}" '
                    f'x2="{width - right}" y2="{py:.1f}" stroke="{c}" stroke-dasharray="6 3"/>'
-                   + _text(width - right - 4, py - 4, label, "end") + "</g>")
+                   + _text(left + 4, ly, label, "start") + "</g>")
     for s in series:
         out.append(_series(s, sx, sy2 if s.right and sy2 is not None else sy, top,
                            height - bottom))
     legend = [(s.label, s.style, s.color) for s in series]
     legend += [(label, "dash", color) for _, label, color in hlines]
     return _frame(title, width, height, "".join(out), legend, kind)
+
+
+def _position(x: float, y: float, s: str, width: float) -> tuple[float, float, str, str]:
+    """_text's x, y, label and anchor for a tick label kept inside."""
+    px, anchor = _inside(x, s, width)
+    return px, y, s, anchor
 
 
 def _series(s: Series, sx: _Scale, sy: _Scale, top: float, bottom: float) -> str:
@@ -256,7 +311,7 @@ def bars(title: str, categories: Sequence[str], groups: Sequence[tuple[str, Sequ
                    'stroke="#ddd"/>' + _text(left - 4, py + 4, label, "end"))
     for i, cat in enumerate(categories):
         cx = left + slot * (i + 0.5)
-        out.append(_text(cx, height - bottom + 14, cat))
+        out.append(_text(*_position(cx, height - bottom + 17, cat, width)))
     for g, (label, vs) in enumerate(groups):
         rects = []
         for i, v in enumerate(vs):
