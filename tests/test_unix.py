@@ -268,7 +268,10 @@ def test_serve_on_a_unix_socket_for_curl(sock_path):
         banner = proc.stdout.readline()
         assert f"serving http://localhost/ on {sock_path}" in banner, banner
         hint = proc.stdout.readline().strip()
-        assert hint == f"curl --unix-socket {sock_path} http://localhost/"
+        assert hint == f"curl --unix-socket {sock_path} http://localhost/rnd?c=2048"
+        example = proc.stdout.readline().strip()  # (a route that answers 200, issue 37)
+        assert example == (f"try: httpbench -n 10000 -c 10 --unix-socket {sock_path} "
+                           "http://localhost/rnd?c=2048"), example
         if os.path.exists(CURL):
             out = subprocess.run([CURL, "-s", "--unix-socket", sock_path,
                                   "http://localhost/rnd?c=33"], capture_output=True,
