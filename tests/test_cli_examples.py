@@ -72,8 +72,10 @@ def servers():
 
 
 def _help(*mode: str) -> str:
+    # (Run outside the source tree: in a clone's root its httpbench/ folder,
+    # without the built core, would shadow the installed package.)
     return subprocess.run([sys.executable, "-m", "httpbench", *mode, "--help"],
-                          capture_output=True, text=True, check=True).stdout
+                          capture_output=True, text=True, check=True, cwd="/").stdout
 
 
 HELPS = {"plain": (), "ab": ("ab",), "wrk": ("wrk",), "hey": ("hey",), "h2load": ("h2load",)}
@@ -115,7 +117,7 @@ def test_each_example_in_the_help_runs_and_answers_2xx(tmp_path, servers, mode):
 def test_serves_start_up_line_is_an_example_that_answers_200(tmp_path):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "httpbench", "serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         wait_for_port(port, proc)
         assert proc.stdout is not None
