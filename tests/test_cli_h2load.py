@@ -158,6 +158,8 @@ def test_h2loads_defaults(tmp_path, server):
     (["--warm-up-time", "1"], "--warm-up-time goes with -D"),
     (["-m", "x"], "-m takes a whole number"),
     (["--rps", "fast"], "--rps takes"),
+    (["--rps", "nan"], "--rps takes a finite rate"),
+    (["--rps=-inf"], "--rps takes a finite rate"),
 ])
 def test_bad_values_are_usage_errors_with_nothing_sent(tmp_path, server, args, words):
     before = server.stats()["requests"]

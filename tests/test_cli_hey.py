@@ -170,7 +170,11 @@ def test_hey_sends_heys_headers(tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["-n", "5", "-c", "10"], "-n cannot be less than -c"),
     (["-z", "soon"], "-z takes a time"),
-    (["-q", "fast"], "-q takes queries"),
+    (["-q", "fast"], "-q takes requests per second"),
+    (["-q", "nan"], "-q takes a finite rate"),
+    (["-q", "inf"], "-q takes a finite rate"),
+    (["-q", "-5"], "-q takes a finite rate"),
+    (["-q", "1e300"], "-q 1e300 x 50 connections"),
     (["-d", "a", "-D", "b"], "-d and -D"),
     (["-a", "nocolon"], "-a takes username:password"),
     (["-t", "-1"], "-t takes a whole number"),

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Flag", "mode_parser", "refusal", "checked", "whole", "markdown", "given_last"]
+__all__ = ["Flag", "mode_parser", "refusal", "checked", "whole", "rate_per", "markdown",
+           "given_last"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +115,31 @@ def whole(flag: str, text: str, low: int, high: int) -> int:
     if not text.strip().isdigit():
         raise UsageError(f"{flag} takes a whole number, not {text!r}")
     return _check.count(flag, int(text), low, high)
+
+
+def rate_per(flag: str, text: str, connections: int) -> float | None:
+    """A rate given per connection (hey's -q, h2load's --rps) as the run's
+    rate: the number times the connections; 0 is no limit (None), as in
+    both tools. NaN, infinite, negative or not a number: a UsageError
+    naming the flag, or a ValueError naming it when the total is out of
+    range."""
+    import math
+
+    from .. import _check
+    from .common import UsageError
+    try:
+        each = float(text)
+    except ValueError:
+        raise UsageError(f"{flag} takes requests per second per connection, not "
+                         f"{text!r}") from None
+    if not math.isfinite(each) or each < 0:
+        raise UsageError(f"{flag} takes a finite rate of 0 or more, not {text!r}")
+    if each == 0:
+        return None
+    try:
+        return _check.rate(each * connections, connections)
+    except ValueError as e:
+        raise UsageError(f"{flag} {text} x {connections} connections: {e}") from None
 
 
 def given_last(argv: Sequence[str], letters: Sequence[str]) -> str | None:

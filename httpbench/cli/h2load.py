@@ -15,7 +15,7 @@ from ..render.h2load import h2load_report
 from ..result import Result
 from .common import UsageError, parse_headers, parse_time, read_body_file
 from .execute import execute_mode, output_options
-from .flags import Flag, checked, mode_parser, whole
+from .flags import Flag, checked, mode_parser, rate_per, whole
 
 PROG = "httpbench h2load"
 
@@ -155,14 +155,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     http2 = not args.opt_h1 and (target.tls or proto == "h2c")
     streams = whole("-m", args.opt_max_concurrent_streams, 1, _check.MAX_STREAMS)
     body = read_body_file("-d", args.opt_data) if args.opt_data else None
-    rate = None
-    if args.opt_rps is not None:
-        try:
-            per_client = float(args.opt_rps)
-        except ValueError:
-            raise UsageError(f"--rps takes requests per second per client, not "
-                             f"{args.opt_rps!r}") from None
-        rate = _check.rate(per_client * clients, clients)
+    rate = rate_per("--rps", args.opt_rps, clients) if args.opt_rps is not None else None
     kwargs: dict[str, Any] = dict(
         method="POST" if body is not None else "GET", body=body,
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,

@@ -16,7 +16,7 @@ from ..result import Result
 from ..runner import basic_auth
 from .common import UsageError, parse_headers, parse_time, read_body_file
 from .execute import execute_mode, output_options
-from .flags import Flag, checked, mode_parser, whole
+from .flags import Flag, checked, mode_parser, rate_per, whole
 
 PROG = "httpbench hey"
 
@@ -97,15 +97,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         requests = None  # "If duration is specified, n is ignored."
     elif requests is not None and requests < concurrency:
         raise UsageError(f"-n cannot be less than -c ({requests} < {concurrency}), as in hey")
-    rate = None
-    if args.opt_q is not None:
-        try:
-            per_worker = float(args.opt_q)
-        except ValueError:
-            raise UsageError(f"-q takes queries per second per worker, not {args.opt_q!r}") \
-                from None
-        if per_worker > 0:  # (hey: 0, the default, is no limit)
-            rate = _check.rate(per_worker * concurrency, concurrency)
+    rate = rate_per("-q", args.opt_q, concurrency) if args.opt_q is not None else None
     seconds = whole("-t", args.opt_t, 0, int(_check.YEAR))
     if args.opt_d is not None and args.opt_D is not None:
         raise UsageError("-d and -D: give one body")
