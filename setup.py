@@ -3,7 +3,8 @@
 Switches, read from the environment at build time:
   HTTPBENCH_SANITIZE=1  clang with ASan and UBSan (run with the ASan runtime
                         preloaded; see README.md)
-  HTTPBENCH_WERROR=1    turn warnings into errors (CI)
+  HTTPBENCH_WERROR=1    turn warnings into errors, and hold the timing loop's
+                        connections to their state tables (CI; HB_CHECK_STATES)
   HTTPBENCH_NO_MAX_CONTINUATIONS=1
                         skip the probe for nghttp2_option_set_max_continuations,
                         so the library's own CONTINUATION limit stands (the
@@ -37,6 +38,10 @@ compile_args = ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-fvisibility=hidden"]
 link_args = []
 if os.environ.get("HTTPBENCH_WERROR") == "1":
     compile_args.append("-Werror")
+if os.environ.get("HTTPBENCH_WERROR") == "1" or os.environ.get("HTTPBENCH_SANITIZE") == "1":
+    # Every state change of a loop connection checked against its
+    # machine's table (bench_int.h): an undeclared one aborts, naming it.
+    compile_args.append("-DHB_CHECK_STATES")
 if os.environ.get("HTTPBENCH_SANITIZE") == "1":
     os.environ.setdefault("CC", "clang")
     os.environ.setdefault("LDSHARED", "clang -shared")

@@ -82,7 +82,7 @@ static void *thread_main(void *arg)
     memset(&ru0, 0, sizeof ru0);
     int run = 1;
     if (warming) {
-        hb_bc_run(t);
+        hb_bl_run(t);
         run = wait_for_go(t) == 0;
         getrusage(RUSAGE_THREAD, &ru0);
     }
@@ -92,7 +92,7 @@ static void *thread_main(void *arg)
     int64_t cpu0, wait0, wall0 = hb_now_ns();
     sched_times(&cpu0, &wait0);
     if (run)
-        hb_bc_run(t);
+        hb_bl_run(t);
     int64_t cpu1, wait1, wall1 = hb_now_ns();
     sched_times(&cpu1, &wait1);
     t->busy = wall1 > wall0 ? (double)(cpu1 - cpu0 + wait1 - wait0) / (double)(wall1 - wall0) : 0;
@@ -104,7 +104,7 @@ static void *thread_main(void *arg)
         t->due_known = 1;
     }
     for (int i = 0; i < t->nconns; i++)
-        hb_bc_close(&t->conns[i]);
+        hb_bs_close(&t->conns[i]);
     if (t->pub != NULL)
         hb_br_publish(t); /* the end: the snapshot is then exact */
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
@@ -272,6 +272,13 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
             c->xs[k].conn = (uint32_t)(first + j);
         }
         c->thr = t;
+    }
+    /* Each connection's protocol, chosen once: what its socket carries
+     * (after every socket is set up: a failure here leaves them closable). */
+    for (int j = 0; j < t->nconns; j++) {
+        t->conns[j].carrier = cfg->http2 ? &hb_carrier_h2 : &hb_carrier_h1;
+        if (t->conns[j].carrier->setup(&t->conns[j], depth) != 0)
+            return -1;
     }
     t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
     t->scratch = malloc(SCRATCH);
@@ -527,10 +534,10 @@ void hb_bench_free(hb_bench *b)
             pthread_join(t->thread, NULL);
         if (t->conns != NULL) {
             for (int j = 0; j < t->nconns; j++) {
-                hb_bc_close(&t->conns[j]);
+                hb_bs_close(&t->conns[j]);
                 hb_sock_release(&t->conns[j].sock);
-                hb_buf_free(&t->conns[j].head);
-                hb_buf_free(&t->conns[j].tx);
+                if (t->conns[j].carrier != NULL)
+                    t->conns[j].carrier->release(&t->conns[j]);
             }
         }
         if (t->ep >= 0)

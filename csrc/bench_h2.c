@@ -1,6 +1,6 @@
-/* bench_h2.c: the timing loop's HTTP/2 connections (bench_int.h). A
- * connection's socket is opened as any other (connect, tunnel, TLS by the
- * states of bench_conn.c); then its session (h2.h) carries up to
+/* bench_h2.c: HTTP/2 as a timing-loop connection carries it (the carrier
+ * hb_carrier_h2, bench_int.h). A connection's socket is opened as any
+ * other (bench_sock.c); then its session (h2.h) carries up to
  * cfg.streams exchanges at once, each in a fixed slot of c->xs for its
  * life (the session's hooks carry its pointer): taken with a ticket,
  * waiting for a stream (a socket, a session, room under the server's
@@ -30,29 +30,77 @@
 #define GOAWAY_WAIT_FIRST_NS 10000000LL
 #define GOAWAY_WAIT_MAX_NS 1000000000LL
 
-#define FOR_TAKEN(c, x, depth)                                                                     \
-    for (bexch *x = (c)->xs; x < (c)->xs + (depth); x++)                                           \
-        if (x->h2 != BX_FREE)
+/* HTTP/2's one state, after the socket's (bench_sock.c): the session is
+ * open, its streams come and go.
+ *
+ *   state    waits for         on                           next
+ *   H2_OPEN  frames, a write   a GOAWAY, the server closed  BC_IDLE (the streams not
+ *                                                           processed on a new socket)
+ *                              the session broke, a failure failed: BC_IDLE
+ *                              a shape's turn ends          BC_RATE
+ *                              no keep-alive, stream done   BC_IDLE (a new socket)
+ */
+enum { H2_OPEN = BC_CARRIED };
+
+static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now);
+
+static const hb_bc_state STATES[] = {
+    {"open", h2_event, LONE_NONE, HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_RATE), 1},
+};
+
+/* An exchange's place: free, taken and waiting for a stream (a socket, a
+ * session, a slot under the server's limit, or to be sent again), or on a
+ * stream. */
+enum { BX_FREE = 0, BX_WAITING, BX_OPEN };
+
+/* What HTTP/2 keeps of each exchange slot of a connection. */
+typedef struct {
+    int place; /* BX_* */
+    hb_h2_stream *strm;
+    int refusals; /* the times the server refused it */
+    int goaways;  /* tries a GOAWAY left unprocessed */
+} h2slot;
+
+/* What HTTP/2 keeps of a connection: the session of the socket's life,
+ * the frames not yet written, the exchanges taken (active: waiting or on
+ * a stream), the next slot to look at, the wait before a connect after a
+ * fruitless GOAWAY, the read's clock for the session's hooks. */
+typedef struct {
+    hb_h2 *h2;
+    hb_buf tx;
+    int active;
+    int next_slot;
+    int depth;
+    int64_t goaway_wait; /* doubling, 0 again once a stream completes */
+    int64_t now;
+    h2slot slots[];
+} h2conn;
+
+static h2conn *H(const bconn *c)
+{
+    return c->cs;
+}
+
+static h2slot *slot_of(const bconn *c, const bexch *x)
+{
+    return &H(c)->slots[x - c->xs];
+}
+
+#define FOR_TAKEN(c, x)                                                                            \
+    for (bexch *x = (c)->xs; x < (c)->xs + H(c)->depth; x++)                                       \
+        if (slot_of(c, x)->place != BX_FREE)
 
 static int depth_of(const hb_bench *b)
 {
     return b->cfg.streams > 0 ? b->cfg.streams : 1;
 }
 
-static void push_ready(bthread *t, bconn *c)
-{
-    if (!c->in_ready) {
-        c->in_ready = 1;
-        t->ready[t->nready++] = c;
-    }
-}
-
 /* x is over (counted by the caller): its slot is free. */
 static void release(bthread *t, bconn *c, bexch *x, int64_t now)
 {
-    x->h2 = BX_FREE;
-    x->stream = NULL;
-    c->active--;
+    slot_of(c, x)->place = BX_FREE;
+    slot_of(c, x)->strm = NULL;
+    H(c)->active--;
     c->free_at = now;
     t->inflight--;
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
@@ -64,24 +112,24 @@ static void note_error(bexch *x, const char *fmt, const char *what)
         snprintf(x->res->error, sizeof x->res->error, fmt, what);
 }
 
-void hb_h2l_fail_all(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
+static void h2_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
 {
-    FOR_TAKEN(c, x, depth_of(t->b))
+    FOR_TAKEN(c, x)
     {
         hb_br_failed(t, x, cls, now);
         if (why != NULL)
             note_error(x, "%s", why);
         release(t, c, x, now);
     }
-    hb_bc_close(c);
-    c->state = BC_IDLE;
-    push_ready(t, c);
+    hb_bs_close(c);
+    hb_bc_enter(c, BC_IDLE);
+    hb_bc_ready(t, c);
 }
 
-void hb_h2l_connect_ns(bconn *c, int64_t ns)
+static void h2_connect_ns(bconn *c, int64_t ns)
 {
-    FOR_TAKEN(c, x, c->thr->b->cfg.streams > 0 ? c->thr->b->cfg.streams : 1)
-    if (x->h2 == BX_WAITING)
+    FOR_TAKEN(c, x)
+    if (slot_of(c, x)->place == BX_WAITING)
         x->connect_ns = ns;
 }
 
@@ -93,7 +141,7 @@ static void on_head(void *owner, void *stream, int status)
     bexch *x = stream;
     x->status = status;
     if (x->t_first == 0)
-        x->t_first = c->h2_now;
+        x->t_first = H(c)->now;
 }
 
 static void on_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
@@ -109,7 +157,7 @@ static void on_data(void *owner, void *stream, const char *p, size_t n)
 {
     (void)owner;
     bexch *x = stream;
-    x->got += n;
+    x->rx += n;
     if (x->rq->r.expect_body_len > 0)
         hb_scen_needle_feed(&x->rq->body, &x->found, p, n);
 }
@@ -130,13 +178,13 @@ static void reset_failed(bthread *t, bconn *c, bexch *x, uint32_t code, int64_t 
  * GOAWAY's code. */
 static void unsent(bthread *t, bconn *c, bexch *x, int64_t now)
 {
-    x->stream = NULL;
-    if (++x->goaways < GOAWAY_TRIES) {
+    slot_of(c, x)->strm = NULL;
+    if (++slot_of(c, x)->goaways < GOAWAY_TRIES) {
         x->res->retries++;
-        x->h2 = BX_WAITING;
+        slot_of(c, x)->place = BX_WAITING;
         return;
     }
-    reset_failed(t, c, x, hb_h2_stats_of(c->h2)->goaway_code, now,
+    reset_failed(t, c, x, hb_h2_stats_of(H(c)->h2)->goaway_code, now,
                  "the server ended three connections (GOAWAY %s) without processing the stream");
 }
 
@@ -145,14 +193,14 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
     bconn *c = owner;
     bexch *x = stream;
     bthread *t = c->thr;
-    int64_t now = c->h2_now;
-    x->stream = NULL;
+    int64_t now = H(c)->now;
+    slot_of(c, x)->strm = NULL;
     switch (how) {
     case HB_H2_DONE:
         c->served++;
         c->done_total++;
-        c->goaway_wait = 0;
-        hb_bc_judge(t, x, x->got, now, t->b->cfg.keepalive);
+        H(c)->goaway_wait = 0;
+        hb_bx_judge(t, x, x->rx, now, t->b->cfg.keepalive);
         release(t, c, x, now);
         return;
     case HB_H2_REFUSED:
@@ -161,8 +209,8 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
          * again, up to MAX_REFUSALS times. */
         if (how == HB_H2_REFUSED) {
             x->res->refused++;
-            if (++x->refusals <= MAX_REFUSALS) {
-                x->h2 = BX_WAITING;
+            if (++slot_of(c, x)->refusals <= MAX_REFUSALS) {
+                slot_of(c, x)->place = BX_WAITING;
                 return;
             }
         }
@@ -173,7 +221,7 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
         return;
     default: /* HB_H2_BROKEN */
         hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
-        note_error(x, "%s", hb_h2_error(c->h2));
+        note_error(x, "%s", hb_h2_error(H(c)->h2));
         release(t, c, x, now);
         return;
     }
@@ -191,13 +239,13 @@ static const hb_h2_hooks HOOKS = {on_head, on_field, on_data, on_closed};
 static int streams_wanted(const hb_bench *b, const bconn *c)
 {
     int n = depth_of(b);
-    if (!b->cfg.keepalive || c->h2 == NULL || !hb_h2_stats_of(c->h2)->settings)
+    if (!b->cfg.keepalive || H(c)->h2 == NULL || !hb_h2_stats_of(H(c)->h2)->settings)
         n = 1; /* (a socket still opening takes one ticket, to open it) */
-    if (c->h2 != NULL) {
-        uint32_t allowed = hb_h2_streams_allowed(c->h2);
+    if (H(c)->h2 != NULL) {
+        uint32_t allowed = hb_h2_streams_allowed(H(c)->h2);
         if (allowed > 0 && allowed < (uint32_t)n)
             n = (int)allowed;
-        if (hb_h2_stats_of(c->h2)->goaway)
+        if (hb_h2_stats_of(H(c)->h2)->goaway)
             n = 0;
     }
     return n;
@@ -207,9 +255,9 @@ static bexch *take_slot(const hb_bench *b, bconn *c)
 {
     int depth = depth_of(b);
     for (int k = 0; k < depth; k++) {
-        int i = (c->batch + k) % depth; /* (batch: the next slot to look at) */
-        if (c->xs[i].h2 == BX_FREE) {
-            c->batch = (i + 1) % depth;
+        int i = (H(c)->next_slot + k) % depth;
+        if (H(c)->slots[i].place == BX_FREE) {
+            H(c)->next_slot = (i + 1) % depth;
             return &c->xs[i];
         }
     }
@@ -221,15 +269,14 @@ static void take(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     bexch *x = take_slot(b, c);
-    hb_bc_issue(t, c, x, 1, now);
-    x->found = 0;
-    x->got = 0;
-    x->refusals = 0;
-    x->goaways = 0;
-    x->h2 = BX_WAITING;
-    c->active++;
-    if ((uint32_t)c->active > x->res->streams_max_used)
-        x->res->streams_max_used = (uint32_t)c->active;
+    hb_bx_issue(t, c, x, 1, now);
+    slot_of(c, x)->refusals = 0;
+    slot_of(c, x)->goaways = 0;
+    slot_of(c, x)->place = BX_WAITING;
+    x->tx = t->b->h2reqs[x->variant].body_len; /* (the log's bytes_sent: the body's) */
+    H(c)->active++;
+    if ((uint32_t)H(c)->active > x->res->streams_max_used)
+        x->res->streams_max_used = (uint32_t)H(c)->active;
 }
 
 /* The exchanges waiting go on streams, while the session takes them. */
@@ -241,19 +288,19 @@ static void submit_waiting(bthread *t, bconn *c, int64_t now)
      * (a first stream sent alone would run out of step with the others for
      * the connection's life: twice the reads and writes per request). The
      * wait is part of the first exchange's connect time. */
-    if (depth_of(t->b) > 1 && !hb_h2_stats_of(c->h2)->settings)
+    if (depth_of(t->b) > 1 && !hb_h2_stats_of(H(c)->h2)->settings)
         return;
-    FOR_TAKEN(c, x, depth_of(t->b))
+    FOR_TAKEN(c, x)
     {
-        if (x->h2 != BX_WAITING)
+        if (slot_of(c, x)->place != BX_WAITING)
             continue;
         if (c->served == 0 && x->connect_ns > 0)
             x->connect_ns = now - x->t_start;
-        if (!hb_h2_can_submit(c->h2))
+        if (!hb_h2_can_submit(H(c)->h2))
             return;
-        x->stream = hb_h2_submit(c->h2, x->h2req, x, &x->sid);
-        if (x->stream != NULL) {
-            x->h2 = BX_OPEN;
+        slot_of(c, x)->strm = hb_h2_submit(H(c)->h2, (&t->b->h2reqs[x->variant]), x, &x->stream);
+        if (slot_of(c, x)->strm != NULL) {
+            slot_of(c, x)->place = BX_OPEN;
         } else if (errno == ENOMEM) {
             hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
             note_error(x, "%s", "out of memory");
@@ -271,35 +318,34 @@ static void broken(bthread *t, bconn *c, int64_t now);
  * (its exchanges failed, or the session is over). */
 static int flush(bthread *t, bconn *c, int64_t now)
 {
-    if (hb_h2_output(c->h2, &c->tx) != 0) {
-        const char *why = hb_h2_error(c->h2);
-        hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now, why[0] ? why : "out of memory");
+    if (hb_h2_output(H(c)->h2, &H(c)->tx) != 0) {
+        const char *why = hb_h2_error(H(c)->h2);
+        h2_fail(t, c, HB_FAIL(fail_exceptions), now, why[0] ? why : "out of memory");
         return -1;
     }
-    while (hb_buf_size(&c->tx) > 0) {
-        struct iovec v = {hb_buf_rdptr(&c->tx), hb_buf_size(&c->tx)};
+    while (hb_buf_size(&H(c)->tx) > 0) {
+        struct iovec v = {hb_buf_rdptr(&H(c)->tx), hb_buf_size(&H(c)->tx)};
         ssize_t n = c->sock.tp->writev(&c->sock, &v, 1, 0);
         if (n > 0) {
-            hb_buf_consume(&c->tx, (size_t)n);
+            hb_buf_consume(&H(c)->tx, (size_t)n);
             t->res[0].bytes_sent += (uint64_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            hb_bc_watch(t, c, EPOLLIN | EPOLLOUT);
+            hb_bs_watch(t, c, EPOLLIN | EPOLLOUT);
             return 0;
         }
         if (n < 0 && errno == EPROTO)
-            hb_h2l_fail_all(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+            h2_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
         else
-            hb_h2l_fail_all(t, c, HB_FAIL(fail_receive), now,
-                            n < 0 ? strerror(errno) : "send failed");
+            h2_fail(t, c, HB_FAIL(fail_receive), now, n < 0 ? strerror(errno) : "send failed");
         return -1;
     }
-    hb_buf_shrink(&c->tx, 65536);
-    hb_bc_watch(t, c, EPOLLIN);
-    if (hb_h2_done(c->h2)) {
+    hb_buf_shrink(&H(c)->tx, 65536);
+    hb_bs_watch(t, c, EPOLLIN);
+    if (hb_h2_done(H(c)->h2)) {
         session_over(t, c, now);
         return -1;
     }
@@ -312,10 +358,10 @@ static void refill(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     int ending = stopped(b) || (b->end && now >= b->end);
-    if (!b->cfg.keepalive && c->h2 != NULL && c->served > 0 && c->active == 0) {
+    if (!b->cfg.keepalive && H(c)->h2 != NULL && c->served > 0 && H(c)->active == 0) {
         /* Without keep-alive one stream per socket: the next opens another. */
-        hb_bc_close(c);
-        c->state = BC_IDLE;
+        hb_bs_close(c);
+        hb_bc_enter(c, BC_IDLE);
     }
     int want = streams_wanted(b, c);
     if (b->vus != NULL && !ending) {
@@ -325,19 +371,19 @@ static void refill(bthread *t, bconn *c, int64_t now)
              * streams are over, its socket closes and it waits for its
              * turn (start_due brings it back). */
             want = 0;
-            if (c->active == 0) {
-                hb_bc_close(c);
-                c->state = BC_RATE;
+            if (H(c)->active == 0) {
+                hb_bs_close(c);
+                hb_bc_enter(c, BC_RATE);
                 c->next_at = at;
                 t->rate_waiting++;
                 return;
             }
         }
     }
-    while (c->active < want) {
+    while (H(c)->active < want) {
         if (b->paced && c->next_at > now && !ending) {
-            if (!c->h2_due) {
-                c->h2_due = 1; /* start_due comes back at next_at */
+            if (!c->due) {
+                c->due = 1; /* start_due comes back at next_at */
                 t->rate_waiting++;
             }
             break;
@@ -346,57 +392,57 @@ static void refill(bthread *t, bconn *c, int64_t now)
             break;
         take(t, c, now);
     }
-    if (c->active == 0 && c->sock.fd < 0)
+    if (H(c)->active == 0 && c->sock.fd < 0)
         return;
     if (c->sock.fd < 0) {
         if (c->state == BC_IDLE)
-            hb_bc_begin_connect(t, c, now);
+            hb_bs_begin_connect(t, c, now);
         return;
     }
-    if (c->state != BC_H2)
+    if (c->state != H2_OPEN)
         return; /* still opening: the waiting go once it is open */
     submit_waiting(t, c, now);
     flush(t, c, now);
 }
 
-void hb_h2l_start(bthread *t, bconn *c, int64_t now)
+static void h2_start(bthread *t, bconn *c, int64_t now)
 {
     c->in_ready = 0;
     c->thr = t;
     if (c->state == BC_RATE) {
         t->rate_waiting--;
-        c->state = BC_IDLE;
+        hb_bc_enter(c, BC_IDLE);
     }
-    if (c->h2_due) {
-        c->h2_due = 0;
+    if (c->due) {
+        c->due = 0;
         t->rate_waiting--;
     }
     refill(t, c, now);
 }
 
-void hb_h2l_opened(bthread *t, bconn *c, int64_t now)
+static void h2_opened(bthread *t, bconn *c, int64_t now)
 {
     const hb_bench_config *cfg = &t->b->cfg;
     if (cfg->transport == &hb_net_tls && !hb_sock_alpn_is(&c->sock, "h2")) {
-        hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now,
-                        hb_sock_alpn_is(&c->sock, "http/1.1")
-                            ? "the server did not agree to HTTP/2: ALPN chose http/1.1, not h2"
-                            : "the server did not agree to HTTP/2: ALPN chose no protocol");
+        h2_fail(t, c, HB_FAIL(fail_exceptions), now,
+                hb_sock_alpn_is(&c->sock, "http/1.1")
+                    ? "the server did not agree to HTTP/2: ALPN chose http/1.1, not h2"
+                    : "the server did not agree to HTTP/2: ALPN chose no protocol");
         return;
     }
     hb_h2_config hc = {(uint32_t)cfg->window, HB_MAX_HEAD, HB_MAX_HEADERS};
-    c->h2 = hb_h2_new(&hc, &HOOKS, c);
-    if (c->h2 == NULL) {
-        hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
+    H(c)->h2 = hb_h2_new(&hc, &HOOKS, c);
+    if (H(c)->h2 == NULL) {
+        h2_fail(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
         return;
     }
     c->served = 0;
-    c->state = BC_H2;
+    hb_bc_enter(c, H2_OPEN);
     /* Through a proxy's tunnel, what the server said before it was asked
      * (its SETTINGS) may have come with the proxy's answer. */
     if (c->tn != NULL && cfg->tunnel != NULL && hb_buf_size(&c->tn->reply) > 0) {
-        c->h2_now = now;
-        int rc = hb_h2_input(c->h2, hb_buf_rdptr(&c->tn->reply), hb_buf_size(&c->tn->reply));
+        H(c)->now = now;
+        int rc = hb_h2_input(H(c)->h2, hb_buf_rdptr(&c->tn->reply), hb_buf_size(&c->tn->reply));
         hb_buf_clear(&c->tn->reply);
         if (rc != 0) {
             broken(t, c, now);
@@ -408,17 +454,23 @@ void hb_h2l_opened(bthread *t, bconn *c, int64_t now)
 
 /* The socket is closing (the server closed it, or a GOAWAY ended the
  * session): streams above a GOAWAY's last stream go again on the next
- * socket, others in flight failed (receive); the waiting wait on. */
+ * socket, others in flight failed (receive); the waiting wait on for the
+ * next socket, unless this one served nothing and said no GOAWAY: then
+ * they failed too, as HTTP/1.1's request on a socket closed before any
+ * response byte does, or a server that closes every connection at once
+ * would be reconnected to without pause until the timeout (found by
+ * fuzz_loop). */
 static void socket_gone(bthread *t, bconn *c, int64_t now, const char *why)
 {
-    const hb_h2_stats *st = hb_h2_stats_of(c->h2);
+    const hb_h2_stats *st = hb_h2_stats_of(H(c)->h2);
     int goaway = st->goaway;
     int32_t last = st->goaway_last;
-    FOR_TAKEN(c, x, depth_of(t->b))
+    FOR_TAKEN(c, x)
     {
-        if (x->h2 != BX_OPEN)
+        int open = slot_of(c, x)->place == BX_OPEN;
+        if (!open && (goaway || c->served > 0))
             continue;
-        if (goaway && x->sid > last) {
+        if (open && goaway && x->stream > last) {
             unsent(t, c, x, now);
             continue;
         }
@@ -427,16 +479,16 @@ static void socket_gone(bthread *t, bconn *c, int64_t now, const char *why)
         release(t, c, x, now);
     }
     int fruitless = goaway && c->served == 0;
-    hb_bc_close(c);
-    c->state = BC_IDLE;
-    if (c->active == 0) {
-        push_ready(t, c);
+    hb_bs_close(c);
+    hb_bc_enter(c, BC_IDLE);
+    if (H(c)->active == 0) {
+        hb_bc_ready(t, c);
     } else if (fruitless) {
-        int64_t wait = c->goaway_wait == 0 ? GOAWAY_WAIT_FIRST_NS : 2 * c->goaway_wait;
-        c->goaway_wait = wait < GOAWAY_WAIT_MAX_NS ? wait : GOAWAY_WAIT_MAX_NS;
-        hb_bc_connect_later(t, c, now, c->goaway_wait);
+        int64_t wait = H(c)->goaway_wait == 0 ? GOAWAY_WAIT_FIRST_NS : 2 * H(c)->goaway_wait;
+        H(c)->goaway_wait = wait < GOAWAY_WAIT_MAX_NS ? wait : GOAWAY_WAIT_MAX_NS;
+        hb_bs_connect_later(t, c, now, H(c)->goaway_wait);
     } else {
-        hb_bc_begin_connect(t, c, now);
+        hb_bs_begin_connect(t, c, now);
     }
 }
 
@@ -450,34 +502,34 @@ static void session_over(bthread *t, bconn *c, int64_t now)
 static void broken(bthread *t, bconn *c, int64_t now)
 {
     char why[sizeof c->xs[0].res->error];
-    snprintf(why, sizeof why, "%s", hb_h2_error(c->h2));
-    hb_buf_clear(&c->tx);
-    if (hb_h2_output(c->h2, &c->tx) == 0 && hb_buf_size(&c->tx) > 0) {
-        struct iovec v = {hb_buf_rdptr(&c->tx), hb_buf_size(&c->tx)};
+    snprintf(why, sizeof why, "%s", hb_h2_error(H(c)->h2));
+    hb_buf_clear(&H(c)->tx);
+    if (hb_h2_output(H(c)->h2, &H(c)->tx) == 0 && hb_buf_size(&H(c)->tx) > 0) {
+        struct iovec v = {hb_buf_rdptr(&H(c)->tx), hb_buf_size(&H(c)->tx)};
         (void)c->sock.tp->writev(&c->sock, &v, 1, HB_SOCK_DONTWAIT);
     }
-    hb_h2l_fail_all(t, c, HB_FAIL(fail_exceptions), now, why);
+    h2_fail(t, c, HB_FAIL(fail_exceptions), now, why);
 }
 
-void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now)
+static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
 {
     if ((events & EPOLLOUT) && flush(t, c, now) != 0)
         return;
     if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
         return;
-    c->h2_now = now;
+    H(c)->now = now;
     hb_bench_result *res = &t->res[0];
     for (int reads = 0; reads < READS_PER_WAKE; reads++) {
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
         if (n > 0) {
             res->bytes_received += (uint64_t)n;
-            const hb_h2_stats *st = hb_h2_stats_of(c->h2);
+            const hb_h2_stats *st = hb_h2_stats_of(H(c)->h2);
             uint64_t wire = st->header_bytes_wire, decoded = st->header_bytes_decoded;
-            int rc = hb_h2_input(c->h2, t->scratch, (size_t)n);
+            int rc = hb_h2_input(H(c)->h2, t->scratch, (size_t)n);
             res->header_bytes_wire += st->header_bytes_wire - wire;
             res->header_bytes_decoded += st->header_bytes_decoded - decoded;
             if (st->settings)
-                hb_br_note_streams(res, st->streams_limited, hb_h2_streams_allowed(c->h2));
+                hb_br_note_streams(res, st->streams_limited, hb_h2_streams_allowed(H(c)->h2));
             if (rc != 0) {
                 broken(t, c, now);
                 return;
@@ -491,7 +543,7 @@ void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n < 0 && errno == EPROTO) {
-            hb_h2l_fail_all(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+            h2_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
             return;
         }
         socket_gone(t, c, now,
@@ -502,57 +554,42 @@ void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now)
     refill(t, c, now);
 }
 
-void hb_h2l_tick(bthread *t, bconn *c, int64_t now, int abandon)
+static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon)
 {
     hb_bench *b = t->b;
-    int depth = depth_of(b);
-    if (c->active == 0 || c->state < BC_CONNECTING)
+    if (H(c)->active == 0 || c->state == BC_IDLE || c->state == BC_RATE)
         return;
     if (abandon) {
         /* Not finished within the grace: cancelled, which is no failure
          * (issued == complete + failed + cancelled). */
-        FOR_TAKEN(c, x, depth)
+        FOR_TAKEN(c, x)
         {
             hb_br_cancelled(t, x, now);
             release(t, c, x, now);
         }
-        if (c->state == BC_RETRY)
-            t->retrying--;
-        hb_bc_close(c);
-        c->state = BC_IDLE;
+        hb_bs_leave_retry(t, c);
+        hb_bs_close(c);
+        hb_bc_enter(c, BC_IDLE);
         return;
     }
-    if (c->state != BC_H2) {
+    if (c->state != H2_OPEN) {
         /* Opening: the oldest exchange's deadline is the socket's. */
         int64_t oldest = INT64_MAX;
-        FOR_TAKEN(c, x, depth)
+        FOR_TAKEN(c, x)
         if (x->t_start < oldest)
             oldest = x->t_start;
-        int late = now - oldest >= b->timeout_ns;
-        if (c->state == BC_RETRY) {
-            if (!late && now - c->t_connect < RETRY_FOR_NS)
-                return;
-            t->retrying--;
-            c->state = BC_CONNECTING;
-            if (!late) {
-                hb_h2l_fail_all(t, c, HB_FAIL(fail_connect), now,
-                                "the server's backlog stayed full (connect: EAGAIN)");
-                return;
-            }
-        }
-        if (late)
-            hb_h2l_fail_all(t, c, HB_FAIL(fail_timeout), now, "timed out");
+        hb_bs_tick_opening(t, c, now, oldest);
         return;
     }
     /* Each stream its own deadline: one late stream is reset (CANCEL),
      * the others go on. */
     int late = 0;
-    FOR_TAKEN(c, x, depth)
+    FOR_TAKEN(c, x)
     {
         if (now - x->t_start < b->timeout_ns)
             continue;
-        if (x->h2 == BX_OPEN)
-            hb_h2_cancel(c->h2, x->stream);
+        if (slot_of(c, x)->place == BX_OPEN)
+            hb_h2_cancel(H(c)->h2, slot_of(c, x)->strm);
         hb_br_failed(t, x, HB_FAIL(fail_timeout), now);
         note_error(x, "%s", "timed out");
         release(t, c, x, now);
@@ -561,6 +598,61 @@ void hb_h2l_tick(bthread *t, bconn *c, int64_t now, int abandon)
     if (late)
         refill(t, c, now);
 }
+
+/* The proxy refused the tunnel: no stream to answer, so what the proxy
+ * said fails them all. */
+static void h2_refused(bthread *t, bconn *c, int64_t now)
+{
+    char why[160];
+    const hb_response *r = &c->tn->head;
+    snprintf(why, sizeof why, "the proxy answered CONNECT with %d %.*s", r->status,
+             (int)r->reason_len, hb_buf_rdptr(&c->tn->reply) + r->reason_off);
+    h2_fail(t, c, HB_FAIL(fail_connect), now, why);
+}
+
+/* The session was the socket's. */
+static void h2_closed(bconn *c)
+{
+    hb_h2_free(H(c)->h2);
+    H(c)->h2 = NULL;
+    hb_buf_clear(&H(c)->tx);
+}
+
+static int h2_setup(bconn *c, int depth)
+{
+    h2conn *h = calloc(1, sizeof *h + (size_t)depth * sizeof h->slots[0]);
+    if (h == NULL)
+        return -1;
+    h->depth = depth;
+    c->cs = h;
+    return 0;
+}
+
+static void h2_release(bconn *c)
+{
+    h2conn *h = c->cs;
+    if (h != NULL) {
+        hb_h2_free(h->h2);
+        hb_buf_free(&h->tx);
+    }
+    free(h);
+    c->cs = NULL;
+}
+
+const hb_carrier hb_carrier_h2 = {
+    .name = "HTTP/2",
+    .states = STATES,
+    .nstates = (int)(sizeof STATES / sizeof STATES[0]),
+    .setup = h2_setup,
+    .release = h2_release,
+    .start = h2_start,
+    .opened = h2_opened,
+    .refused = h2_refused,
+    .fail = h2_fail,
+    .connect_ns = h2_connect_ns,
+    .tick = h2_tick,
+    .closed = h2_closed,
+};
 
 int hb_h2l_prepare(hb_bench *b, char *err, size_t errlen)
 {

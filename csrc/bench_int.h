@@ -65,21 +65,21 @@ typedef struct {
     hb_scen_needle body; /* expect_body's search, when set */
 } breq;
 
-/* BC_DRAIN: a response whose server said close is counted; the socket waits
- * for the server's FIN before it closes, so the server closes first and
- * TIME_WAIT stays on its side, not on the client's ephemeral ports. */
+/* A connection's socket is one machine (bench_sock.c: connect, tunnel,
+ * handshake, retry, close) and the protocol it carries another (a carrier,
+ * hb_carrier below: bench_h1.c, bench_h2.c), each with its own states in
+ * its own table. c->state is one number: the socket's states below
+ * BC_CARRIED, the carrier's from there (its table's first entry is
+ * BC_CARRIED). */
 enum {
-    BC_IDLE = 0,
-    BC_RATE,
+    BC_IDLE = 0, /* no exchange under way (its socket open or not) */
+    BC_RATE,     /* waiting for its intended start */
     BC_CONNECTING,
     BC_TUNNEL,
     BC_HANDSHAKE,
-    BC_WRITING,
-    BC_READING,
-    BC_DRAIN,
     BC_RETRY, /* connect again at next_try: a Unix socket's backlog was full (EAGAIN),
                * or a GOAWAY ended a socket that served nothing (bench_h2.c) */
-    BC_H2     /* an HTTP/2 session is open: streams come and go (bench_h2.c) */
+    BC_CARRIED
 };
 
 /* BC_RETRY's waits: from RETRY_FIRST_NS doubling to RETRY_MAX_NS, for at
@@ -93,24 +93,21 @@ enum {
  * the stop flag and the other connections. */
 #define READS_PER_WAKE 16
 
-/* An exchange: one request's ticket, clock and outcome. The connection
- * below carries them in order in its array: one at a time (HTTP/1.1), or
- * a pipelined batch (written together, each answer timed from the write);
- * the array has room for what a connection may carry at once, so many
- * in flight (HTTP/2's streams) are more entries, not another loop. What
- * an exchange records (hb_br_done, hb_br_failed) is the same code whatever
- * carries it. The arrays are allocated with the connections, once:
- * nothing per request. */
-/* An HTTP/2 exchange's place (bexch.h2): free, taken and waiting for a
- * stream (a socket, a session, a slot under the server's limit, or to be
- * sent again), or on a stream. */
-enum { BX_FREE = 0, BX_WAITING, BX_OPEN };
-
+/* An exchange: one request's ticket, clock and outcome. A connection
+ * carries them in its array: one at a time (HTTP/1.1), a pipelined batch
+ * (written together, each answer timed from the write), or many in flight
+ * (HTTP/2's streams, each in a slot of its own); the array has room for
+ * what a connection may carry at once. Its start (hb_bx_issue), its
+ * judgement (hb_bx_judge) and what it records (bench_result.c) are the
+ * same code whatever carries it; what only a carrier needs of it is the
+ * carrier's own (its bconn.cs). The arrays are allocated with the
+ * connections, once: nothing per request. */
 typedef struct {
     const breq *rq;       /* the request under way */
     hb_bench_result *res; /* its figures, this thread's */
-    const char *req;      /* the variant sent */
+    const char *req;      /* the variant sent, as HTTP/1.1 writes it */
     size_t req_len;
+    size_t variant;     /* its index over every variant (b->ptrs): a carrier's own form */
     int64_t t_intended; /* when it was due (its ticket's instant under a rate) */
     int64_t t_start;    /* when it began: the write's clock, and its deadline's */
     int64_t t_first;    /* its first response byte, 0 before */
@@ -118,72 +115,133 @@ typedef struct {
     int status;
     int retried;    /* it was sent again once already */
     uint32_t found; /* expect_body's search: the match so far */
-    /* HTTP/2: where it is (BX_*), its stream, its variant as h2 sends it,
-     * the body bytes so far, and the times the server refused it. */
-    int h2;
-    int32_t sid; /* its stream's id */
-    hb_h2_stream *stream;
-    const hb_h2_req *h2req;
-    uint64_t got;
-    int refusals;
-    int goaways; /* tries a GOAWAY left unprocessed */
-    /* The per-request log: the request's bytes written and its
-     * response's parsed (HTTP/1.1), and its connection over all threads. */
+    /* The per-request log, as its carrier counts them: the request's bytes
+     * and the response's (HTTP/1.1: written and parsed; HTTP/2: the
+     * bodies'), its stream (0 for none), and its connection over all
+     * threads. rx is also the body length HTTP/2 judges. */
     uint64_t tx, rx;
+    int32_t stream;
     uint32_t conn;
 } bexch;
 
-typedef struct {
-    bexch *xs;    /* its exchanges: [answered, batch) in flight, oldest first;
-                   * room for the pipeline's depth */
+struct hb_carrier;
+
+typedef struct bconn {
+    bexch *xs;    /* its exchanges: as many as it may carry at once */
     hb_sock sock; /* through the transport, non-blocking (blocking when lone) */
-    int state;
-    int got_bytes; /* a response byte came for this request */
-    int have_head;
-    int reuse;       /* the response lets the socket be reused */
+    int state;    /* BC_* below BC_CARRIED, else its carrier's */
+    const struct hb_carrier *carrier;
+    void *cs;        /* the carrier's own state for this connection */
     uint64_t served; /* responses on this socket */
     uint64_t opened; /* sockets this slot has opened */
     int addr;        /* the address being connected to */
     int addr_tries;  /* addresses tried for this connect */
-    size_t sent;     /* request bytes written */
-    int batch;       /* requests of the current write (1, or up to the pipeline) */
-    int answered;    /* of which answered; the rest are in flight */
-    int read_ahead;  /* reading answers while the batch is still being written */
-    int refused;     /* the proxy refused the tunnel: its answer is the response */
     hb_tunnel *tn;   /* the CONNECT through a forward proxy: made at the first,
                       * so a run without one keeps its connections small */
-    hb_buf head;     /* a response head split across reads */
-    hb_head_scan scan;
-    hb_body body; /* the response body's framing, from its head */
     unsigned events;
     int64_t t_connect;   /* when the socket's connect began */
     int64_t t_handshake; /* when the handshake began */
     int64_t next_try;    /* BC_RETRY: when to connect again */
-    int64_t t_wait;      /* BC_DRAIN: when the wait for the server's FIN began */
     int64_t backoff;     /* and the wait after that */
+    int paused;          /* BC_RETRY: a connect not yet counted (hb_bs_connect_later) */
     int64_t next_at;     /* rate: the next intended start */
     int64_t free_at;     /* when its last exchange ended (HTTP/2: a stream's slot freed) */
     uint64_t seq;        /* a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
     int next_req;        /* order by sequence: the next request */
-    /* HTTP/2 (bench_h2.c): the session of the socket's life, the frames
-     * not yet written, exchanges taken (active: waiting or on a stream),
-     * whether it waits for a rate's start (h2_due) or is on the ready
-     * stack, the read's clock for the session's hooks. */
-    hb_h2 *h2;
-    hb_buf tx;
-    int active;
-    int h2_due;
-    int in_ready;
+    int in_ready;        /* on the thread's ready stack */
+    int due;             /* open, waiting in start_due for its intended start */
     uint64_t done_total; /* responses over the run, every socket (per-connection req/s) */
-    int paused;          /* BC_RETRY: a connect not yet counted (hb_bc_connect_later) */
-    int64_t goaway_wait; /* the wait before the next connect after a GOAWAY on a socket that
-                          * served nothing: doubling, 0 again once a stream completes */
-    int64_t h2_now;
     struct bthread *thr;
 } bconn;
 
-typedef struct bthread {
+/* How a lone connection (one per thread, closed loop) waits in a state,
+ * where the event loop waits in epoll: not at all, in the state's own
+ * blocking recv, in poll for what the socket wants, or asleep. */
+enum { LONE_NONE = 0, LONE_RECV, LONE_POLL, LONE_SLEEP };
+
+/* One state of a machine: its name, its event handler (events: epoll's, 0
+ * from a lone connection's wait), how a lone connection waits in it, and
+ * every state it may go to: bits (1u << state), HB_BC_TO_CARRIER for any
+ * of the carrier's states marked `entry` (the socket's machine handing an
+ * open socket over). hb_bc_enter holds every transition to its table
+ * when built with HB_CHECK_STATES (the tests' and sanitizer's builds). */
+#define HB_BC_TO(s) (1u << (s))
+#define HB_BC_TO_CARRIER (1u << 31)
+typedef struct bthread bthread;
+typedef struct {
+    const char *name;
+    void (*on_event)(bthread *t, bconn *c, unsigned events, int64_t now);
+    int lone;
+    uint32_t next;
+    int entry;
+} hb_bc_state;
+
+/* A protocol a socket carries: its states (BC_CARRIED on) and what the
+ * socket's machine and the loop ask of it, chosen once per run. Adding a
+ * protocol is one file that fills one of these (docs/design.md). */
+typedef struct hb_carrier {
+    const char *name;
+    const hb_bc_state *states;
+    int nstates;
+    /* Its state for c (c->cs), with room for `depth` exchanges; 0, or -1
+     * out of memory. release: what setup made, safe on a half-built c. */
+    int (*setup)(bconn *c, int depth);
+    void (*release)(bconn *c);
+    /* c is ready (off the ready stack, or due under a rate): it takes
+     * tickets and sends, opening a socket (hb_bs_begin_connect) if need be. */
+    void (*start)(bthread *t, bconn *c, int64_t now);
+    /* The socket is open (through any tunnel and handshake). */
+    void (*opened)(bthread *t, bconn *c, int64_t now);
+    /* The proxy refused the tunnel: its answer is in c->tn. */
+    void (*refused)(bthread *t, bconn *c, int64_t now);
+    /* Every exchange c carries failed in class cls (HB_FAIL), the first
+     * saying why; c closes and is ready again. */
+    void (*fail)(bthread *t, bconn *c, size_t cls, int64_t now, const char *why);
+    /* The connect's time, in each exchange waiting for the new socket. */
+    void (*connect_ns)(bconn *c, int64_t ns);
+    /* Deadlines, and past a stop's grace (abandon) the cancelling of what
+     * is in flight: every tick, for every connection. */
+    void (*tick)(bthread *t, bconn *c, int64_t now, int abandon);
+    /* The socket closed (hb_bs_close): what the carrier held of it goes. */
+    void (*closed)(bconn *c);
+} hb_carrier;
+
+extern const hb_carrier hb_carrier_h1; /* bench_h1.c */
+extern const hb_carrier hb_carrier_h2; /* bench_h2.c */
+
+/* The socket's states (bench_sock.c), BC_IDLE to BC_RETRY. */
+extern const hb_bc_state hb_bs_states[BC_CARRIED];
+
+static inline const hb_bc_state *hb_bc_state_of(const bconn *c, int state)
+{
+    return state < BC_CARRIED ? &hb_bs_states[state] : &c->carrier->states[state - BC_CARRIED];
+}
+
+/* Reports a transition from c's state to `to` that its table does not
+ * hold, and aborts (HB_CHECK_STATES builds). */
+void hb_bc_undeclared(const bconn *c, int to);
+
+/* c goes to state `to` (a stay is no transition). */
+static inline void hb_bc_enter(bconn *c, int to)
+{
+#ifdef HB_CHECK_STATES
+    if (to != c->state) {
+        const hb_bc_state *from = hb_bc_state_of(c, c->state);
+        int ok =
+            (from->next & HB_BC_TO(to)) != 0 ||
+            (to >= BC_CARRIED && (from->next & HB_BC_TO_CARRIER) && hb_bc_state_of(c, to)->entry);
+        if (!ok)
+            hb_bc_undeclared(c, to);
+    }
+#endif
+    c->state = to;
+}
+
+/* c on t's ready stack (once): the loop starts it next. */
+static inline void hb_bc_ready(bthread *t, bconn *c);
+
+struct bthread {
     hb_bench *b;
     pthread_t thread;
     int started;
@@ -225,7 +283,15 @@ typedef struct bthread {
     double busy;
     uint64_t due;
     int due_known;
-} bthread;
+};
+
+static inline void hb_bc_ready(bthread *t, bconn *c)
+{
+    if (!c->in_ready) {
+        c->in_ready = 1;
+        t->ready[t->nready++] = c;
+    }
+}
 
 struct hb_bench {
     hb_bench_config cfg;
@@ -287,13 +353,6 @@ struct hb_bench {
 static inline int stopped(hb_bench *b)
 {
     return __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
-}
-
-/* The exchange c is answering now: the oldest in flight (the first,
- * between batches). */
-static inline bexch *hb_bc_current(bconn *c)
-{
-    return &c->xs[c->answered < c->batch ? c->answered : 0];
 }
 
 /* A failure class: the offset of its counter in hb_bench_result, so one
@@ -369,51 +428,51 @@ void hb_bp_schedule(bthread *t);
  * before `end` by their schedules (0 in a closed loop). */
 uint64_t hb_bp_due_before(const bthread *t, int64_t end);
 
-/* ---- bench_conn.c: the connection machine and the loops that drive it */
-
-/* Runs t's connections until its tickets are spent and nothing is in
- * flight: in recv for a lone connection, else in epoll. */
-void hb_bc_run(bthread *t);
-/* Closes c's socket (taking it out of the epoll set), its HTTP/2 session,
- * and forgets what it read; the next request opens another. */
-void hb_bc_close(bconn *c);
-/* A new socket for c (connects counted), whose exchanges wait for it. */
-void hb_bc_begin_connect(bthread *t, bconn *c, int64_t now);
-/* The same, its connect made (and counted) `wait` ns from now: BC_RETRY
- * meanwhile, the exchanges under their deadlines. */
-void hb_bc_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait);
-/* Waits (epoll) for what c's transport said its last call wanted. */
-void hb_bc_watch(bthread *t, bconn *c, unsigned events);
-/* c's response for exchange x is whole at now with `got` body bytes:
- * counted in its status and judged (its length against the run's or the
- * request's, its deadline, a scenario's checks), then recorded done (kept:
- * a keep-alive request) or failed. */
-void hb_bc_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept);
+/* ---- bench_exch.c: an exchange's start and judgement, whatever carries it */
 
 /* Exchange x of c takes the ticket just taken at now (n of them: a
  * pipeline's batch, all timed from x's start): its request picked, the n
- * counted issued and in flight, its clock and outcome reset. The one
- * start of an exchange, over HTTP/1.1 and HTTP/2 alike. */
-void hb_bc_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now);
+ * counted issued and in flight, its clock and outcome reset. */
+void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now);
+/* x's response is whole at now with `got` body bytes: counted in its
+ * status and judged (its length against the run's or the request's, its
+ * deadline, a scenario's checks), then recorded done (kept: a keep-alive
+ * request) or failed. */
+void hb_bx_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept);
 
-/* ---- bench_h2.c: the connection machine's HTTP/2 part */
+/* ---- bench_sock.c: a connection's socket, whatever it carries */
 
-/* c takes what its streams allow: tickets due, sent on streams (or
- * waiting for a socket, which it opens); the start_request of HTTP/2. */
-void hb_h2l_start(bthread *t, bconn *c, int64_t now);
-/* c's socket is open (through any tunnel and handshake): its session
- * begins and the exchanges waiting go out. */
-void hb_h2l_opened(bthread *t, bconn *c, int64_t now);
-/* BC_H2's event handler. */
-void hb_h2l_event(bthread *t, bconn *c, unsigned events, int64_t now);
-/* Every exchange c has taken failed in class cls (HB_FAIL), the first
- * saying why; c closes. */
-void hb_h2l_fail_all(bthread *t, bconn *c, size_t cls, int64_t now, const char *why);
-/* The connect time of every exchange waiting for c's new socket. */
-void hb_h2l_connect_ns(bconn *c, int64_t ns);
-/* Deadlines on c's streams (each its own), and the end of a stop's grace
- * (abandon: what is in flight is cancelled). */
-void hb_h2l_tick(bthread *t, bconn *c, int64_t now, int abandon);
+/* Closes c's socket (taking it out of the epoll set; what its carrier held
+ * of it goes too); the next request opens another. Safe on a half-built c. */
+void hb_bs_close(bconn *c);
+/* A new socket for c (connects counted, in its first exchange's figures);
+ * once open, its carrier's `opened`; failed, its carrier's `fail`. */
+void hb_bs_begin_connect(bthread *t, bconn *c, int64_t now);
+/* The same, its connect made (and counted) `wait` ns from now: BC_RETRY
+ * meanwhile, the exchanges under their deadlines. */
+void hb_bs_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait);
+/* Waits (epoll) for events on c's socket. */
+void hb_bs_watch(bthread *t, bconn *c, unsigned events);
+/* Waits (epoll) for what c's transport said its last call wanted. */
+void hb_bs_watch_wants(bthread *t, bconn *c);
+/* Connects again each of t's connections in BC_RETRY whose time has come;
+ * returns the earliest still to come, INT64_MAX if none. */
+int64_t hb_bs_retry_due(bthread *t, int64_t now);
+/* A connection still opening (BC_CONNECTING to BC_RETRY) whose oldest
+ * exchange began at `oldest`: failed (timeout) past the request's
+ * deadline, a retry given up (connect) past RETRY_FOR_NS. */
+void hb_bs_tick_opening(bthread *t, bconn *c, int64_t now, int64_t oldest);
+/* Leaves BC_RETRY's count when c is in it (an abandon closes it). */
+void hb_bs_leave_retry(bthread *t, bconn *c);
+
+/* ---- bench_loop.c: the loops that drive a thread's connections */
+
+/* Runs t's connections until its tickets are spent and nothing is in
+ * flight: in recv for a lone connection, else in epoll. */
+void hb_bl_run(bthread *t);
+
+/* ---- bench_h2.c: what HTTP/2 needs before the run */
+
 /* The run's requests as HTTP/2 sends them (b->h2reqs), once before it
  * starts. Returns 0, or -1 with errno (EINVAL: one cannot be sent, said in
  * err). */

@@ -69,8 +69,7 @@ void hb_bp_choose(bthread *t, bconn *c, bexch *x)
     x->res = &t->res[i];
     x->req = q->r.variants[v];
     x->req_len = q->r.lens[v];
-    if (b->h2reqs != NULL)
-        x->h2req = &b->h2reqs[(q->r.variants - b->ptrs) + v];
+    x->variant = (size_t)(q->r.variants - b->ptrs) + v;
 }
 
 /* Every connection of t to its start: idle, on the ready stack, its
@@ -86,9 +85,10 @@ void hb_bp_schedule(bthread *t)
     t->rate_waiting = 0;
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
-        /* An HTTP/2 session open since a warmup goes on open. */
-        c->state = c->h2 != NULL ? BC_H2 : BC_IDLE;
-        c->h2_due = 0;
+        /* A carrier's session open since a warmup (HTTP/2's) goes on open. */
+        if (c->state < BC_CARRIED)
+            c->state = BC_IDLE;
+        c->due = 0;
         c->in_ready = 1;
         c->seq = 0;
         c->next_at = b->start;

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -461,6 +463,41 @@ def test_a_goaway_before_any_stream_is_three_tries_then_reset_and_paced() -> Non
         assert r.connects == s.accepted - before or r.connects == s.accepted - before + 1
         assert r.connects < 40, r.connects  # paced; unbounded, thousands
         assert r.counts["retries"] >= 2 * r.failures["reset"]
+
+
+def test_a_server_that_ends_every_connection_at_once_fails_each_request_once() -> None:
+    """A socket the server ended before it said anything (no SETTINGS, no
+    GOAWAY) fails the streams waiting for it, as HTTP/1.1's request on a
+    socket closed before any response byte does: one connect per request,
+    not a reconnect without pause until the timeout (fuzz_loop found the
+    streams that wait for the server's SETTINGS doing that)."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        # Each connection's sending side shut at once; what comes is not
+        # read, and the socket stays open until the test ends.
+        while True:
+            try:
+                conn, _ = lsock.accept()
+            except OSError:
+                return
+            conn.shutdown(socket.SHUT_WR)
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{lsock.getsockname()[1]}/"
+    try:
+        for streams in (1, 4):
+            r = httpbench.run(url, requests=8, concurrency=2, http2=True, streams=streams,
+                              timeout=3, progress=False)
+            exact(r)
+            assert r.failed == r.failures["receive"] == 8, (streams, r.failures, r.first_error)
+            assert r.connects <= 8, (streams, r.connects)
+    finally:
+        lsock.close()
+        for conn in held:
+            conn.close()
 
 
 def test_a_whole_response_then_rst_stream_no_error_is_complete() -> None:

@@ -1,0 +1,73 @@
+/* bench_exch.c: an exchange's start and its judgement, the same whatever
+ * carries it (bench_h1.c, bench_h2.c): what is counted when a request is
+ * issued, and how a whole response is judged before bench_result.c records
+ * it. Nothing here knows a socket or a protocol. */
+#define _GNU_SOURCE
+#include "bench_int.h"
+
+void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
+{
+    hb_bp_choose(t, c, x);
+    x->res->issued += (uint64_t)n;
+    __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)n, __ATOMIC_RELAXED);
+    t->inflight += n;
+    x->t_intended = t->b->paced ? c->next_at : now;
+    if (t->b->paced) {
+        /* How late against its schedule; and whether because its
+         * connection was still busy when it was due (its last exchange
+         * ended after that), not because the thread was late to wake. */
+        hb_hist_record(&x->res->late, (uint64_t)(now > c->next_at ? now - c->next_at : 0));
+        if (c->free_at > c->next_at)
+            x->res->late_busy += (uint64_t)n;
+    }
+    hb_bp_advance(t, c);
+    x->t_start = now;
+    x->t_first = 0;
+    x->connect_ns = 0;
+    x->status = 0;
+    x->tx = x->rx = 0;
+    x->stream = 0;
+    x->found = 0;
+}
+
+void hb_bx_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
+{
+    hb_bench *b = t->b;
+    hb_bench_result *res = x->res;
+    const hb_bench_config *cfg = &b->cfg;
+    breq *q = (breq *)x->rq;
+
+    int ok2xx = x->status >= 200 && x->status < 300;
+    /* A HEAD response's document length is 0: no body, by definition. */
+    size_t failed = 0; /* a class (HB_FAIL), 0: none */
+    if (ok2xx) {
+        int64_t expect = -1;
+        __atomic_compare_exchange_n(&b->doc_len, &expect, (int64_t)got, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+        if (!b->scen && !cfg->lengths_vary && expect >= 0 && (uint64_t)expect != got)
+            failed = HB_FAIL(fail_length);
+        expect = -1;
+        __atomic_compare_exchange_n(&q->doc_len, &expect, (int64_t)got, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+    }
+    /* A scenario's checks; the body's search ran as the body came. An
+     * answer past the deadline timed out, though it came between ticks. */
+    if (now - x->t_start >= b->timeout_ns)
+        failed = HB_FAIL(fail_timeout);
+    else if (q->r.expect_length >= 0 && (uint64_t)q->r.expect_length != got)
+        failed = HB_FAIL(fail_length);
+    else if ((q->r.status_ok != NULL && !q->r.status_ok[x->status < 600 ? x->status : 0]) ||
+             (q->r.expect_body_len > 0 && x->found < q->r.expect_body_len))
+        failed = HB_FAIL(fail_check);
+    if (failed != 0) {
+        hb_br_failed(t, x, failed, now);
+        if (failed != HB_FAIL(fail_timeout))
+            hb_br_timed(x, now); /* (an answer past its deadline is timed out, not timed) */
+    } else {
+        hb_br_done(t, x, now, ok2xx, kept);
+    }
+    /* (After: a second that began now was published by them before they
+     * counted anything, so a snapshot holds all of this outcome or none.) */
+    res->status[x->status < 600 ? x->status : 0]++;
+    res->body_bytes += got;
+}

@@ -1,0 +1,627 @@
+/* bench_h1.c: HTTP/1.1 as a timing-loop connection carries it (the
+ * carrier hb_carrier_h1): one exchange at a time, or a pipelined batch
+ * written together and answered in order; the response's head parsed
+ * (parser.h) and its body framed; a socket the server closes drained to
+ * its FIN. The socket's life is bench_sock.c's; what an exchange counts
+ * and how it is judged, bench_exch.c's. */
+#define _GNU_SOURCE
+#include "bench_int.h"
+
+/* HTTP/1.1's states, after the socket's (bench_sock.c). BC_IDLE is
+ * between requests, the socket kept open or not.
+ *
+ *   state       waits for            on                        next
+ *   H1_WRITING  the socket writable  all written               H1_READING
+ *                                    a pipeline's write blocks H1_READING, reading ahead
+ *                                    a stale socket            a new socket (sent again)
+ *   H1_READING  response bytes       a response whole, more    H1_READING (the batch's next)
+ *                                    the batch answered        BC_IDLE, or H1_DRAIN when
+ *                                                              the server closes
+ *                                    closed early, stale       a new socket (sent again)
+ *                                    closed early, error       failed: BC_IDLE
+ *   H1_DRAIN    the server's FIN     FIN, bytes, a tick        closed: BC_IDLE
+ *
+ * H1_DRAIN: a response whose server said close is counted; the socket
+ * waits for the server's FIN before it closes, so the server closes first
+ * and TIME_WAIT stays on its side, not on the client's ephemeral ports. */
+enum { H1_WRITING = BC_CARRIED, H1_READING, H1_DRAIN };
+
+static void st_writing(bthread *t, bconn *c, unsigned events, int64_t now);
+static void st_reading(bthread *t, bconn *c, unsigned events, int64_t now);
+static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now);
+
+/* A new socket: connecting, or on at once into writing (a Unix connect). */
+#define NEW_SOCKET                                                                                 \
+    (HB_BC_TO(BC_CONNECTING) | HB_BC_TO(BC_TUNNEL) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO(BC_RETRY) | \
+     HB_BC_TO_CARRIER)
+static const hb_bc_state STATES[] = {
+    {"writing", st_writing, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_READING) | NEW_SOCKET, 1},
+    {"reading", st_reading, LONE_RECV,
+     HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_DRAIN) | HB_BC_TO(H1_WRITING) | NEW_SOCKET, 1},
+    {"drain", st_drain, LONE_RECV, HB_BC_TO(BC_IDLE), 0},
+};
+
+/* What HTTP/1.1 keeps of a connection. */
+typedef struct {
+    int got_bytes; /* a response byte came for this request */
+    int have_head;
+    int reuse;      /* the response lets the socket be reused */
+    size_t sent;    /* request bytes written */
+    int batch;      /* requests of the current write (1, or up to the pipeline) */
+    int answered;   /* of which answered; the rest are in flight */
+    int read_ahead; /* reading answers while the batch is still being written */
+    int refused;    /* the proxy refused the tunnel: its answer is the response */
+    hb_buf head;    /* a response head split across reads */
+    hb_head_scan scan;
+    hb_body body;   /* the response body's framing, from its head */
+    int64_t t_wait; /* H1_DRAIN: when the wait for the server's FIN began */
+} h1conn;
+
+static h1conn *h1(const bconn *c)
+{
+    return c->cs;
+}
+
+/* The exchange c is answering now: the oldest in flight (the first,
+ * between batches). */
+static bexch *current(bconn *c)
+{
+    h1conn *h = h1(c);
+    return &c->xs[h->answered < h->batch ? h->answered : 0];
+}
+
+static void write_request(bthread *t, bconn *c, int64_t now);
+static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now);
+static void cut_short(bthread *t, bconn *c, int64_t now);
+
+/* Waits (epoll) for what the transport said its last call wanted; while
+ * a pipeline is still being written as its answers are read, for both. */
+static void watch_wants(bthread *t, bconn *c)
+{
+    if (!t->blocking && h1(c)->read_ahead)
+        hb_bs_watch(t, c, EPOLLIN | EPOLLOUT);
+    else
+        hb_bs_watch_wants(t, c);
+}
+
+/* Requests in flight on c: those of its batch not answered yet. */
+static int unanswered(const bconn *c)
+{
+    return h1(c)->batch - h1(c)->answered;
+}
+
+/* n of c's requests are over, and with them its batch: the connection goes
+ * on the ready stack and the loop starts its next one (not here, so a run
+ * of instant failures is a loop, not a recursion). */
+static void end_batch(bthread *t, bconn *c, int n, int64_t now)
+{
+    t->inflight -= n;
+    hb_bc_enter(c, BC_IDLE);
+    c->free_at = now;
+    hb_bc_ready(t, c);
+    __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+}
+
+/* Every exchange in flight on c failed in class cls (HB_FAIL: one reason
+ * for all, they shared the socket), the first saying why; c closes. */
+static void h1_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
+{
+    h1conn *h = h1(c);
+    hb_bench_result *res = current(c)->res;
+    int n = unanswered(c);
+    for (int i = h->answered; i < h->batch; i++)
+        hb_br_failed(t, &c->xs[i], cls, now);
+    if (why != NULL && res->error[0] == 0)
+        snprintf(res->error, sizeof res->error, "%s", why);
+    hb_bs_close(c);
+    end_batch(t, c, n, now);
+}
+
+/* The next response of c's batch is awaited, from its first byte. */
+static void begin_reading(bconn *c)
+{
+    h1conn *h = h1(c);
+    hb_bc_enter(c, H1_READING);
+    h->have_head = 0;
+    h->got_bytes = 0;
+    h->scan = (hb_head_scan){0, 0, 0};
+    bexch *x = current(c);
+    x->t_first = 0;
+    x->found = 0;
+}
+
+/* A reused socket that the server had closed before answering: send the
+ * request again on a new one, once (RFC 9112 section 9.3.1). */
+static int retry_stale(bthread *t, bconn *c, int64_t now)
+{
+    h1conn *h = h1(c);
+    if (h->got_bytes || c->served == 0 || current(c)->retried)
+        return 0;
+    /* A pipeline cut short after some answers: the rest go again, once,
+     * when the method allows (RFC 9112 section 9.3.2). */
+    if (h->answered > 0 && !t->b->cfg.idempotent) /* (a pipeline: no scenario) */
+        return 0;
+    /* What is left goes again, in order, at the front. */
+    int left = unanswered(c);
+    memmove(c->xs, c->xs + h->answered, (size_t)left * sizeof *c->xs);
+    for (int i = 0; i < left; i++) {
+        c->xs[i].retried = 1;
+        c->xs[i].res->retries++;
+    }
+    h->batch = left;
+    h->answered = 0;
+    h->sent = 0;
+    hb_bs_close(c);
+    hb_bs_begin_connect(t, c, now);
+    return 1;
+}
+
+/* n more bytes of c's batch written: each exchange's share of them, its
+ * request's bytes in the batch's order (the log's bytes_sent). */
+static void count_sent(bconn *c, uint64_t n)
+{
+    h1conn *h = h1(c);
+    uint64_t len = c->xs[0].req_len, done = h->sent - n;
+    for (int k = 0; k < h->batch && n > 0; k++) {
+        uint64_t lo = (uint64_t)k * len, hi = lo + len;
+        if (done >= hi)
+            continue;
+        uint64_t take = hi - done < n ? hi - done : n;
+        c->xs[k].tx += take;
+        done += take;
+        n -= take;
+    }
+}
+
+static void write_request(bthread *t, bconn *c, int64_t now)
+{
+    h1conn *h = h1(c);
+    const char *req = h->batch > 1 ? t->b->pipe_req : c->xs[0].req;
+    size_t len = (size_t)h->batch * c->xs[0].req_len;
+    while (h->sent < len) {
+        struct iovec rest = {(char *)req + h->sent, len - h->sent};
+        ssize_t n = c->sock.tp->writev(&c->sock, &rest, 1, 0);
+        if (n > 0) {
+            h->sent += (size_t)n;
+            c->xs[0].res->bytes_sent += (uint64_t)n;
+            count_sent(c, (uint64_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (h->read_ahead)
+                return; /* the wait for both goes on */
+            if (h->batch > 1 && !t->blocking && c->sock.wants == HB_SOCK_WANT_WRITE) {
+                /* A pipeline's write may wait on a server that waits for
+                 * its answers to be read: read them meanwhile. */
+                begin_reading(c);
+                h->read_ahead = 1;
+                watch_wants(t, c);
+                return;
+            }
+            hb_bc_enter(c, H1_WRITING);
+            watch_wants(t, c);
+            return;
+        }
+        if (n < 0 && errno == EPROTO)
+            h1_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+        else if (!retry_stale(t, c, now))
+            h1_fail(t, c, HB_FAIL(fail_receive), now, n < 0 ? strerror(errno) : "send failed");
+        return;
+    }
+    if (!h->read_ahead)
+        begin_reading(c);
+    h->read_ahead = 0;
+    c->sock.wants = HB_SOCK_WANT_READ;
+    watch_wants(t, c);
+}
+
+static void h1_start(bthread *t, bconn *c, int64_t now)
+{
+    hb_bench *b = t->b;
+    h1conn *h = h1(c);
+    if (c->state == BC_RATE)
+        t->rate_waiting--;
+    if (b->vus != NULL && !stopped(b) && !(b->end && now >= b->end)) {
+        int64_t at = hb_bp_vus_next(b, c, now);
+        if (at > now) {
+            /* Not among the connections the shape asks for now: its socket
+             * closes (a VU stopping) and it waits for its turn. */
+            hb_bs_close(c);
+            c->next_at = at;
+            hb_bc_enter(c, BC_RATE);
+            t->rate_waiting++;
+            return;
+        }
+    }
+    if (b->paced && c->next_at > now && !stopped(b) && !(b->end && now >= b->end)) {
+        hb_bc_enter(c, BC_RATE);
+        t->rate_waiting++;
+        return;
+    }
+    if (!hb_bp_ticket(b, now)) {
+        hb_bc_enter(c, BC_IDLE);
+        return;
+    }
+    /* A pipeline takes up to its depth, all written at once. */
+    int batch = 1;
+    while (batch < b->cfg.pipeline && hb_bp_ticket(b, now))
+        batch++;
+    h->batch = batch;
+    h->answered = 0;
+    bexch *x = &c->xs[0];
+    hb_bx_issue(t, c, x, batch, now);
+    x->retried = 0;
+    /* A pipeline's batch: the same request (b->pipe_req repeats it), each
+     * an exchange of its own in order, all timed from the one write. */
+    for (int i = 1; i < batch; i++)
+        c->xs[i] = *x;
+    h->sent = 0;
+    if (c->sock.fd < 0)
+        hb_bs_begin_connect(t, c, now);
+    else
+        write_request(t, c, now);
+}
+
+static void h1_opened(bthread *t, bconn *c, int64_t now)
+{
+    write_request(t, c, now);
+}
+
+/* The proxy refused the tunnel (407, 502): its answer is the request's
+ * response, counted with its status; the socket is then closed. */
+static void h1_refused(bthread *t, bconn *c, int64_t now)
+{
+    h1conn *h = h1(c);
+    const char *p = hb_buf_rdptr(&c->tn->reply);
+    size_t n = hb_buf_size(&c->tn->reply);
+    current(c)->res->bytes_received += n;
+    begin_reading(c);
+    h->refused = 1;
+    h->got_bytes = 1;
+    current(c)->t_first = now;
+    take_bytes(t, c, p, n, now);
+}
+
+static void h1_connect_ns(bconn *c, int64_t ns)
+{
+    h1conn *h = h1(c);
+    for (int i = h->answered; i < h->batch; i++)
+        c->xs[i].connect_ns = ns;
+}
+
+/* The end of a drain: the socket closes and the connection is ready. The
+ * run's last outcome stays the response's (next_response noted it): the
+ * wait for a FIN is no part of the run's time. */
+static void drained(bthread *t, bconn *c)
+{
+    t->draining--;
+    hb_bs_close(c);
+    hb_bc_enter(c, BC_IDLE);
+    hb_bc_ready(t, c);
+}
+
+/* H1_DRAIN: reads until the server's close (read 0). Anything else ends
+ * the wait too: bytes after a last response (nothing to read them as), an
+ * error, or a lone connection's blocking read timing out after a tick. */
+static void drain(bthread *t, bconn *c)
+{
+    ssize_t n;
+    do
+        n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !t->blocking) {
+        hb_bs_watch(t, c, EPOLLIN);
+        return;
+    }
+    drained(t, c);
+}
+
+/* After a response of c's batch: the next one is read, or the batch is
+ * over (bytes left after its last response mean the socket is not fit for
+ * reuse). */
+static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
+{
+    h1conn *h = h1(c);
+    t->inflight--;
+    h->answered++;
+    /* An answer on this socket: what is left may go again if it closes
+     * (a server closing after every k of a deeper pipeline, as nginx's
+     * keepalive_requests does). Every round answers one at least, so
+     * resending ends; a socket that answers nothing gets one resend. */
+    for (int i = h->answered; i < h->batch; i++)
+        c->xs[i].retried = 0;
+    if (h->answered < h->batch) {
+        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+        if (!h->reuse || h->refused) {
+            cut_short(t, c, now); /* the server closes after this one */
+            return;
+        }
+        begin_reading(c);
+        return;
+    }
+    if (!h->reuse && !leftover && !h->refused) {
+        /* The server closes: wait for its FIN (the tick bounds the wait). */
+        hb_bc_enter(c, H1_DRAIN);
+        h->t_wait = now;
+        t->draining++;
+        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+        drain(t, c);
+        return;
+    }
+    if (!t->b->cfg.keepalive || leftover || h->refused)
+        hb_bs_close(c);
+    end_batch(t, c, 0, now);
+}
+
+/* A response is whole: counted, timed, and the socket kept or closed. With
+ * more of a pipeline to come (answered < batch after it) the connection
+ * reads on, from the bytes after this response. */
+static void finish(bthread *t, bconn *c, int64_t now, int leftover)
+{
+    h1conn *h = h1(c);
+    c->served++;
+    c->done_total++;
+    hb_bx_judge(t, current(c), h->body.got, now, h->reuse && t->b->cfg.keepalive);
+    next_response(t, c, now, leftover);
+}
+
+/* Parses a head from p[0..n); returns bytes of it used, or -1 after a
+ * failure (the request is then over), with h->have_head set when done. */
+static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
+{
+    h1conn *h = h1(c);
+    const char *buf = p;
+    size_t len = n;
+    if (hb_buf_size(&h->head) > 0) {
+        if (hb_buf_append(&h->head, p, n) != 0) {
+            h1_fail(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
+            return -1;
+        }
+        buf = hb_buf_rdptr(&h->head);
+        len = hb_buf_size(&h->head);
+    }
+    hb_response_reset(&t->r);
+    t->r.scan = h->scan;
+    int rc = hb_parse_response(&t->r, buf, len, current(c)->rq->r.head ? HB_PARSE_HEAD_REQUEST : 0);
+    if (rc == HB_PARSE_MORE) {
+        h->scan = t->r.scan;
+        if (buf == p && hb_buf_append(&h->head, p, n) != 0) {
+            h1_fail(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
+            return -1;
+        }
+        return (ssize_t)n;
+    }
+    if (rc == HB_PARSE_ERROR && t->r.error == hb_parse_not_http) {
+        char got[64], why[160];
+        hb_parse_excerpt(buf, len, got, sizeof got);
+        snprintf(why, sizeof why, "%s: got \"%s\"", t->r.error, got);
+        h1_fail(t, c, HB_FAIL(fail_exceptions), now, why);
+        return -1;
+    }
+    if (rc == HB_PARSE_ERROR || t->r.status == 101) {
+        h1_fail(t, c, HB_FAIL(fail_exceptions), now,
+                rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
+        return -1;
+    }
+    /* Bytes of p the head took: all of its part, less what is left after. */
+    size_t after = len - t->r.head_len;
+    size_t used = n - after;
+    hb_buf_clear(&h->head);
+    h->scan = (hb_head_scan){0, 0, 0};
+    if (t->r.status < 200)
+        return (ssize_t)used; /* interim: the next head follows */
+    hb_br_note_server(t->b, &t->r, buf);
+    h->have_head = 1;
+    current(c)->status = t->r.status;
+    h->reuse = t->r.keep_alive;
+    current(c)->res->closing += !t->r.keep_alive;
+    hb_body_init(&h->body, t->r.body, t->r.content_length);
+    return (ssize_t)used;
+}
+
+/* Handles n received bytes: heads, then the body through its decoder. */
+static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
+{
+    h1conn *h = h1(c);
+    for (;;) {
+        if (!h->have_head) {
+            if (n == 0)
+                return;
+            bexch *x = current(c);
+            ssize_t used = take_head(t, c, p, n, now);
+            if (used < 0)
+                return;
+            x->rx += (uint64_t)used;
+            p += used;
+            n -= (size_t)used;
+            continue;
+        }
+        size_t used, off, dn;
+        int rc = hb_body_feed(&h->body, p, n, &used, &off, &dn);
+        if (rc == HB_PARSE_ERROR) {
+            h1_fail(t, c, HB_FAIL(fail_exceptions), now, h->body.error);
+            return;
+        }
+        if (dn > 0 && current(c)->rq->r.expect_body_len > 0)
+            hb_scen_needle_feed(&current(c)->rq->body, &current(c)->found, p + off, dn);
+        current(c)->rx += used;
+        p += used;
+        n -= used;
+        if (rc == HB_PARSE_DONE) {
+            uint64_t sock = c->opened;
+            finish(t, c, now, n > 0 && h->answered + 1 >= h->batch);
+            /* A new socket (the rest of a pipeline sent again after the
+             * server said close): what the old one held is not its. */
+            if (c->opened != sock || c->state != H1_READING || h->have_head)
+                return;
+            if (n > 0) {
+                h->got_bytes = 1; /* the next response has begun */
+                current(c)->t_first = now;
+            }
+            continue; /* the pipeline's next response, from the bytes left */
+        }
+        if (n == 0)
+            return;
+    }
+}
+
+static void on_readable(bthread *t, bconn *c, int64_t now)
+{
+    h1conn *h = h1(c);
+    for (int reads = 0;; reads++) {
+        /* Enough for one wake-up: the socket stays readable (the epoll set
+         * is level-triggered; a lone connection comes back from its tick). */
+        if (reads == READS_PER_WAKE)
+            return;
+        ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+        if (t->blocking)
+            now = hb_now_ns(); /* the wait was in recv */
+        if (n > 0) {
+            if (!h->got_bytes) {
+                h->got_bytes = 1;
+                current(c)->t_first = now;
+            }
+            current(c)->res->bytes_received += (uint64_t)n;
+            take_bytes(t, c, t->scratch, (size_t)n, now);
+            /* A short read emptied the socket, unless the transport holds
+             * more (a TLS record read whole but not yet handed out). */
+            if (c->state != H1_READING ||
+                (n < SCRATCH && !(c->sock.tp->pending && c->sock.tp->pending(&c->sock))))
+                return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            watch_wants(t, c);
+            return;
+        }
+        if (n < 0 && errno == EPROTO) {
+            h1_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+            return;
+        }
+        if (n == 0 && h->have_head && hb_body_end(&h->body) == HB_PARSE_DONE) {
+            h->reuse = 0;
+            finish(t, c, now, 0);
+            return;
+        }
+        if (retry_stale(t, c, now))
+            return;
+        char why[96];
+        snprintf(why, sizeof why, "connection %s %s", n == 0 ? "closed" : "reset",
+                 h->got_bytes ? "before the response was complete" : "before any response byte");
+        h1_fail(t, c, HB_FAIL(fail_receive), now, why);
+        return;
+    }
+}
+
+/* The server said it closes after a response with more of the pipeline
+ * unanswered: those go again on a new socket (once, for a method that may
+ * be sent again), else they failed. */
+static void cut_short(bthread *t, bconn *c, int64_t now)
+{
+    h1conn *h = h1(c);
+    h->got_bytes = 0;
+    if (!retry_stale(t, c, now))
+        h1_fail(t, c, HB_FAIL(fail_receive), now,
+                "the server closed the connection with pipelined requests unanswered");
+}
+
+/* One function per state: what an event on c's socket (events: epoll's,
+ * 0 from a lone connection's wait) does in it. */
+static void st_writing(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)events;
+    write_request(t, c, now);
+}
+
+static void st_reading(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    h1conn *h = h1(c);
+    /* A pipeline still being written waits for both (write_request). */
+    if ((events & EPOLLOUT) && h->read_ahead) {
+        write_request(t, c, now);
+        if (c->state != H1_READING || !(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+            return;
+    }
+    on_readable(t, c, now);
+}
+
+static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)events;
+    (void)now;
+    drain(t, c);
+}
+
+/* Deadlines: the oldest exchange in flight is the first to time out; past
+ * a stop's grace what is in flight is cancelled, which is no failure
+ * (issued == complete + failed + cancelled). A drain waits a tick or two
+ * for the server's FIN, then closes from this side after all. */
+static void h1_tick(bthread *t, bconn *c, int64_t now, int abandon)
+{
+    h1conn *h = h1(c);
+    if (c->state == H1_DRAIN) {
+        if (abandon || now - h->t_wait >= TICK_NS)
+            drained(t, c);
+        return;
+    }
+    if (c->state == BC_IDLE || c->state == BC_RATE)
+        return;
+    if (abandon) {
+        hb_bs_leave_retry(t, c);
+        for (int k = h->answered; k < h->batch; k++)
+            hb_br_cancelled(t, &c->xs[k], now);
+        t->inflight -= unanswered(c);
+        hb_bs_close(c);
+        hb_bc_enter(c, BC_IDLE);
+        return;
+    }
+    int64_t oldest = current(c)->t_start;
+    if (c->state < BC_CARRIED)
+        hb_bs_tick_opening(t, c, now, oldest);
+    else if (now - oldest >= t->b->timeout_ns)
+        h1_fail(t, c, HB_FAIL(fail_timeout), now, "timed out");
+}
+
+static void h1_closed(bconn *c)
+{
+    h1conn *h = h1(c);
+    h->read_ahead = 0;
+    h->refused = 0;
+    hb_buf_clear(&h->head);
+    hb_buf_shrink(&h->head, 65536);
+}
+
+static int h1_setup(bconn *c, int depth)
+{
+    (void)depth; /* (a pipeline's batch is c->xs itself) */
+    c->cs = calloc(1, sizeof(h1conn));
+    return c->cs != NULL ? 0 : -1;
+}
+
+static void h1_release(bconn *c)
+{
+    h1conn *h = c->cs;
+    if (h != NULL)
+        hb_buf_free(&h->head);
+    free(h);
+    c->cs = NULL;
+}
+
+const hb_carrier hb_carrier_h1 = {
+    .name = "HTTP/1.1",
+    .states = STATES,
+    .nstates = (int)(sizeof STATES / sizeof STATES[0]),
+    .setup = h1_setup,
+    .release = h1_release,
+    .start = h1_start,
+    .opened = h1_opened,
+    .refused = h1_refused,
+    .fail = h1_fail,
+    .connect_ns = h1_connect_ns,
+    .tick = h1_tick,
+    .closed = h1_closed,
+};

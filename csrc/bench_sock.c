@@ -1,0 +1,340 @@
+/* bench_sock.c: a timing-loop connection's socket, whatever protocol it
+ * carries: connect (each resolved address in turn), a forward proxy's
+ * tunnel, the TLS handshake, the retry of a Unix socket's full backlog,
+ * the epoll watch and the close. Its states are the table below; once the
+ * socket is open its carrier (bench_int.h's hb_carrier) takes over, and
+ * this file speaks to the carrier only through that table of functions. */
+#define _GNU_SOURCE
+#include "bench_int.h"
+
+static void st_connecting(bthread *t, bconn *c, unsigned events, int64_t now);
+static void st_tunnel(bthread *t, bconn *c, unsigned events, int64_t now);
+static void st_handshake(bthread *t, bconn *c, unsigned events, int64_t now);
+static void st_between(bthread *t, bconn *c, unsigned events, int64_t now);
+
+/* The socket's machine.
+ *
+ *   state          waits for                 on                        next
+ *   BC_IDLE        a ticket (start)          a ticket, socket open     the carrier's
+ *                                            a ticket, no socket       BC_CONNECTING (or on at
+ *                                                                      once: a Unix connect)
+ *                                            paced, not yet due        BC_RATE
+ *   BC_RATE        its intended start        due (start_due)           as BC_IDLE's ticket
+ *   BC_CONNECTING  connect(2)'s completion   connected, via a proxy    BC_TUNNEL
+ *                                            connected, over TLS       BC_HANDSHAKE
+ *                                            connected                 the carrier's
+ *                                            refused, more addresses   BC_CONNECTING (the next)
+ *                                            a Unix backlog full       BC_RETRY
+ *                                            refused                   failed: BC_IDLE
+ *   BC_TUNNEL      the CONNECT's answer      2xx                       BC_HANDSHAKE, the carrier's
+ *                                            a refusal                 the carrier's `refused`
+ *   BC_HANDSHAKE   the TLS handshake         done                      the carrier's
+ *                                            failed                    failed (tls): BC_IDLE
+ *   BC_RETRY       next_try (retry_due)      due                       BC_CONNECTING
+ *                                            past the timeout          failed (connect)
+ *   any            the request's deadline    the carrier's tick        failed (timeout); past a
+ *                                                                      stop's grace, cancelled
+ */
+#define OPENING                                                                                    \
+    (HB_BC_TO(BC_CONNECTING) | HB_BC_TO(BC_TUNNEL) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO(BC_RETRY) | \
+     HB_BC_TO_CARRIER)
+const hb_bc_state hb_bs_states[BC_CARRIED] = {
+    [BC_IDLE] = {"idle", st_between, LONE_NONE, HB_BC_TO(BC_RATE) | OPENING, 0},
+    [BC_RATE] = {"rate", st_between, LONE_NONE, HB_BC_TO(BC_IDLE) | OPENING, 0},
+    [BC_CONNECTING] = {"connecting", st_connecting, LONE_POLL, HB_BC_TO(BC_IDLE) | OPENING, 0},
+    [BC_TUNNEL] = {"tunnel", st_tunnel, LONE_POLL,
+                   HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO_CARRIER, 0},
+    [BC_HANDSHAKE] = {"handshake", st_handshake, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO_CARRIER,
+                      0},
+    [BC_RETRY] = {"retry", st_between, LONE_SLEEP, HB_BC_TO(BC_IDLE) | OPENING, 0},
+};
+
+static void connect_addr(bthread *t, bconn *c, int64_t now);
+static void retry_later(bthread *t, bconn *c, int64_t now);
+
+void hb_bc_undeclared(const bconn *c, int to)
+{
+    const char *name = c->carrier != NULL ? c->carrier->name : "?";
+    fprintf(stderr, "httpbench: %s connection: %s -> %s is not in its machine's table\n", name,
+            hb_bc_state_of(c, c->state)->name, hb_bc_state_of(c, to)->name);
+    abort();
+}
+
+void hb_bs_watch(bthread *t, bconn *c, unsigned events)
+{
+    if (c->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    epoll_ctl(t->ep, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->sock.fd, &ev);
+    c->events = events;
+}
+
+void hb_bs_watch_wants(bthread *t, bconn *c)
+{
+    if (!t->blocking)
+        hb_bs_watch(t, c, c->sock.wants == HB_SOCK_WANT_WRITE ? EPOLLOUT : EPOLLIN);
+}
+
+void hb_bs_close(bconn *c)
+{
+    hb_sock_close(&c->sock); /* also takes it out of the epoll set */
+    c->events = 0;
+    c->served = 0;
+    c->paused = 0;
+    if (c->carrier != NULL && c->cs != NULL)
+        c->carrier->closed(c);
+}
+
+void hb_bs_leave_retry(bthread *t, bconn *c)
+{
+    if (c->state == BC_RETRY)
+        t->retrying--;
+}
+
+/* The socket is open, through any tunnel and handshake: a lone connection
+ * waits in recv itself (a blocking socket whose timeouts bring the thread
+ * back every tick for deadlines and the stop flag); then the carrier. */
+static void connected(bthread *t, bconn *c, int64_t now)
+{
+    if (t->blocking && hb_sock_set_blocking(&c->sock, t->b->tick_ns) != 0) {
+        c->carrier->fail(t, c, HB_FAIL(fail_connect), now, strerror(errno));
+        return;
+    }
+    c->carrier->opened(t, c, now);
+}
+
+/* Connecting to c->addr failed with err: the next address, while one is
+ * left untried, else a connect failure. */
+static void connect_failed(bthread *t, bconn *c, int err, int64_t now)
+{
+    const hb_bench_config *cfg = &t->b->cfg;
+    hb_bs_close(c);
+    if (++c->addr_tries < cfg->naddrs) {
+        c->addr = (c->addr + 1) % cfg->naddrs;
+        connect_addr(t, c, now);
+        return;
+    }
+    c->carrier->fail(t, c, HB_FAIL(fail_connect), now, strerror(err));
+}
+
+/* Drives the transport's handshake; its time counts in the connect time
+ * (ab's Connect row) and in a histogram of its own. */
+static void handshake(bthread *t, bconn *c, int64_t now)
+{
+    for (;;) {
+        if (c->sock.tp->handshake(&c->sock) == 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) {
+            hb_bc_enter(c, BC_HANDSHAKE);
+            hb_bs_watch_wants(t, c);
+            return;
+        }
+        c->carrier->fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+        return;
+    }
+    /* A handshake is CPU work: the clock after it, not the event's. */
+    now = hb_now_ns();
+    hb_bench_result *res = c->xs[0].res;
+    hb_hist_record(&res->tls_handshake, (uint64_t)(now - c->t_handshake));
+    c->carrier->connect_ns(c, now - c->t_connect);
+    if (c->sock.tp->describe(&c->sock, NULL) == 1)
+        res->tls_resumed++;
+    else
+        res->tls_full++;
+    hb_br_note_tls(t->b, c);
+    connected(t, c, now);
+}
+
+/* The connection is made (through a proxy's tunnel, if any): the
+ * transport's handshake, else the carrier. */
+static void opened(bthread *t, bconn *c, int64_t now)
+{
+    c->carrier->connect_ns(c, now - c->t_connect);
+    if (c->sock.tp->handshake != NULL) {
+        c->t_handshake = now;
+        handshake(t, c, now);
+        return;
+    }
+    connected(t, c, now);
+}
+
+/* Steps the CONNECT through a forward proxy; its round trip counts in the
+ * connect time. A refusal (407, 502) is the carrier's to say. */
+static void tunnel(bthread *t, bconn *c, int64_t now)
+{
+    int rc = hb_tunnel_step(c->tn, &c->sock);
+    if (rc == HB_TUNNEL_OPEN) {
+        opened(t, c, now);
+    } else if (rc == HB_TUNNEL_WAIT) {
+        hb_bc_enter(c, BC_TUNNEL);
+        hb_bs_watch_wants(t, c);
+    } else if (rc == HB_TUNNEL_REFUSED) {
+        c->carrier->refused(t, c, now);
+    } else if (errno == EPROTO) {
+        char why[160];
+        snprintf(why, sizeof why, "the proxy's answer to CONNECT: %s", hb_tunnel_error(c->tn));
+        c->carrier->fail(t, c, HB_FAIL(fail_exceptions), now, why);
+    } else {
+        c->carrier->fail(t, c, HB_FAIL(fail_receive), now,
+                         errno == ECONNRESET
+                             ? "the proxy closed the connection before answering CONNECT"
+                             : strerror(errno));
+    }
+}
+
+/* The connect to c->addr completed: that address serves the rest of the
+ * run, on every connection. */
+static void connect_done(bthread *t, bconn *c, int64_t now)
+{
+    const hb_bench_config *cfg = &t->b->cfg;
+    __atomic_store_n(&t->b->addr_good, c->addr, __ATOMIC_RELAXED);
+    if (cfg->tunnel != NULL) {
+        if (c->tn == NULL && (c->tn = calloc(1, sizeof *c->tn)) == NULL) {
+            c->carrier->fail(t, c, HB_FAIL(fail_connect), now, "out of memory");
+            return;
+        }
+        hb_tunnel_begin(c->tn, cfg->tunnel, cfg->tunnel_len);
+        tunnel(t, c, now);
+        return;
+    }
+    opened(t, c, now);
+}
+
+static void connect_addr(bthread *t, bconn *c, int64_t now)
+{
+    int rc = c->sock.tp->connect_start(&c->sock, &t->b->cfg.addrs[c->addr]);
+    if (rc == 0) {
+        connect_done(t, c, now);
+        return;
+    }
+    if (rc < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            c->carrier->fail(t, c, HB_FAIL(fail_connect), now,
+                             strerror(errno)); /* no socket at all */
+        else if (errno == EAGAIN && now - c->t_connect < RETRY_FOR_NS)
+            retry_later(t, c, now);
+        else
+            connect_failed(t, c, errno, now);
+        return;
+    }
+    hb_bc_enter(c, BC_CONNECTING);
+    hb_bs_watch_wants(t, c);
+}
+
+/* A Unix socket's connect(2) fails with EAGAIN, not EINPROGRESS, while the
+ * server's backlog is full: the server is only behind on accept(), so the
+ * connect goes again shortly (TCP would have queued the SYN and retried). */
+static void retry_later(bthread *t, bconn *c, int64_t now)
+{
+    c->backoff = c->backoff == 0             ? RETRY_FIRST_NS
+                 : c->backoff < RETRY_MAX_NS ? 2 * c->backoff
+                                             : RETRY_MAX_NS;
+    t->retrying++;
+    hb_bc_enter(c, BC_RETRY);
+    c->next_try = now + c->backoff;
+}
+
+int64_t hb_bs_retry_due(bthread *t, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < t->nconns && t->retrying > 0; i++) {
+        bconn *c = &t->conns[i];
+        if (c->state != BC_RETRY)
+            continue;
+        if (now >= c->next_try) {
+            t->retrying--;
+            hb_bc_enter(c, BC_CONNECTING);
+            if (c->paused) {
+                c->paused = 0;
+                hb_bs_begin_connect(t, c, now);
+            } else {
+                connect_addr(t, c, now); /* (BC_RETRY again, counted again, if still full) */
+            }
+            if (c->state == BC_RETRY && c->next_try < next)
+                next = c->next_try;
+        } else if (c->next_try < next) {
+            next = c->next_try;
+        }
+    }
+    return next;
+}
+
+/* The resolved addresses in turn, from the one that worked last (as
+ * getaddrinfo's order and Connection have it: a name with ::1 first and a
+ * server on 127.0.0.1 alone still connects). */
+void hb_bs_begin_connect(bthread *t, bconn *c, int64_t now)
+{
+    c->xs[0].res->connects++;
+    if (c->opened++ > 0)
+        c->xs[0].res->reconnects++;
+    c->t_connect = now;
+    c->backoff = 0;
+    c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
+    c->addr_tries = 0;
+    connect_addr(t, c, now);
+}
+
+void hb_bs_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait)
+{
+    c->t_connect = now;
+    c->paused = 1; /* (counted when made, by hb_bs_retry_due) */
+    t->retrying++;
+    hb_bc_enter(c, BC_RETRY);
+    c->next_try = now + wait;
+}
+
+void hb_bs_tick_opening(bthread *t, bconn *c, int64_t now, int64_t oldest)
+{
+    int late = now - oldest >= t->b->timeout_ns;
+    if (c->state == BC_RETRY) {
+        if (!late && now - c->t_connect < RETRY_FOR_NS)
+            return;
+        t->retrying--;
+        hb_bc_enter(c, BC_CONNECTING); /* (no socket: what follows closes nothing) */
+        if (!late) {
+            c->carrier->fail(t, c, HB_FAIL(fail_connect), now,
+                             "the server's backlog stayed full (connect: EAGAIN)");
+            return;
+        }
+    }
+    if (late)
+        c->carrier->fail(t, c, HB_FAIL(fail_timeout), now, "timed out");
+}
+
+/* One function per state: what an event on c's socket (events: epoll's,
+ * 0 from a lone connection's poll) does in it. */
+static void st_connecting(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)events;
+    if (c->sock.tp->connect_done(&c->sock) != 0)
+        connect_failed(t, c, errno, now);
+    else
+        connect_done(t, c, now);
+}
+
+static void st_tunnel(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)events;
+    tunnel(t, c, now);
+}
+
+static void st_handshake(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)events;
+    handshake(t, c, now);
+}
+
+/* Between requests (or waiting for its start under a rate, or for a
+ * connect's retry, with no socket): the server closed the socket, or sent
+ * what nobody asked for. Either way it is done, and counts nothing; the
+ * next request opens another. Left in the set, a closed socket stays
+ * readable and the loop would spin on it. */
+static void st_between(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)t;
+    (void)now;
+    if (events != 0)
+        hb_bs_close(c);
+}
