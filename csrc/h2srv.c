@@ -49,7 +49,7 @@ typedef struct h2s_stream {
 
 struct hb_h2s {
     nghttp2_session *s;
-    hb_sess_shared *sh;
+    hb_srv_shared *sh;
     int64_t now;
     h2s_stream *streams; /* every stream's record (the session frees its own
                           * streams without a word when deleted) */
@@ -91,7 +91,7 @@ static void stream_free(hb_h2s *h, h2s_stream *st)
     h->idle_since = h->now;
     if (st->plan.file_fd >= 0)
         close(st->plan.file_fd);
-    hb_sess_release(h->sh, &st->reserved);
+    hb_srv_release(h->sh, &st->reserved);
     hb_buf_free(&st->body);
     free(st->path);
     free(st);
@@ -160,7 +160,7 @@ static int answer(hb_h2s *h, h2s_stream *st)
     const char *server = h->sh->server_field + 8; /* "Server: " */
     size_t server_len = h->sh->server_field_len - 10;
     const char *ctype = p->src == HB_SRC_ECHO ? st->ctype : p->content_type;
-    const char *date = hb_sess_http_date();
+    const char *date = hb_srv_http_date();
     nghttp2_nv hd[7];
     size_t n = 0;
     nv(&hd[n++], ":status", status, 3);
@@ -364,7 +364,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     }
     if (st->status != 0 || !st->plan.keep_body)
         return 0;
-    if (hb_sess_reserve(h->sh, &st->reserved, n) != 0) {
+    if (hb_srv_reserve(h->sh, &st->reserved, n) != 0) {
         st->status = 503;
         st->why = "the server holds as many request bodies as it may; try again later\n";
         return respond(h, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -441,7 +441,7 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
     return 0;
 }
 
-hb_h2s *hb_h2s_new(hb_sess_shared *sh)
+hb_h2s *hb_h2s_new(hb_srv_shared *sh)
 {
     hb_h2s *h = calloc(1, sizeof *h);
     nghttp2_session_callbacks *cb = NULL;

@@ -30,7 +30,7 @@
 #define HB_H2SRV_H
 
 #include "buf.h"
-#include "session.h"
+#include "srvshare.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,7 +44,7 @@ typedef struct hb_h2s hb_h2s;
 /* A server session for a connection of sh's server: its SETTINGS (the
  * streams allowed, the header list's limit, no push) wait in its output.
  * Returns NULL when memory ran out. */
-hb_h2s *hb_h2s_new(hb_sess_shared *sh);
+hb_h2s *hb_h2s_new(hb_srv_shared *sh);
 
 /* Frees h (NULL is fine), every stream's hold on the body budget too. */
 void hb_h2s_free(hb_h2s *h);

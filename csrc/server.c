@@ -60,7 +60,7 @@ struct hb_srv {
     int listen_fd, stop_fd, port;
     dev_t unix_dev; /* the socket file made, removed at stop if still ours */
     ino_t unix_ino;
-    hb_sess_shared sh;
+    hb_srv_shared sh;
     char *rnd;
     int nloops;
     hb_loop *loops;
@@ -674,7 +674,7 @@ static char *dup_or_null(const char *s)
 static int share_settings(hb_srv *srv)
 {
     const hb_srv_config *cfg = &srv->cfg;
-    hb_sess_shared *sh = &srv->sh;
+    hb_srv_shared *sh = &srv->sh;
     sh->rnd = srv->rnd;
     sh->transport = cfg->transport;
     sh->transport_shared = cfg->transport_shared;
@@ -770,9 +770,9 @@ hb_srv *hb_srv_start(const hb_srv_config *cfg, char *err, size_t errlen)
     if (srv->host == NULL || (cfg->static_dir && srv->static_dir == NULL) ||
         (cfg->unix_path && srv->unix_path == NULL) || srv->rnd == NULL)
         goto nomem;
-    hb_sess_fill_random(srv->rnd, HB_RND_BLOCK, (uint64_t)hb_now_ns());
+    hb_srv_fill_random(srv->rnd, HB_RND_BLOCK, (uint64_t)hb_now_ns());
 
-    hb_sess_shared *sh = &srv->sh;
+    hb_srv_shared *sh = &srv->sh;
     if (hb_route_static_open(&sh->st, srv->static_dir) != 0) {
         snprintf(err, errlen, "cannot serve %s: %s", srv->static_dir, strerror(errno));
         goto error;

@@ -32,7 +32,15 @@
  *             the relayed response out                   as S_SEND's response out
  *             a refusal, 502, 504 before any byte        S_SEND, closing after (reject)
  *             a tunnel's end, a failure mid-response     closed
+ *   S_H2      (an HTTP/2 connection: h2srv.c's session   S_H2, waiting to read, write or
+ *             reads and answers its streams)             for a /delay
+ *             a GOAWAY out, or the session over          S_LINGER (sending side shut)
+ *             error                                      closed
  *   S_FAILED  (no memory for a head)                     closed
+ *
+ * The table STATES below is this one as data: each state's function and
+ * where it may go; sess_enter holds every change to it when built with
+ * HB_CHECK_STATES (the tests' and the sanitizer's builds).
  */
 #define _GNU_SOURCE
 #include "session.h"
@@ -47,6 +55,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -54,7 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_H2, S_FAILED };
+enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_H2, S_FAILED, S_COUNT };
 
 /* What a state function returns to go on to the next state at once; any
  * other value is the hb_want the driver waits for. */
@@ -77,19 +86,57 @@ enum { S_HEAD = 0, S_BODY, S_DELAY, S_SEND, S_LINGER, S_RELAY, S_H2, S_FAILED };
 
 #define SESS_COUNT(field) __atomic_add_fetch(&s->sh->field, 1, __ATOMIC_RELAXED)
 
-void hb_sess_fill_random(char *buf, size_t n, uint64_t seed)
+static hb_want sess_head(hb_sess *s, int64_t now);
+static hb_want sess_body(hb_sess *s, int64_t now);
+static hb_want sess_delay(hb_sess *s, int64_t now);
+static hb_want sess_send(hb_sess *s, int64_t now);
+static hb_want sess_linger(hb_sess *s, int64_t now);
+static hb_want sess_relay(hb_sess *s, int64_t now);
+static hb_want sess_h2(hb_sess *s, int64_t now);
+static hb_want sess_failed(hb_sess *s, int64_t now);
+
+#define TO(state) (1u << (state))
+/* Respond: wait out a /delay, or send (S_FAILED: no memory for the head). */
+#define RESPOND (TO(S_DELAY) | TO(S_SEND) | TO(S_FAILED))
+/* A response out: linger before the close, or the next request. */
+#define OUT (TO(S_LINGER) | TO(S_HEAD))
+static const struct {
+    const char *name;
+    hb_want (*step)(hb_sess *s, int64_t now); /* GO_ON, or what it waits for */
+    unsigned next;                            /* TO(state) for each it may go to */
+} STATES[S_COUNT] = {
+    [S_HEAD] = {"head", sess_head, TO(S_BODY) | RESPOND | TO(S_RELAY) | TO(S_H2)},
+    [S_BODY] = {"body", sess_body, RESPOND},
+    [S_DELAY] = {"delay", sess_delay, RESPOND},
+    [S_SEND] = {"send", sess_send, OUT},
+    [S_LINGER] = {"linger", sess_linger, 0},
+    [S_RELAY] = {"relay", sess_relay, OUT | RESPOND},
+    [S_H2] = {"h2", sess_h2, TO(S_LINGER)},
+    [S_FAILED] = {"failed", sess_failed, 0},
+};
+
+/* s goes to state `to`, which its table must hold (HB_CHECK_STATES). */
+static void sess_enter(hb_sess *s, int to)
 {
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        /* xorshift64*: cheap and good enough for filler. */
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        buf[i] = (char)(33 + (x * 2685821657736338717ULL >> 58) % 94);
+#ifdef HB_CHECK_STATES
+    if (to != s->state && !(STATES[s->state].next & TO(to))) {
+        fprintf(stderr, "httpbench: server session: %s -> %s is not in its table\n",
+                STATES[s->state].name, STATES[to].name);
+        abort();
     }
+#endif
+    s->state = to;
 }
 
-int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking)
+/* Out of memory for a head of a few hundred bytes: given up. */
+static hb_want sess_failed(hb_sess *s, int64_t now)
+{
+    (void)s;
+    (void)now;
+    return HB_WANT_CLOSE;
+}
+
+int hb_sess_init(hb_sess *s, int fd, hb_srv_shared *sh, int64_t now, int blocking)
 {
     memset(s, 0, sizeof *s);
     hb_sock_init(&s->sock, sh->transport ? sh->transport : &hb_net_tcp, 0);
@@ -162,34 +209,15 @@ static int bound_wait(hb_sess *s, int opt)
     return errno == ETIMEDOUT ? -1 : -2;
 }
 
-int hb_sess_reserve(hb_sess_shared *sh, uint64_t *held, uint64_t n)
-{
-    uint64_t cur = __atomic_load_n(&sh->buffered, __ATOMIC_RELAXED);
-    do {
-        if (n > sh->max_buffered - cur)
-            return -1;
-    } while (!__atomic_compare_exchange_n(&sh->buffered, &cur, cur + n, 1, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
-    *held += n;
-    return 0;
-}
-
-void hb_sess_release(hb_sess_shared *sh, uint64_t *held)
-{
-    if (*held > 0)
-        __atomic_sub_fetch(&sh->buffered, *held, __ATOMIC_RELAXED);
-    *held = 0;
-}
-
 static int reserve(hb_sess *s, uint64_t n)
 {
-    return hb_sess_reserve(s->sh, &s->reserved, n);
+    return hb_srv_reserve(s->sh, &s->reserved, n);
 }
 
 /* Gives back the body budget and the body. */
 static void drop_body(hb_sess *s)
 {
-    hb_sess_release(s->sh, &s->reserved);
+    hb_srv_release(s->sh, &s->reserved);
     hb_buf_clear(&s->body);
 }
 
@@ -272,22 +300,6 @@ static fill_result sess_fill(hb_sess *s, size_t *got)
     return FILL_DATA;
 }
 
-/* The Date field value, formatted once a second per thread (RFC 9110
- * section 6.6.1: an origin server with a clock sends Date). */
-const char *hb_sess_http_date(void)
-{
-    static __thread time_t cached = -1;
-    static __thread char text[40];
-    time_t now = time(NULL);
-    if (now != cached) {
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-        cached = now;
-    }
-    return text;
-}
-
 /* Queues the response head (and a text body) in tx. */
 static int sess_queue_head(hb_sess *s)
 {
@@ -301,7 +313,7 @@ static int sess_queue_head(hb_sess *s)
     char *w = hb_buf_wrptr(&s->tx), *start = w;
     w = hb_head_status(w, p->status, reason, strlen(reason));
     w = hb_head_put(w, s->sh->server_field, s->sh->server_field_len);
-    w = hb_head_field(w, "Date", 4, hb_sess_http_date(), 29);
+    w = hb_head_field(w, "Date", 4, hb_srv_http_date(), 29);
     if (ctype)
         w = hb_head_field(w, "Content-Type", 12, ctype, strlen(ctype));
     if (p->allow)
@@ -538,21 +550,21 @@ static void respond(hb_sess *s, int64_t now)
         /* From the clock, not from `now`: within one advance the session may
          * have sent a response and read the next request since `now` was
          * taken, and a delay counted from then would end early. */
-        s->state = S_DELAY;
+        sess_enter(s, S_DELAY);
         s->wake_at = hb_now_ns() + s->plan.delay_ns;
         s->deadline = 0;
         return;
     }
     /* Out of memory for a head of a few hundred bytes: give up. */
     if (sess_queue_head(s) != 0) {
-        s->state = S_FAILED;
+        sess_enter(s, S_FAILED);
         return;
     }
     /* Counted before the first byte goes out, so that a client holding its
      * response always finds it counted (counted after the send, a client
      * could read the figure first). */
     SESS_COUNT(requests);
-    s->state = S_SEND;
+    sess_enter(s, S_SEND);
     wait_from(s, fresh(s, now), s->sh->send_timeout);
 }
 
@@ -586,7 +598,7 @@ static void sess_unwatch(void *owner, int fd)
 static void relay_wait(hb_sess *s, int timed)
 {
     const hb_relay_wait *w = hb_relay_waits(s->relay);
-    const hb_sess_shared *sh = s->sh;
+    const hb_srv_shared *sh = s->sh;
     s->io_client = w->io_client;
     s->io_up = w->io_up;
     s->up_fd = w->up_fd;
@@ -626,7 +638,7 @@ static hb_want relay_begin(hb_sess *s, int64_t now)
     }
     if (send_continue(s) != 0)
         return HB_WANT_CLOSE;
-    s->state = S_RELAY;
+    sess_enter(s, S_RELAY);
     return GO_ON;
 }
 
@@ -655,7 +667,7 @@ static hb_want h2_begin(hb_sess *s, int64_t now)
     if (s->h2s == NULL)
         return HB_WANT_CLOSE;
     SESS_COUNT(h2_connections);
-    s->state = S_H2;
+    sess_enter(s, S_H2);
     s->head_begun = 0;
     s->since = fresh(s, now);
     return GO_ON;
@@ -717,7 +729,7 @@ static hb_want sess_head(hb_sess *s, int64_t now)
     }
     if (send_continue(s) != 0)
         return HB_WANT_CLOSE;
-    s->state = S_BODY;
+    sess_enter(s, S_BODY);
     wait_from(s, fresh(s, now), s->sh->header_timeout);
     return GO_ON;
 }
@@ -756,13 +768,13 @@ static hb_want response_out(hb_sess *s, int64_t now)
     if (s->close_after) {
         if (hb_buf_size(&s->rx) == 0 && s->plan.status < 400 && !s->body_left)
             return HB_WANT_CLOSE;
-        s->state = S_LINGER;
+        sess_enter(s, S_LINGER);
         wait_from(s, fresh(s, now), LINGER_NS);
         s->lingered = 0;
         s->sock.tp->shutdown_write(&s->sock);
         return GO_ON;
     }
-    s->state = S_HEAD;
+    sess_enter(s, S_HEAD);
     hb_request_reset(&s->req);
     hb_buf_shrink(&s->tx, 1u << 20);
     drop_body(s);
@@ -799,8 +811,9 @@ static hb_want sess_relay(hb_sess *s, int64_t now)
     }
 }
 
-static hb_want sess_linger(hb_sess *s)
+static hb_want sess_linger(hb_sess *s, int64_t now)
 {
+    (void)now;
     /* Drain what the client still sends until it closes. */
     hb_buf_clear(&s->rx);
     size_t got;
@@ -889,7 +902,7 @@ static hb_want sess_h2(hb_sess *s, int64_t now)
     if (s->close_after || hb_h2s_done(s->h2s)) {
         /* Linger, so the client reads the GOAWAY before it sees a reset. */
         s->close_after = 1;
-        s->state = S_LINGER;
+        sess_enter(s, S_LINGER);
         wait_from(s, now, LINGER_NS);
         s->lingered = 0;
         s->sock.tp->shutdown_write(&s->sock);
@@ -925,17 +938,8 @@ hb_want hb_sess_advance(hb_sess *s, int64_t now)
 {
     s->drained = 0;
     hb_want want;
-    do {
-        switch (s->state) {
-        case S_HEAD: want = sess_head(s, now); break;
-        case S_BODY: want = sess_body(s, now); break;
-        case S_DELAY: want = sess_delay(s, now); break;
-        case S_SEND: want = sess_send(s, now); break;
-        case S_LINGER: want = sess_linger(s); break;
-        case S_RELAY: want = sess_relay(s, now); break;
-        case S_H2: want = sess_h2(s, now); break;
-        default: want = HB_WANT_CLOSE; break;
-        }
-    } while (want == GO_ON);
+    do
+        want = STATES[s->state].step(s, now);
+    while (want == GO_ON);
     return want;
 }

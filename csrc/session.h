@@ -14,38 +14,7 @@
 #include "net.h"
 #include "parser.h"
 #include "route.h"
-
-/* The shared random block /rnd serves from (printable bytes). */
-#define HB_RND_BLOCK (1u << 20)
-
-/* What the sessions of one server share. Counters are updated atomically. */
-typedef struct {
-    const hb_transport *transport; /* every session's way to its socket; NULL: plain TCP */
-    void *transport_shared;        /* its settings (TLS: an hb_tls) */
-    hb_route_static st;
-    const char *rnd;        /* HB_RND_BLOCK bytes */
-    int zero_copy;          /* static files by sendfile(2) */
-    uint64_t max_body;      /* larger request bodies get 413 */
-    uint64_t max_buffered;  /* request bodies held at once, all sessions: past it 503 */
-    int64_t header_timeout; /* ns for a request head, and between body reads */
-    int64_t send_timeout;   /* ns without send progress */
-    int64_t idle_timeout;   /* ns a kept-alive connection may sit idle */
-    char server_field[64];  /* "Server: httpbench/VERSION\r\n" */
-    size_t server_field_len;
-    /* The forward-proxy mode (relay.h): its settings, NULL when off. */
-    struct hb_relay_config *relay;
-    uint64_t requests; /* responses begun (counted before their first byte) */
-    uint64_t rejected; /* of which 4xx/5xx for bad requests */
-    uint64_t timeouts; /* sessions cut off by a deadline */
-    uint64_t buffered; /* request body bytes held now (reserved) */
-    /* HTTP/2 (h2srv.h): served when on, by the preface on a plain port or
-     * h2 by ALPN over TLS; the streams a connection may have open. */
-    int http2;
-    uint32_t h2_max_streams;
-    uint64_t h2_connections; /* connections that spoke HTTP/2 */
-    uint64_t h2_streams;     /* streams opened by clients */
-    uint64_t h2_calmed;      /* connections ended for a flood (ENHANCE_YOUR_CALM) */
-} hb_sess_shared;
+#include "srvshare.h"
 
 /* What a session waits for. */
 typedef enum {
@@ -61,7 +30,7 @@ typedef enum {
 
 typedef struct hb_sess {
     hb_sock sock; /* the connection, through the transport */
-    hb_sess_shared *sh;
+    hb_srv_shared *sh;
     int state;
     int drained;                /* the last read found the socket empty */
     int blocking;               /* fd is a blocking socket: each wait is bounded by
@@ -113,7 +82,7 @@ typedef struct hb_sess {
  * blocking (`blocking` nonzero) for a thread of its own, whose every wait
  * then ends at the session's deadline (the session sets the socket's
  * timeouts from it) or when the socket is shut down. */
-int hb_sess_init(hb_sess *s, int fd, hb_sess_shared *sh, int64_t now, int blocking);
+int hb_sess_init(hb_sess *s, int fd, hb_srv_shared *sh, int64_t now, int blocking);
 
 /* Does all it can without blocking (or, on a blocking socket, until a
  * socket timeout) and says what it waits for. After HB_WANT_CLOSE the
@@ -128,22 +97,5 @@ int hb_sess_expired(hb_sess *s, int64_t now);
 
 /* Frees what s holds (its share of sh->buffered too), the socket excepted. */
 void hb_sess_free(hb_sess *s);
-
-/* Takes n bytes of sh's server-wide budget for request bodies held at
- * once (max_buffered) into *held. Returns 0, or -1, taking nothing, when
- * they do not fit: the request is then refused, so no number of clients
- * sending large bodies and never reading the answers can grow the server
- * past it. */
-int hb_sess_reserve(hb_sess_shared *sh, uint64_t *held, uint64_t n);
-
-/* Gives back what *held took of the budget. */
-void hb_sess_release(hb_sess_shared *sh, uint64_t *held);
-
-/* The Date field's value for now (RFC 9110 section 6.6.1), formatted once
- * a second per thread; valid until the thread's next call. */
-const char *hb_sess_http_date(void);
-
-/* Fills buf with n printable pseudo-random bytes. */
-void hb_sess_fill_random(char *buf, size_t n, uint64_t seed);
 
 #endif

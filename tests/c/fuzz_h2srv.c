@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int sv[2];
     if (size > 60000 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
         return 0;
-    hb_sess_shared *sh = fuzz_shared(NULL, NULL);
+    hb_srv_shared *sh = fuzz_shared(NULL, NULL);
     sh->http2 = 1;
     sh->h2_max_streams = 8;
     if (write(sv[1], HB_H2_PREFACE, HB_H2_PREFACE_LEN) != HB_H2_PREFACE_LEN ||

@@ -41,9 +41,9 @@ static char port_text[6];
 
 static hb_relay_config relay_cfg;
 
-static hb_sess_shared *relay_shared(void)
+static hb_srv_shared *relay_shared(void)
 {
-    static hb_sess_shared sh;
+    static hb_srv_shared sh;
     static int made;
     if (!made) {
         sh = *fuzz_shared(NULL, NULL);
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static char in[60000];
     int sv[2];
-    hb_sess_shared *sh = relay_shared();
+    hb_srv_shared *sh = relay_shared();
     if (size > sizeof in || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
         return 0;
     memcpy(in, data, size);

@@ -1,5 +1,5 @@
 /* fuzz_sess.h: what the session fuzz drivers (fuzz_session.c, fuzz_tls.c)
- * share: one hb_sess_shared with small limits, so the 413 and 503 paths are
+ * share: one hb_srv_shared with small limits, so the 413 and 503 paths are
  * reached by short inputs, and deadlines far past any input's rounds. */
 #ifndef HB_FUZZ_SESS_H
 #define HB_FUZZ_SESS_H
@@ -12,16 +12,16 @@
 #include <unistd.h>
 
 /* The shared state, made on first use with the transport given (NULL: TCP,
- * as hb_sess_shared's zeros say). */
-static hb_sess_shared *fuzz_shared(const hb_transport *tp, void *tp_shared)
+ * as hb_srv_shared's zeros say). */
+static hb_srv_shared *fuzz_shared(const hb_transport *tp, void *tp_shared)
 {
-    static hb_sess_shared sh;
+    static hb_srv_shared sh;
     static char *rnd;
     if (rnd == NULL) {
         rnd = malloc(HB_RND_BLOCK);
         if (rnd == NULL)
             abort();
-        hb_sess_fill_random(rnd, HB_RND_BLOCK, 1);
+        hb_srv_fill_random(rnd, HB_RND_BLOCK, 1);
         sh.transport = tp;
         sh.transport_shared = tp_shared;
         sh.st.dir_fd = -1;

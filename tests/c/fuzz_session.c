@@ -24,7 +24,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static hb_sess_shared *shared(void)
+static hb_srv_shared *shared(void)
 {
     return fuzz_shared(NULL, NULL);
 }

@@ -53,7 +53,7 @@ static hb_tls *context(int server)
     return t[server];
 }
 
-static hb_sess_shared *shared(void)
+static hb_srv_shared *shared(void)
 {
     return fuzz_shared(&hb_net_tls, context(1));
 }
