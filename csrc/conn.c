@@ -1,4 +1,7 @@
-/* conn.c: one blocking keep-alive HTTP/1.1 client connection. */
+/* conn.c: one blocking keep-alive client connection: its socket (connect,
+ * tunnel, the failures' words) and HTTP/1.1 over it. Another protocol
+ * (conn_h2.c) sits beside it behind c->proto, using the socket's calls
+ * declared in conn.h; this file calls it only through that pointer. */
 #include "conn.h"
 
 #include "tls.h"
@@ -14,11 +17,10 @@
 #define CONN_HEAD_READ 4096
 #define BODY_READ (1u << 20)
 /* After a response larger than this the buffer is given back. */
-#define KEEP_BUF (1u << 20)
 /* Idle longer than this, a kept-alive socket is looked at before reuse. */
 #define IDLE_CHECK_NS 1000000
 
-static hb_status conn_fail(hb_conn *c, hb_status st, const char *fmt, ...)
+hb_status hb_conn_fail(hb_conn *c, hb_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -46,10 +48,10 @@ hb_status hb_conn_init(hb_conn *c, const hb_transport *tp, const char *host, con
 void hb_conn_close(hb_conn *c)
 {
     hb_sock_close(&c->sock);
-    hb_h2_free(c->h2); /* the session was the socket's */
-    c->h2 = NULL;
+    if (c->proto != NULL)
+        c->proto->closed(c); /* (its session was the socket's) */
     hb_buf_clear(&c->rx);
-    hb_buf_shrink(&c->rx, KEEP_BUF);
+    hb_buf_shrink(&c->rx, HB_CONN_KEEP_BUF);
     c->pending = 0;
     c->reusable = 0;
     c->served = 0;
@@ -60,10 +62,9 @@ void hb_conn_free(hb_conn *c)
     hb_conn_close(c);
     hb_sock_release(&c->sock);
     hb_buf_free(&c->rx);
-    hb_h2_req_free(&c->h2_req);
-    hb_buf_free(&c->h2_join);
-    hb_buf_free(&c->h2_out);
-    hb_buf_free(&c->h2_body);
+    if (c->proto != NULL)
+        c->proto->release(c);
+    c->proto = NULL;
     free(c->host);
     free(c->port);
     free(c->unix_path);
@@ -127,22 +128,22 @@ static const char *conn_where(const hb_conn *c, char *buf, size_t len)
     return buf;
 }
 
-/* Maps a failed wait to a status and message. `what` says where it was. */
-static hb_status wait_failed(hb_conn *c, int err, const char *what)
+hb_status hb_conn_wait_failed(hb_conn *c, int err, const char *what)
 {
     if (err == ETIMEDOUT)
-        return conn_fail(c, HB_ERR_TIMEOUT, "timed out after %.3f s %s",
-                         (double)c->sock.timeout / 1e9, what);
+        return hb_conn_fail(c, HB_ERR_TIMEOUT, "timed out after %.3f s %s",
+                            (double)c->sock.timeout / 1e9, what);
     if (err == EINTR)
-        return conn_fail(c, HB_ERR_INTERRUPTED, "interrupted %s", what);
+        return hb_conn_fail(c, HB_ERR_INTERRUPTED, "interrupted %s", what);
     if (err == ENOMEM)
-        return conn_fail(c, HB_ERR_NOMEM, "out of memory %s", what);
+        return hb_conn_fail(c, HB_ERR_NOMEM, "out of memory %s", what);
     if (err == EPROTO)
-        return conn_fail(c, HB_ERR_TLS, "TLS failed %s: %s", what, hb_sock_strerror(&c->sock, err));
-    return conn_fail(c, HB_ERR_IO, "%s %s", strerror(err), what);
+        return hb_conn_fail(c, HB_ERR_TLS, "TLS failed %s: %s", what,
+                            hb_sock_strerror(&c->sock, err));
+    return hb_conn_fail(c, HB_ERR_IO, "%s %s", strerror(err), what);
 }
 
-static hb_status open_socket(hb_conn *c, int64_t deadline)
+hb_status hb_conn_open(hb_conn *c, int64_t deadline)
 {
     if (c->naddrs == 0) {
         c->naddrs = hb_net_resolve(c->host, c->port, c->addrs, HB_CONN_MAX_ADDRS, c->error,
@@ -165,22 +166,23 @@ static hb_status open_socket(hb_conn *c, int64_t deadline)
             const hb_response *r = &c->tn.head;
             const char *head = hb_buf_rdptr(&c->tn.reply);
             if (err == EACCES)
-                return conn_fail(c, HB_ERR_CONNECT, "the proxy %s answered CONNECT with %d %.*s",
-                                 conn_where(c, where, sizeof where), r->status, (int)r->reason_len,
-                                 head + r->reason_off);
+                return hb_conn_fail(c, HB_ERR_CONNECT, "the proxy %s answered CONNECT with %d %.*s",
+                                    conn_where(c, where, sizeof where), r->status,
+                                    (int)r->reason_len, head + r->reason_off);
             if (err == EPROTO)
-                return conn_fail(c, HB_ERR_PROTOCOL, "the proxy's answer to CONNECT: %s",
-                                 hb_tunnel_error(&c->tn));
-            return conn_fail(c, HB_ERR_CONNECT, "the proxy %s closed before answering CONNECT",
-                             conn_where(c, where, sizeof where));
+                return hb_conn_fail(c, HB_ERR_PROTOCOL, "the proxy's answer to CONNECT: %s",
+                                    hb_tunnel_error(&c->tn));
+            return hb_conn_fail(c, HB_ERR_CONNECT, "the proxy %s closed before answering CONNECT",
+                                conn_where(c, where, sizeof where));
         }
         if (err == ETIMEDOUT || err == EINTR)
-            return wait_failed(c, err, "connecting");
+            return hb_conn_wait_failed(c, err, "connecting");
         if (err == EPROTO)
-            return conn_fail(c, HB_ERR_TLS, "TLS handshake with %s failed: %s",
-                             conn_where(c, where, sizeof where), hb_sock_strerror(&c->sock, err));
-        return conn_fail(c, HB_ERR_CONNECT, "cannot connect to %s: %s",
-                         conn_where(c, where, sizeof where), strerror(err));
+            return hb_conn_fail(c, HB_ERR_TLS, "TLS handshake with %s failed: %s",
+                                conn_where(c, where, sizeof where),
+                                hb_sock_strerror(&c->sock, err));
+        return hb_conn_fail(c, HB_ERR_CONNECT, "cannot connect to %s: %s",
+                            conn_where(c, where, sizeof where), strerror(err));
     }
     if (i > 0) {
         /* Try the address that answered first next time. */
@@ -206,19 +208,17 @@ static ssize_t conn_fill(hb_conn *c, size_t want, int64_t deadline)
     return n;
 }
 
-/* A read that returned 0 or -1 while a message was incomplete; fmt goes
- * after "connection closed" (or "reset"). */
-static hb_status conn_cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
+hb_status hb_conn_cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
 {
     int err = errno;
     if (n < 0 && err != ECONNRESET)
-        return wait_failed(c, err, "reading the response");
+        return hb_conn_wait_failed(c, err, "reading the response");
     char what[160];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return conn_fail(c, HB_ERR_INCOMPLETE, "connection %s%s", n < 0 ? "reset" : "closed", what);
+    return hb_conn_fail(c, HB_ERR_INCOMPLETE, "connection %s%s", n < 0 ? "reset" : "closed", what);
 }
 
 /* Reads the head of the final response into rx, skipping interim ones.
@@ -235,20 +235,20 @@ static hb_status read_head(hb_conn *c, int flags, int64_t deadline, size_t *got)
             ssize_t n = conn_fill(c, CONN_HEAD_READ, deadline);
             if (n <= 0) {
                 if (*got == 0 && had == 0)
-                    return conn_cut_short(c, n, " before any response byte");
-                return conn_cut_short(c, n, " after %zu bytes of the response head", had);
+                    return hb_conn_cut_short(c, n, " before any response byte");
+                return hb_conn_cut_short(c, n, " after %zu bytes of the response head", had);
             }
             *got += (size_t)n;
         }
         if (rc == HB_PARSE_ERROR && c->resp.error == hb_parse_not_http) {
             char got_text[128];
             hb_parse_excerpt(hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx), got_text, sizeof got_text);
-            return conn_fail(c, HB_ERR_PROTOCOL, "%s: got \"%s\"", c->resp.error, got_text);
+            return hb_conn_fail(c, HB_ERR_PROTOCOL, "%s: got \"%s\"", c->resp.error, got_text);
         }
         if (rc == HB_PARSE_ERROR)
-            return conn_fail(c, HB_ERR_PROTOCOL, "%s", c->resp.error);
+            return hb_conn_fail(c, HB_ERR_PROTOCOL, "%s", c->resp.error);
         if (c->resp.status == 101)
-            return conn_fail(c, HB_ERR_PROTOCOL, "101 Switching Protocols is not supported");
+            return hb_conn_fail(c, HB_ERR_PROTOCOL, "101 Switching Protocols is not supported");
         if (c->resp.status >= 200)
             return HB_OK;
         /* Interim response (RFC 9110 section 15.2): skip it. */
@@ -287,8 +287,8 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
     c->body_off = r->head_len;
     c->body_len = 0;
     if (r->body == HB_BODY_LENGTH && r->content_length > c->max_body)
-        return conn_fail(c, HB_ERR_PROTOCOL, "Content-Length %llu exceeds max_body %llu",
-                         (unsigned long long)r->content_length, (unsigned long long)c->max_body);
+        return hb_conn_fail(c, HB_ERR_PROTOCOL, "Content-Length %llu exceeds max_body %llu",
+                            (unsigned long long)r->content_length, (unsigned long long)c->max_body);
     for (;;) {
         size_t raw = c->body_off + kept, size = hb_buf_size(&c->rx);
         /* Kept data only ever moves down, below raw: the bytes still to
@@ -297,7 +297,7 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             size_t used, off, n;
             rc = hb_body_feed(&body, hb_buf_rdptr(&c->rx) + raw, size - raw, &used, &off, &n);
             if (rc == HB_PARSE_ERROR)
-                return conn_fail(c, HB_ERR_PROTOCOL, "%s", body.error);
+                return hb_conn_fail(c, HB_ERR_PROTOCOL, "%s", body.error);
             if (n > 0 && conn_take_body(c, raw + off, n, &kept, flags) != 0)
                 goto too_large;
             raw += used;
@@ -318,22 +318,22 @@ static hb_status read_body(hb_conn *c, int flags, int64_t deadline)
             break;
         if (n <= 0) {
             if (r->body == HB_BODY_LENGTH)
-                return conn_cut_short(c, n, ": got %llu of %llu body bytes",
-                                      (unsigned long long)c->body_len,
-                                      (unsigned long long)r->content_length);
+                return hb_conn_cut_short(c, n, ": got %llu of %llu body bytes",
+                                         (unsigned long long)c->body_len,
+                                         (unsigned long long)r->content_length);
             if (r->body == HB_BODY_CHUNKED)
-                return conn_cut_short(c, n, " inside the chunked body, after %llu body bytes",
-                                      (unsigned long long)c->body_len);
-            return conn_cut_short(c, n, " before the end of the body, after %llu body bytes",
-                                  (unsigned long long)c->body_len);
+                return hb_conn_cut_short(c, n, " inside the chunked body, after %llu body bytes",
+                                         (unsigned long long)c->body_len);
+            return hb_conn_cut_short(c, n, " before the end of the body, after %llu body bytes",
+                                     (unsigned long long)c->body_len);
         }
     }
     c->pending = c->body_off + kept;
     c->reusable = r->keep_alive && !leftover;
     return HB_OK;
 too_large:
-    return conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
-                     (unsigned long long)c->max_body);
+    return hb_conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
+                        (unsigned long long)c->max_body);
 }
 
 /* Whether a kept-alive socket idle since the last response is still worth
@@ -346,269 +346,14 @@ static int still_open(hb_conn *c, int64_t now)
     return now - c->idle_since < IDLE_CHECK_NS || c->sock.tp->idle_ok(&c->sock);
 }
 
-void hb_conn_set_http2(hb_conn *c, uint32_t window)
-{
-    hb_conn_close(c);
-    c->http2 = 1;
-    c->h2_window = window;
-}
-
-/* ---- HTTP/2: one stream at a time. The response's head is written in
- * HTTP/1.1's text into rx as its fields are decoded, its body into
- * h2_body; at the end the head is parsed as any other and the body put
- * after it, so c->resp and the body read as over HTTP/1.1. */
-
-static void h2_head(void *owner, void *stream, int status)
-{
-    (void)stream;
-    hb_conn *c = owner;
-    hb_buf_clear(&c->rx);
-    char line[32];
-    int n = snprintf(line, sizeof line, "HTTP/1.1 %03d \r\n", status);
-    if (hb_buf_append(&c->rx, line, (size_t)n) != 0)
-        c->h2_over = -1;
-}
-
-static void h2_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
-                     size_t vlen)
-{
-    (void)stream;
-    hb_conn *c = owner;
-    if (nlen > 0 && name[0] == ':')
-        return;
-    if (hb_buf_reserve(&c->rx, nlen + vlen + 4) != 0) {
-        c->h2_over = -1;
-        return;
-    }
-    char *p = hb_buf_wrptr(&c->rx);
-    memcpy(p, name, nlen);
-    memcpy(p + nlen, ": ", 2);
-    memcpy(p + nlen + 2, value, vlen);
-    memcpy(p + nlen + 2 + vlen, "\r\n", 2);
-    hb_buf_commit(&c->rx, nlen + vlen + 4);
-}
-
-static void h2_data(void *owner, void *stream, const char *p, size_t n)
-{
-    (void)stream;
-    hb_conn *c = owner;
-    c->body_len += n;
-    if (c->body_len > c->max_body)
-        c->h2_over = 1;
-    else if (c->h2_over == 0 && !c->h2_discard && hb_buf_append(&c->h2_body, p, n) != 0)
-        c->h2_over = -1;
-}
-
-static void h2_closed(void *owner, void *stream, int how, uint32_t code)
-{
-    (void)stream;
-    hb_conn *c = owner;
-    c->h2_how = how;
-    c->h2_code = code;
-}
-
-static const hb_h2_hooks H2_HOOKS = {h2_head, h2_field, h2_data, h2_closed};
-
-/* A new socket and session; over TLS, ALPN must have agreed on h2. */
-static hb_status h2_open(hb_conn *c, int64_t deadline)
-{
-    hb_conn_close(c);
-    hb_status st = open_socket(c, deadline);
-    if (st != HB_OK)
-        return st;
-    if (c->sock.tp == &hb_net_tls && !hb_sock_alpn_is(&c->sock, "h2"))
-        return conn_fail(c, HB_ERR_PROTOCOL,
-                         "the server did not agree to HTTP/2: ALPN chose %s, not h2",
-                         hb_sock_alpn_is(&c->sock, "http/1.1") ? "http/1.1" : "no protocol");
-    hb_h2_config cfg = {c->h2_window, HB_MAX_HEAD, HB_MAX_HEADERS};
-    c->h2 = hb_h2_new(&cfg, &H2_HOOKS, c);
-    if (c->h2 == NULL)
-        return conn_fail(c, HB_ERR_NOMEM, "out of memory opening an HTTP/2 session");
-    /* Through a proxy's tunnel, the server's unasked SETTINGS may have come
-     * with the proxy's answer. */
-    size_t early = c->tunnel_req != NULL ? hb_buf_size(&c->tn.reply) : 0;
-    if (early > 0) {
-        int rc = hb_h2_input(c->h2, hb_buf_rdptr(&c->tn.reply), early);
-        hb_buf_clear(&c->tn.reply);
-        if (rc != 0)
-            return conn_fail(c, HB_ERR_PROTOCOL, "%s", hb_h2_error(c->h2));
-    }
-    return HB_OK;
-}
-
-/* Writes what the session has to send, all of it, by the deadline. */
-static hb_status h2_flush(hb_conn *c, int64_t deadline)
-{
-    hb_buf_clear(&c->h2_out);
-    if (hb_h2_output(c->h2, &c->h2_out) != 0)
-        return conn_fail(c, HB_ERR_PROTOCOL, "%s", hb_h2_error(c->h2));
-    size_t n = hb_buf_size(&c->h2_out);
-    if (n == 0)
-        return HB_OK;
-    struct iovec iov = {hb_buf_rdptr(&c->h2_out), n};
-    if (hb_sock_writev(&c->sock, &iov, 1, deadline) != 0)
-        return wait_failed(c, errno, "sending HTTP/2 frames");
-    c->bytes_sent += n;
-    return HB_OK;
-}
-
-/* Runs the session until the stream closes (for_slot: until a stream may
- * open, or a GOAWAY says none will): frames out, bytes in. */
-static hb_status h2_exchange(hb_conn *c, int64_t deadline, int for_slot)
-{
-    char buf[16384];
-    int got = 0;
-    for (;;) {
-        hb_status st = h2_flush(c, deadline);
-        if (st != HB_OK)
-            return st;
-        if (for_slot ? hb_h2_can_submit(c->h2) || hb_h2_stats_of(c->h2)->goaway : c->h2_how >= 0)
-            return HB_OK;
-        ssize_t n = hb_sock_read(&c->sock, buf, sizeof buf, deadline);
-        if (n < 0 && errno == ETIMEDOUT && for_slot)
-            return wait_failed(c, errno, "waiting for the server to allow a stream");
-        if (n <= 0) {
-            if (hb_h2_stats_of(c->h2)->goaway && (!got || for_slot)) {
-                c->h2_how = HB_H2_UNSENT; /* (closed after a GOAWAY before it went) */
-                return HB_OK;
-            }
-            return conn_cut_short(
-                c, n, got ? " before the HTTP/2 stream ended" : " before any HTTP/2 frame came");
-        }
-        got = 1;
-        c->bytes_received += (uint64_t)n;
-        if (hb_h2_input(c->h2, buf, (size_t)n) != 0) {
-            /* Say it to the server (its GOAWAY), then close. */
-            char why[sizeof c->error];
-            snprintf(why, sizeof why, "%s", hb_h2_error(c->h2));
-            hb_buf_clear(&c->h2_out);
-            if (hb_h2_output(c->h2, &c->h2_out) == 0 && hb_buf_size(&c->h2_out) > 0) {
-                struct iovec iov = {hb_buf_rdptr(&c->h2_out), hb_buf_size(&c->h2_out)};
-                hb_sock_writev(&c->sock, &iov, 1, hb_now_ns() + 100000000);
-            }
-            return conn_fail(c, HB_ERR_PROTOCOL, "%s", why);
-        }
-        if (c->h2_over < 0)
-            return conn_fail(c, HB_ERR_NOMEM, "out of memory reading the response");
-        if (c->h2_over > 0 && c->h2_how < 0) {
-            /* No use reading the rest: the stream goes, and the socket. */
-            hb_h2_cancel(c->h2, c->h2_stream);
-            h2_flush(c, deadline);
-            return conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
-                             (unsigned long long)c->max_body);
-        }
-    }
-}
-
-/* The response of a stream that ended well: its head parsed, its body
- * after it in rx. */
-static hb_status h2_response(hb_conn *c, int flags)
-{
-    if (hb_buf_append(&c->rx, "\r\n", 2) != 0)
-        return conn_fail(c, HB_ERR_NOMEM, "out of memory reading the response");
-    hb_response_reset(&c->resp);
-    if (hb_parse_response(&c->resp, hb_buf_rdptr(&c->rx), hb_buf_size(&c->rx),
-                          (flags & HB_REQ_HEAD) ? HB_PARSE_HEAD_REQUEST : 0) != HB_PARSE_DONE)
-        return conn_fail(c, HB_ERR_PROTOCOL, "the HTTP/2 response's head: %s",
-                         c->resp.error ? c->resp.error : "incomplete");
-    c->body_off = c->resp.head_len;
-    if (hb_buf_append(&c->rx, hb_buf_rdptr(&c->h2_body), hb_buf_size(&c->h2_body)) != 0)
-        return conn_fail(c, HB_ERR_NOMEM, "out of memory reading the response");
-    hb_buf_clear(&c->h2_body);
-    hb_buf_shrink(&c->h2_body, KEEP_BUF);
-    c->pending = hb_buf_size(&c->rx);
-    c->reusable = !hb_h2_done(c->h2) && !hb_h2_stats_of(c->h2)->goaway;
-    c->requests++;
-    c->served++;
-    c->idle_since = hb_now_ns();
-    if (!c->reusable) {
-        /* Give the socket back now; the response stays in rx. */
-        hb_sock_close(&c->sock);
-        hb_h2_free(c->h2);
-        c->h2 = NULL;
-        c->served = 0;
-    }
-    return HB_OK;
-}
-
-static hb_status h2_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags)
-{
-    int64_t deadline = hb_now_ns() + c->sock.timeout;
-    hb_buf_clear(&c->h2_join);
-    for (int i = 0; i < iovcnt; i++)
-        if (hb_buf_append(&c->h2_join, req[i].iov_base, req[i].iov_len) != 0)
-            return HB_ERR_NOMEM;
-    hb_h2_req_free(&c->h2_req);
-    const char *scheme = c->sock.tp == &hb_net_tls ? "https" : "http";
-    int rc = hb_h2_req_from_http1(&c->h2_req, hb_buf_rdptr(&c->h2_join), hb_buf_size(&c->h2_join),
-                                  scheme, c->error, sizeof c->error);
-    if (rc != 0)
-        return rc == -2 ? HB_ERR_NOMEM : HB_ERR_PROTOCOL;
-    for (int attempt = 0;; attempt++) {
-        if (c->h2 != NULL && !hb_h2_can_submit(c->h2) && !hb_h2_stats_of(c->h2)->goaway &&
-            !hb_h2_done(c->h2)) {
-            /* The server's limit is reached (SETTINGS_MAX_CONCURRENT_STREAMS
-             * 0): the request waits, by its deadline, for it to rise. */
-            c->h2_how = -1;
-            hb_status st = h2_exchange(c, deadline, 1);
-            if (st != HB_OK)
-                return st;
-        }
-        if (c->h2 == NULL || !hb_h2_can_submit(c->h2)) {
-            hb_status st = h2_open(c, deadline);
-            if (st != HB_OK)
-                return st;
-        }
-        hb_buf_clear(&c->rx);
-        hb_buf_clear(&c->h2_body);
-        c->body_len = 0;
-        c->h2_over = 0;
-        c->h2_discard = (flags & HB_REQ_DISCARD) != 0;
-        c->h2_how = -1;
-        c->h2_code = 0;
-        int32_t id;
-        if ((c->h2_stream = hb_h2_submit(c->h2, &c->h2_req, c, &id)) == NULL) {
-            if (errno == ENOMEM)
-                return conn_fail(c, HB_ERR_NOMEM, "out of memory submitting the request");
-            hb_conn_close(c); /* (a GOAWAY came between requests) */
-            continue;
-        }
-        hb_status st = h2_exchange(c, deadline, 0);
-        if (st != HB_OK)
-            return st;
-        switch (c->h2_how) {
-        case HB_H2_DONE:
-            if (c->h2_over > 0)
-                return conn_fail(c, HB_ERR_PROTOCOL, "response body exceeds max_body %llu",
-                                 (unsigned long long)c->max_body);
-            return h2_response(c, flags);
-        case HB_H2_RESET:
-            snprintf(c->error, sizeof c->error, "the server reset the stream: RST_STREAM %s",
-                     hb_h2_code_name(c->h2_code));
-            return HB_ERR_RESET;
-        case HB_H2_BROKEN:
-            snprintf(c->error, sizeof c->error, "%s", hb_h2_error(c->h2));
-            return HB_ERR_PROTOCOL;
-        default: /* REFUSED, UNSENT: not processed, so sent again (RFC 9113 section 8.7) */
-            if (attempt >= 2)
-                return conn_fail(c, HB_ERR_RESET, "the server refused the stream three times (%s)",
-                                 c->h2_how == HB_H2_REFUSED ? "RST_STREAM REFUSED_STREAM"
-                                                            : "GOAWAY");
-            c->retries++;
-            if (c->h2_how == HB_H2_UNSENT)
-                hb_conn_close(c);
-        }
-    }
-}
-
 hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags)
 {
-    if (c->http2) {
+    if (c->proto != NULL) {
         if (c->pending > 0) {
             hb_buf_consume(&c->rx, c->pending);
             c->pending = 0;
         }
-        return h2_request(c, req, iovcnt, flags);
+        return c->proto->request(c, req, iovcnt, flags);
     }
     int64_t now = hb_now_ns(), deadline = now + c->sock.timeout;
     size_t req_len = 0;
@@ -616,7 +361,7 @@ hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int f
     if (c->pending > 0) {
         hb_buf_consume(&c->rx, c->pending);
         c->pending = 0;
-        hb_buf_shrink(&c->rx, KEEP_BUF);
+        hb_buf_shrink(&c->rx, HB_CONN_KEEP_BUF);
     }
     if (!c->reusable || (c->sock.fd >= 0 && !still_open(c, now)))
         hb_conn_close(c);
@@ -625,7 +370,7 @@ hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int f
 
     for (int attempt = 0;; attempt++) {
         if (c->sock.fd < 0) {
-            hb_status st = open_socket(c, deadline);
+            hb_status st = hb_conn_open(c, deadline);
             if (st != HB_OK)
                 return st;
         }
@@ -633,7 +378,7 @@ hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int f
         memcpy(iov, req, (size_t)iovcnt * sizeof *iov);
         int sent = hb_sock_writev(&c->sock, iov, iovcnt, deadline) == 0;
         if (!sent && errno != EPIPE && errno != ECONNRESET)
-            return wait_failed(c, errno, "sending the request");
+            return hb_conn_wait_failed(c, errno, "sending the request");
         if (sent)
             c->bytes_sent += req_len;
         /* Even when the write failed the server may have answered (a 413

@@ -10,7 +10,6 @@
 #define HB_CONN_H
 
 #include "buf.h"
-#include "h2.h"
 #include "net.h"
 #include "parser.h"
 #include "request.h"
@@ -18,10 +17,12 @@
 
 #define HB_CONN_MAX_ADDRS 8
 #define HB_CONN_MAX_IOV 4
+/* After a response larger than this the buffer is given back. */
+#define HB_CONN_KEEP_BUF (1u << 20)
 
 /* Flags for hb_conn_request: HB_REQ_* (request.h). */
 
-typedef struct {
+typedef struct hb_conn {
     hb_sock sock;
     char *host, *port; /* owned copies */
     char *unix_path;   /* owned; set: connect to this Unix socket, not host:port */
@@ -49,19 +50,12 @@ typedef struct {
     uint64_t retries;  /* stale keep-alives sent again */
     uint64_t bytes_sent, bytes_received;
     char error[256]; /* after a failure: what went wrong */
-    /* HTTP/2 (hb_conn_set_http2): one stream at a time on a session of
-     * the socket's life; the response's head is rendered in HTTP/1.1's
-     * text into rx, so what reads a response reads either. */
-    int http2;
-    uint32_t h2_window;
-    hb_h2 *h2;
-    hb_h2_stream *h2_stream; /* the stream under way */
-    hb_h2_req h2_req;
-    hb_buf h2_join, h2_out, h2_body;
-    int h2_how; /* the stream's end (HB_H2_*), -1 while open */
-    uint32_t h2_code;
-    int h2_over;    /* its body passed max_body (1), or memory ran out (-1) */
-    int h2_discard; /* its body is counted, not kept */
+    /* Another protocol than HTTP/1.1 (conn_h2.c: hb_conn_set_http2), NULL
+     * for HTTP/1.1; its own state for c, which only it reads. */
+    const struct hb_conn_proto *proto;
+    void *ps;
+    int http2;        /* the protocol is HTTP/2 */
+    uint32_t h2_code; /* HB_ERR_RESET: the stream's RST_STREAM code */
 } hb_conn;
 
 /* Sets c up, closed, to reach host:port over transport tp. Resolution
@@ -83,8 +77,9 @@ hb_status hb_conn_set_tunnel(hb_conn *c, const char *request, size_t len);
 /* Speaks HTTP/2 from the next socket on (h2c by prior knowledge over
  * plain TCP, RFC 9113 section 3.3; over TLS the transport offers h2 by
  * ALPN and a server that picks another protocol is a protocol error),
- * the client's windows `window` bytes (0: wide). */
-void hb_conn_set_http2(hb_conn *c, uint32_t window);
+ * the client's windows `window` bytes (0: wide). In conn_h2.c. Returns
+ * HB_OK, or HB_ERR_NOMEM (c speaks HTTP/1.1 still). */
+hb_status hb_conn_set_http2(hb_conn *c, uint32_t window);
 
 /* Sends the request made of req[0..iovcnt) (iovcnt at most
  * HB_CONN_MAX_IOV; req itself is left as it was) and reads the response,
@@ -95,6 +90,31 @@ void hb_conn_set_http2(hb_conn *c, uint32_t window);
  * broke the rules HB_ERR_PROTOCOL, the connection kept for the next. Blocks at most the timeout, less
  * when interrupted (c->sock.interrupted). */
 hb_status hb_conn_request(hb_conn *c, const struct iovec *req, int iovcnt, int flags);
+
+/* A protocol beside HTTP/1.1 on c's socket: its request (the same
+ * contract as hb_conn_request's, the previous response consumed), what
+ * it drops when the socket closes, and what it frees with c. */
+typedef struct hb_conn_proto {
+    hb_status (*request)(struct hb_conn *c, const struct iovec *req, int iovcnt, int flags);
+    void (*closed)(struct hb_conn *c);
+    void (*release)(struct hb_conn *c);
+} hb_conn_proto;
+
+/* ---- the socket's calls, for a protocol beside HTTP/1.1 (conn_h2.c) */
+
+/* Opens c's socket (resolving, through the tunnel and the handshake) by
+ * the deadline. Returns HB_OK, or a failure with c->error set. */
+hb_status hb_conn_open(hb_conn *c, int64_t deadline);
+/* c->error from fmt, the socket closed; returns st. */
+hb_status hb_conn_fail(hb_conn *c, hb_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Maps a failed wait (errno err) to a status and message; `what` says
+ * where it was. */
+hb_status hb_conn_wait_failed(hb_conn *c, int err, const char *what);
+/* A read that returned n (0 or -1) while a message was incomplete; fmt
+ * goes after "connection closed" (or "reset"). */
+hb_status hb_conn_cut_short(hb_conn *c, ssize_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Closes the socket; the next request opens another. */
 void hb_conn_close(hb_conn *c);

@@ -210,13 +210,12 @@ static int Connection_setup(ConnectionObject *self, PyObject *host, PyObject *po
     if (hb_conn_init(&self->conn, t ? &hb_net_tls : &hb_net_tcp, to, portbuf, timeout,
                      (uint64_t)max_body) != HB_OK ||
         (PyBytes_Check(tunnel) && hb_conn_set_tunnel(&self->conn, PyBytes_AS_STRING(tunnel),
-                                                     (size_t)PyBytes_GET_SIZE(tunnel)) != HB_OK)) {
+                                                     (size_t)PyBytes_GET_SIZE(tunnel)) != HB_OK) ||
+        (http2 && hb_conn_set_http2(&self->conn, 0) != HB_OK)) {
         PyErr_NoMemory();
         goto error;
     }
     self->conn.sock.shared = t;
-    if (http2)
-        hb_conn_set_http2(&self->conn, 0);
     if (plan != NULL && take_plan(self, plan) != 0)
         goto error;
     hb_status us =
