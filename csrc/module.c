@@ -123,7 +123,7 @@ static PyModuleDef_Slot core_slots[] = {
     {0, NULL},
 };
 
-struct PyModuleDef hbpy_module = {
+static struct PyModuleDef hbpy_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "httpbench._core",
     .m_doc = "httpbench's C core: the HTTP/1.1 client connection and the embedded server.",

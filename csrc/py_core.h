@@ -50,8 +50,6 @@ typedef struct {
     PyTypeObject *Connection, *Response, *ServerCore, *Histogram, *Bench, *TLS;
 } core_state;
 
-extern struct PyModuleDef hbpy_module;
-
 static inline core_state *state_of(PyObject *module)
 {
     return (core_state *)PyModule_GetState(module);
@@ -59,16 +57,15 @@ static inline core_state *state_of(PyObject *module)
 
 /* The module state of one of the module's types, or of a Python subclass
  * of one (httpbench.Connection): the type that carries the module is
- * looked for up the bases. */
+ * looked for up the bases (as PyType_GetModuleByDef does, without naming
+ * the module's definition: the types know no more of module.c than it
+ * gives them, so the glue's files call one way). A Python subclass
+ * carries none; the first of ours up its bases does. */
 static inline core_state *type_state(PyTypeObject *tp)
 {
-#if PY_VERSION_HEX >= 0x030B0000
-    return state_of(PyType_GetModuleByDef(tp, &hbpy_module));
-#else
     while (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || ((PyHeapTypeObject *)tp)->ht_module == NULL)
         tp = tp->tp_base;
     return state_of(((PyHeapTypeObject *)tp)->ht_module);
-#endif
 }
 
 /* The types, each made by module.c from its spec. */
