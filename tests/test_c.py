@@ -25,9 +25,9 @@ def build(tmp_path: Path, name: str, *sources: str, defines: tuple[str, ...] = (
 
 
 def unit_test(tmp_path: Path, name: str, *sources: str, libs: tuple[str, ...] = (),
-              minimum: int, timeout: float) -> None:
+              defines: tuple[str, ...] = (), minimum: int, timeout: float) -> None:
     """Builds and runs a plain-C test, which prints "N passed, N failed"."""
-    exe = build(tmp_path, name, *sources, libs=libs)
+    exe = build(tmp_path, name, *sources, libs=libs, defines=defines)
     run = subprocess.run([exe], capture_output=True, text=True, timeout=timeout, env=tool_env())
     assert run.returncode == 0, run.stdout + run.stderr
     passed, failed = run.stdout.split()[0::2][:2]
@@ -59,28 +59,81 @@ def test_scenario_picks_and_body_check(tmp_path):
               minimum=78, timeout=60)
 
 
-SESSION = ["csrc/session.c", "csrc/h2srv.c", "csrc/head.c", "csrc/relay.c", "csrc/route.c",
-           "csrc/parser.c", "csrc/buf.c", "csrc/net.c"]
-DRIVERS = {
-    "fuzz_response": ("corpus", ["csrc/parser.c"]),
-    "fuzz_request": ("corpus_request", ["csrc/parser.c"]),
-    "fuzz_session": ("corpus_session", SESSION),
-    "fuzz_tls": ("corpus_tls", [*SESSION, "csrc/tls.c"]),
-    "fuzz_relay": ("corpus_relay", SESSION),
-    "fuzz_build": ("corpus_build", ["csrc/request.c", "csrc/parser.c", "csrc/buf.c"]),
-    "fuzz_h2srv": ("corpus_h2srv", SESSION),
-    "fuzz_h2c": ("corpus_h2c", ["csrc/h2.c", "csrc/parser.c", "csrc/buf.c"]),
-}
+# The timing loop and what it links (fuzz_loop and test_states build it whole).
+LOOP = ["csrc/bench.c", "csrc/bench_exch.c", "csrc/bench_h1.c", "csrc/bench_h2.c",
+        "csrc/bench_loop.c", "csrc/bench_pace.c", "csrc/bench_result.c", "csrc/bench_sock.c",
+        "csrc/buf.c", "csrc/h2.c", "csrc/hist.c", "csrc/net.c", "csrc/parser.c", "csrc/rlog.c",
+        "csrc/scen.c", "csrc/shape.c", "csrc/tls.c", "csrc/tunnel.c"]
+
+
+def test_each_state_machine_walked_through_its_table(tmp_path):
+    """The loop's socket with each carrier, and the server's session: every
+    table whole, every state reached from the start and able to come back,
+    and an undeclared change refused (tests/c/test_states.c)."""
+    server = ["csrc/srvshare.c", "csrc/h2srv.c", "csrc/head.c", "csrc/relay.c", "csrc/route.c"]
+    unit_test(tmp_path, "test_states", "tests/c/test_states.c", *LOOP, *server,
+              libs=("-lssl", "-lcrypto", "-lnghttp2", "-lm", "-lpthread"),
+              defines=("-DHB_CHECK_STATES",), minimum=150, timeout=60)
+
+
+def test_no_two_c_files_call_each_other(tmp_path):
+    """Each C file's object, its symbols read (nm): the files form no
+    circle, so a protocol beside another (bench_h1.c and bench_h2.c,
+    session.c and h2srv.c, conn.c and conn_h2.c) is reached through a
+    table of functions, never by a call back. The glue is read too."""
+    import sysconfig
+    include = sysconfig.get_paths()["include"]
+    defined: dict[str, str] = {}
+    uses: dict[str, set[str]] = {}
+    for src in sorted((ROOT / "csrc").glob("*.c")):
+        obj = tmp_path / (src.stem + ".o")
+        subprocess.run([CC, *FLAGS, "-I", include, "-c", "-o", str(obj), str(src)], check=True,
+                       capture_output=True, text=True, env=tool_env())
+        out = subprocess.run(["nm", str(obj)], check=True, capture_output=True, text=True).stdout
+        uses[src.name] = set()
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDRBC":
+                defined[parts[2]] = src.name
+            elif len(parts) == 2 and parts[0] == "U":
+                uses[src.name].add(parts[1])
+    calls = {f: {defined[s] for s in syms if s in defined and defined[s] != f}
+             for f, syms in uses.items()}
+    assert len(calls) > 30
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for g in calls[todo.pop()]:
+                if g not in seen:
+                    seen.add(g)
+                    todo.append(g)
+        return seen
+
+    circles = sorted(f for f in calls if f in reaches(f))
+    assert circles == [], {f: sorted(calls[f] & set(circles)) for f in circles}
+
+
+def drivers() -> dict[str, tuple[str, list[str], list[str]]]:
+    """tests/c/drivers.txt: each libFuzzer driver's corpus, sources and
+    libraries, the one list .ci/run and docs/testing.md read too."""
+    table = {}
+    for line in (ROOT / "tests/c/drivers.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, corpus, *rest = line.split()
+            table[name] = (corpus, [w for w in rest if not w.startswith("-l")],
+                           [w for w in rest if w.startswith("-l")])
+    return table
+
+
+DRIVERS = drivers()
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_fuzz_driver_replays_the_seed_corpus(tmp_path, driver):
-    corpus, sources = DRIVERS[driver]
-    libs = ("-lssl", "-lcrypto") if "csrc/tls.c" in sources else ()
-    if "csrc/h2.c" in sources or "csrc/h2srv.c" in sources:
-        libs += ("-lnghttp2",)
-    exe = build(tmp_path, driver, f"tests/c/{driver}.c", *sources, defines=("-DHB_FUZZ_MAIN",),
-                libs=libs)
+    corpus, sources, libs = DRIVERS[driver]
+    exe = build(tmp_path, driver, f"tests/c/{driver}.c", *sources,
+                defines=("-DHB_FUZZ_MAIN", "-DHB_CHECK_STATES"), libs=tuple(libs))
     seeds = sorted((ROOT / "tests/c" / corpus).iterdir())
     assert len(seeds) >= 5
     run = subprocess.run([exe, *map(str, seeds)], capture_output=True, text=True, timeout=60,
