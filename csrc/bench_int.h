@@ -210,33 +210,14 @@ typedef struct hb_carrier {
 extern const hb_carrier hb_carrier_h1; /* bench_h1.c */
 extern const hb_carrier hb_carrier_h2; /* bench_h2.c */
 
-/* The socket's states (bench_sock.c), BC_IDLE to BC_RETRY. */
-extern const hb_bc_state hb_bs_states[BC_CARRIED];
+/* The table that holds c's state `state` (bench_sock.c's below
+ * BC_CARRIED, its carrier's from there). */
+const hb_bc_state *hb_bc_state_of(const bconn *c, int state);
 
-static inline const hb_bc_state *hb_bc_state_of(const bconn *c, int state)
-{
-    return state < BC_CARRIED ? &hb_bs_states[state] : &c->carrier->states[state - BC_CARRIED];
-}
-
-/* Reports a transition from c's state to `to` that its table does not
- * hold, and aborts (HB_CHECK_STATES builds). */
-void hb_bc_undeclared(const bconn *c, int to);
-
-/* c goes to state `to` (a stay is no transition). */
-static inline void hb_bc_enter(bconn *c, int to)
-{
-#ifdef HB_CHECK_STATES
-    if (to != c->state) {
-        const hb_bc_state *from = hb_bc_state_of(c, c->state);
-        int ok =
-            (from->next & HB_BC_TO(to)) != 0 ||
-            (to >= BC_CARRIED && (from->next & HB_BC_TO_CARRIER) && hb_bc_state_of(c, to)->entry);
-        if (!ok)
-            hb_bc_undeclared(c, to);
-    }
-#endif
-    c->state = to;
-}
+/* c goes to state `to` (a stay is no transition). Built with
+ * HB_CHECK_STATES, a change its table does not hold is reported and
+ * aborts. */
+void hb_bc_enter(bconn *c, int to);
 
 /* c on t's ready stack (once): the loop starts it next. */
 static inline void hb_bc_ready(bthread *t, bconn *c);
@@ -303,7 +284,7 @@ struct hb_bench {
     int64_t tick_ns;    /* the deadline check's period: TICK_NS, or a quarter of a
                          * shorter timeout (1 ms at least), so it is not missed */
     int addr_good;      /* the address that last connected */
-    int stopping;       /* atomic: set once by hb_bench_stop, after stop_at */
+    int stopping;       /* atomic: set once when the run is asked to stop, after stop_at */
     int64_t stop_at;    /* the grace's end */
     int64_t doc_len;    /* -1 until the first 2xx response */
     int64_t last_outcome;
@@ -332,7 +313,7 @@ struct hb_bench {
     size_t *lens;       /* and length */
     uint32_t *fails;    /* expect_body's failure functions, likewise */
     /* A prepared start (cfg.prepared): the phase (1 while warming up),
-     * threads done warming up, and whether hb_bench_go has come. Under
+     * threads done warming up, and whether the go has come (bench.h). Under
      * mu; `warming` is also read by the threads, set before they start
      * and cleared under mu while they all wait. */
     int warming;

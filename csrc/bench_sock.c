@@ -38,7 +38,7 @@ static void st_between(bthread *t, bconn *c, unsigned events, int64_t now);
 #define OPENING                                                                                    \
     (HB_BC_TO(BC_CONNECTING) | HB_BC_TO(BC_TUNNEL) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO(BC_RETRY) | \
      HB_BC_TO_CARRIER)
-const hb_bc_state hb_bs_states[BC_CARRIED] = {
+static const hb_bc_state STATES[BC_CARRIED] = {
     [BC_IDLE] = {"idle", st_between, LONE_NONE, HB_BC_TO(BC_RATE) | OPENING, 0},
     [BC_RATE] = {"rate", st_between, LONE_NONE, HB_BC_TO(BC_IDLE) | OPENING, 0},
     [BC_CONNECTING] = {"connecting", st_connecting, LONE_POLL, HB_BC_TO(BC_IDLE) | OPENING, 0},
@@ -52,12 +52,27 @@ const hb_bc_state hb_bs_states[BC_CARRIED] = {
 static void connect_addr(bthread *t, bconn *c, int64_t now);
 static void retry_later(bthread *t, bconn *c, int64_t now);
 
-void hb_bc_undeclared(const bconn *c, int to)
+const hb_bc_state *hb_bc_state_of(const bconn *c, int state)
 {
-    const char *name = c->carrier != NULL ? c->carrier->name : "?";
-    fprintf(stderr, "httpbench: %s connection: %s -> %s is not in its machine's table\n", name,
-            hb_bc_state_of(c, c->state)->name, hb_bc_state_of(c, to)->name);
-    abort();
+    return state < BC_CARRIED ? &STATES[state] : &c->carrier->states[state - BC_CARRIED];
+}
+
+void hb_bc_enter(bconn *c, int to)
+{
+#ifdef HB_CHECK_STATES
+    if (to != c->state) {
+        const hb_bc_state *from = hb_bc_state_of(c, c->state);
+        int ok =
+            (from->next & HB_BC_TO(to)) != 0 ||
+            (to >= BC_CARRIED && (from->next & HB_BC_TO_CARRIER) && hb_bc_state_of(c, to)->entry);
+        if (!ok) {
+            fprintf(stderr, "httpbench: %s connection: %s -> %s is not in its machine's table\n",
+                    c->carrier->name, from->name, hb_bc_state_of(c, to)->name);
+            abort();
+        }
+    }
+#endif
+    c->state = to;
 }
 
 void hb_bs_watch(bthread *t, bconn *c, unsigned events)
