@@ -70,7 +70,7 @@ static int core_exec(PyObject *m)
         PyModule_AddStringConstant(m, "OPENSSL_VERSION", hb_tls_library()) != 0 ||
         PyModule_AddIntConstant(m, "H2_MAX_CONTINUATIONS", hb_h2_continuations()) != 0 ||
         PyModule_AddStringConstant(m, "__version__", HB_VERSION) != 0 ||
-        hbpy_add_result_names(m) != 0)
+        hbpy_add_result_names(m) != 0 || hbpy_add_server_names(m) != 0)
         return -1;
     return 0;
 }

@@ -4,8 +4,6 @@
 
 #include <math.h>
 
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
-
 /* A run of the timing loop; httpbench.runner drives it. */
 typedef struct {
     PyObject_HEAD
@@ -182,137 +180,38 @@ error:
 
 /* _Bench(settings): settings is a mapping of hb_bench_config's fields by
  * name (httpbench/local.py writes it from a RunSpec). The numbers and
- * flags are read by the table below, each checked in its range whoever
- * calls; the objects (host, port, request, tls, unix_socket, tunnel,
+ * flags are read by the table below (py_args.c's reader, which
+ * _ServerCore's table goes through too), each checked in its range
+ * whoever calls; the objects (host, port, request, tls, unix_socket, tunnel,
  * stages, vus, scenario) by bench_objects. */
-typedef enum {
-    S_FLAG,     /* int, 0 or 1 from any object's truth */
-    S_COUNT,    /* int, 1 to hi */
-    S_U64,      /* uint64_t, 0 to hi */
-    S_SEED,     /* uint64_t, any */
-    S_REAL,     /* double, above 0, at most hi */
-    S_REAL_OR_0 /* double, 0 or above, at most hi */
-} setting_kind;
-
-typedef struct {
-    const char *name;
-    setting_kind kind;
-    size_t off;
-    double hi;
-    int required;
-} setting;
-
 #define AT(member) offsetof(hb_bench_config, member)
-static const setting SETTINGS[] = {
-    {"head", S_FLAG, AT(head), 0, 0},
-    {"requests", S_U64, AT(requests), HB_BENCH_MAX_REQUESTS, 1},
-    {"duration", S_REAL_OR_0, AT(duration), HB_BENCH_MAX_SECONDS, 1},
-    {"concurrency", S_COUNT, AT(concurrency), HB_BENCH_MAX_CONCURRENCY, 1},
-    {"threads", S_COUNT, AT(threads), HB_BENCH_MAX_THREADS, 1},
-    {"keepalive", S_FLAG, AT(keepalive), 0, 0},
-    {"rate", S_REAL_OR_0, AT(rate), HB_BENCH_MAX_RATE, 0},
-    {"timeout", S_REAL, AT(timeout), HB_BENCH_MAX_SECONDS, 1},
-    {"lengths_vary", S_FLAG, AT(lengths_vary), 0, 0},
-    {"pipeline", S_COUNT, AT(pipeline), HB_BENCH_MAX_PIPELINE, 0},
-    {"idempotent", S_FLAG, AT(idempotent), 0, 0},
-    {"sequence", S_FLAG, AT(sequence), 0, 0},
-    {"seed", S_SEED, AT(seed), 0, 0},
-    {"prepared", S_FLAG, AT(prepared), 0, 0},
-    {"warmup_requests", S_U64, AT(warmup_requests), HB_BENCH_MAX_REQUESTS, 0},
-    {"warmup_seconds", S_REAL_OR_0, AT(warmup_seconds), HB_BENCH_MAX_SECONDS, 0},
-    {"http2", S_FLAG, AT(http2), 0, 0},
-    {"streams", S_COUNT, AT(streams), HB_BENCH_MAX_STREAMS, 0},
-    {"window", S_U64, AT(window), HB_BENCH_MAX_WINDOW, 0},
-    {"publish", S_FLAG, AT(publish), 0, 0},
+static const hbpy_setting SETTINGS[] = {
+    {"head", HBPY_FLAG, AT(head), 0, 0, 0},
+    {"requests", HBPY_U64, AT(requests), 0, HB_BENCH_MAX_REQUESTS, 1},
+    {"duration", HBPY_REAL_OR_0, AT(duration), 0, HB_BENCH_MAX_SECONDS, 1},
+    {"concurrency", HBPY_INT, AT(concurrency), 1, HB_BENCH_MAX_CONCURRENCY, 1},
+    {"threads", HBPY_INT, AT(threads), 1, HB_BENCH_MAX_THREADS, 1},
+    {"keepalive", HBPY_FLAG, AT(keepalive), 0, 0, 0},
+    {"rate", HBPY_REAL_OR_0, AT(rate), 0, HB_BENCH_MAX_RATE, 0},
+    {"timeout", HBPY_REAL, AT(timeout), 0, HB_BENCH_MAX_SECONDS, 1},
+    {"lengths_vary", HBPY_FLAG, AT(lengths_vary), 0, 0, 0},
+    {"pipeline", HBPY_INT, AT(pipeline), 1, HB_BENCH_MAX_PIPELINE, 0},
+    {"idempotent", HBPY_FLAG, AT(idempotent), 0, 0, 0},
+    {"sequence", HBPY_FLAG, AT(sequence), 0, 0, 0},
+    {"seed", HBPY_SEED, AT(seed), 0, 0, 0},
+    {"prepared", HBPY_FLAG, AT(prepared), 0, 0, 0},
+    {"warmup_requests", HBPY_U64, AT(warmup_requests), 0, HB_BENCH_MAX_REQUESTS, 0},
+    {"warmup_seconds", HBPY_REAL_OR_0, AT(warmup_seconds), 0, HB_BENCH_MAX_SECONDS, 0},
+    {"http2", HBPY_FLAG, AT(http2), 0, 0, 0},
+    {"streams", HBPY_INT, AT(streams), 1, HB_BENCH_MAX_STREAMS, 0},
+    {"window", HBPY_U64, AT(window), 0, HB_BENCH_MAX_WINDOW, 0},
+    {"publish", HBPY_FLAG, AT(publish), 0, 0, 0},
 };
 #undef AT
+/* The settings bench_objects converts; the first three are needed. */
 static const char *const OBJECT_SETTINGS[] = {
     "host", "port", "request", "tls", "unix_socket", "tunnel", "stages", "vus", "scenario", "log",
 };
-
-/* One table entry's value into cfg. Returns 0, or -1 with an exception. */
-static int put_setting(const setting *s, PyObject *v, hb_bench_config *cfg)
-{
-    char *at = (char *)cfg + s->off;
-    long long n;
-    switch (s->kind) {
-    case S_FLAG: {
-        int t = PyObject_IsTrue(v);
-        if (t < 0)
-            return -1;
-        *(int *)at = t;
-        return 0;
-    }
-    case S_COUNT:
-        if (hbpy_arg_int(v, s->name, 1, (long long)s->hi, &n) != 0)
-            return -1;
-        *(int *)at = (int)n;
-        return 0;
-    case S_U64:
-        if (hbpy_arg_int(v, s->name, 0, (long long)s->hi, &n) != 0)
-            return -1;
-        *(uint64_t *)at = (uint64_t)n;
-        return 0;
-    case S_SEED: {
-        unsigned long long u =
-            PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
-        if (!PyLong_Check(v) || (u == (unsigned long long)-1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "seed must be an int from 0 to 2**64 - 1, not %R", v);
-            return -1;
-        }
-        *(uint64_t *)at = u;
-        return 0;
-    }
-    case S_REAL:
-    case S_REAL_OR_0: return hbpy_arg_real(v, s->name, s->kind == S_REAL_OR_0, s->hi, (double *)at);
-    }
-    return 0;
-}
-
-/* Every key of settings is a known name, and every required one is there.
- * Returns 0, or -1 with a TypeError naming the first that is not. */
-static int check_names(PyObject *settings)
-{
-    PyObject *key;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(settings, &pos, &key, NULL)) {
-        int known = 0;
-        for (size_t i = 0; i < COUNT_OF(SETTINGS) && !known; i++)
-            known = PyUnicode_Check(key) &&
-                    PyUnicode_CompareWithASCIIString(key, SETTINGS[i].name) == 0;
-        for (size_t i = 0; i < COUNT_OF(OBJECT_SETTINGS) && !known; i++)
-            known = PyUnicode_Check(key) &&
-                    PyUnicode_CompareWithASCIIString(key, OBJECT_SETTINGS[i]) == 0;
-        if (!known) {
-            PyErr_Format(PyExc_TypeError, "_Bench: no setting %R", key);
-            return -1;
-        }
-    }
-    for (size_t i = 0; i < 3; i++)
-        if (PyDict_GetItemString(settings, OBJECT_SETTINGS[i]) == NULL) {
-            PyErr_Format(PyExc_TypeError, "_Bench: the setting %s is needed", OBJECT_SETTINGS[i]);
-            return -1;
-        }
-    return 0;
-}
-
-/* The numbers and flags of settings into cfg by the table. Returns 0, or
- * -1 with an exception. */
-static int bench_numbers(PyObject *settings, hb_bench_config *cfg)
-{
-    for (size_t i = 0; i < COUNT_OF(SETTINGS); i++) {
-        const setting *s = &SETTINGS[i];
-        PyObject *v = PyDict_GetItemString(settings, s->name); /* borrowed */
-        if (v == NULL && s->required) {
-            PyErr_Format(PyExc_TypeError, "_Bench: the setting %s is needed", s->name);
-            return -1;
-        }
-        if (v != NULL && put_setting(s, v, cfg) != 0)
-            return -1;
-    }
-    return 0;
-}
 
 /* What _Bench converts beyond the table, each owned until the run has
  * started (shapes and the scenario's arrays are copied by it). */
@@ -493,7 +392,8 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     memset(&cfg, 0, sizeof cfg);
     memset(&p, 0, sizeof p);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!:_Bench", kwlist, &PyDict_Type, &settings) ||
-        check_names(settings) != 0 || bench_numbers(settings, &cfg) != 0 ||
+        hbpy_read_settings(settings, "_Bench", SETTINGS, COUNT_OF(SETTINGS), OBJECT_SETTINGS,
+                           COUNT_OF(OBJECT_SETTINGS), 3, &cfg) != 0 ||
         bench_objects(st, settings, &p, &cfg) != 0)
         return -1;
     /* The loop's preconditions (bench.h), whoever calls. */

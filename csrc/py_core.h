@@ -42,6 +42,9 @@
 /* Byte limits (max_body, max_buffered) are at most this. */
 #define MAX_BYTES (1LL << 62)
 
+/* The entries of a table. */
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
 /* The module's state: the exceptions (httpbench.exceptions') and the
  * types. */
 typedef struct {
@@ -85,6 +88,36 @@ int hbpy_arg_int(PyObject *o, const char *name, long long lo, long long hi, long
  * with zero_ok) and at most max (a whole number). Returns 0, or -1 with an
  * exception. */
 int hbpy_arg_real(PyObject *o, const char *name, int zero_ok, double max, double *out);
+
+/* A table of settings: a C struct's numbers and flags by name, read from a
+ * dict (httpbench/local.py's for _Bench, httpbench/server.py's for
+ * _ServerCore) by one reader, each checked in its range. */
+typedef enum {
+    HBPY_FLAG,     /* int, 0 or 1 from any object's truth */
+    HBPY_INT,      /* int, lo to hi */
+    HBPY_U64,      /* uint64_t, lo to hi */
+    HBPY_SEED,     /* uint64_t, any */
+    HBPY_REAL,     /* double, above 0, at most hi */
+    HBPY_REAL_OR_0 /* double, 0 or above, at most hi */
+} hbpy_kind;
+
+typedef struct {
+    const char *name;
+    hbpy_kind kind;
+    size_t off; /* in the struct read into */
+    long long lo;
+    double hi;
+    int required;
+} hbpy_setting;
+
+/* The settings `table` names, from the dict `settings`, into the struct
+ * at cfg. Every key of settings must be in table or in objects (those the
+ * caller converts itself), the first nrequired of objects and every
+ * required entry of table must be there. Returns 0, or -1 with an
+ * exception: a TypeError naming who and the setting, a ValueError naming
+ * the setting out of range. */
+int hbpy_read_settings(PyObject *settings, const char *who, const hbpy_setting *table, size_t n,
+                       const char *const *objects, size_t nobjects, size_t nrequired, void *cfg);
 
 /* "O&" converter for a Unix socket's path: None, or str/bytes/PathLike
  * made bytes by PyUnicode_FSConverter (which refuses a NUL); *out is a new
@@ -149,5 +182,12 @@ PyObject *hbpy_timeline_percentiles(PyObject *mod, PyObject *arg);
  * RESULT_SECONDS, RESULT_HISTOGRAMS, RESULT_TEXTS: tuples of str).
  * Returns 0, or -1 with an exception. */
 int hbpy_add_result_names(PyObject *m);
+
+/* ---- py_server.c */
+
+/* Adds SERVER_COUNTS to module m: (name, what it counts) for each of the
+ * server's counters (server.h's HB_SRV_COUNTS), in the order stats()
+ * gives them. Returns 0, or -1 with an exception. */
+int hbpy_add_server_names(PyObject *m);
 
 #endif

@@ -89,74 +89,80 @@ error:
     return -1;
 }
 
-/* The server's numbers into cfg, each in its range. Returns 0, or -1 with
- * an exception. */
-static int server_numbers(hb_srv_config *cfg, PyObject *port, PyObject *threads, PyObject *max_body,
-                          PyObject *max_buffered, PyObject *const timeouts[3], PyObject *upstream_o)
+/* _ServerCore(settings): settings is a mapping of hb_srv_config's fields
+ * by name (httpbench/server.py writes it). The numbers and flags are read
+ * by this table through py_args.c's reader (the one _Bench's go
+ * through), each checked in its range; the rest by ServerCore_init. */
+#define AT(member) offsetof(hb_srv_config, member)
+static const hbpy_setting SETTINGS[] = {
+    {"port", HBPY_INT, AT(port), 0, 65535, 1},
+    {"threads", HBPY_INT, AT(threads), 1, HB_SRV_MAX_THREADS, 1},
+    {"zero_copy", HBPY_FLAG, AT(zero_copy), 0, 0, 0},
+    {"max_body", HBPY_U64, AT(max_body), 0, MAX_BYTES, 1},
+    {"max_buffered", HBPY_U64, AT(max_buffered), 1, MAX_BYTES, 1},
+    {"header_timeout", HBPY_REAL, AT(header_timeout), 0, NO_TIMEOUT, 1},
+    {"send_timeout", HBPY_REAL, AT(send_timeout), 0, NO_TIMEOUT, 1},
+    {"idle_timeout", HBPY_REAL, AT(idle_timeout), 0, NO_TIMEOUT, 1},
+    {"upstream_timeout", HBPY_REAL, AT(upstream_timeout), 0, NO_TIMEOUT, 0},
+    {"proxy", HBPY_FLAG, AT(proxy), 0, 0, 0},
+    {"http2", HBPY_FLAG, AT(http2), 0, 0, 0},
+    {"max_streams", HBPY_INT, AT(max_streams), 1, HB_SRV_MAX_STREAMS, 0},
+};
+#undef AT
+/* What ServerCore_init converts itself; the first two are needed. */
+static const char *const OBJECT_SETTINGS[] = {
+    "host", "version", "threaded", "static_dir", "tls", "unix_socket", "allow",
+};
+
+/* settings[name] as a str, or NULL for a missing key or None; -1 with a
+ * TypeError for anything else. */
+static int text_of(PyObject *settings, const char *name, const char **out)
 {
-    long long v[4];
-    cfg->upstream_timeout = 10.0;
-    if ((upstream_o != NULL && hbpy_arg_real(upstream_o, "upstream_timeout", 0, NO_TIMEOUT,
-                                             &cfg->upstream_timeout) != 0) ||
-        hbpy_arg_int(port, "port", 0, 65535, &v[0]) != 0 ||
-        hbpy_arg_int(threads, "threads", 1, HB_SRV_MAX_THREADS, &v[1]) != 0 ||
-        hbpy_arg_int(max_body, "max_body", 0, MAX_BYTES, &v[2]) != 0 ||
-        hbpy_arg_int(max_buffered, "max_buffered", 1, MAX_BYTES, &v[3]) != 0 ||
-        hbpy_arg_real(timeouts[0], "header_timeout", 0, NO_TIMEOUT, &cfg->header_timeout) != 0 ||
-        hbpy_arg_real(timeouts[1], "send_timeout", 0, NO_TIMEOUT, &cfg->send_timeout) != 0 ||
-        hbpy_arg_real(timeouts[2], "idle_timeout", 0, NO_TIMEOUT, &cfg->idle_timeout) != 0)
+    PyObject *v = PyDict_GetItemString(settings, name); /* borrowed */
+    *out = NULL;
+    if (v == NULL || v == Py_None)
+        return 0;
+    if (!PyUnicode_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", name, Py_TYPE(v)->tp_name);
         return -1;
-    cfg->port = (int)v[0];
-    cfg->threads = (int)v[1];
-    cfg->max_body = (uint64_t)v[2];
-    cfg->max_buffered = (uint64_t)v[3];
-    return 0;
+    }
+    *out = PyUnicode_AsUTF8(v);
+    return *out == NULL ? -1 : 0;
+}
+
+/* settings[name], or Py_None (borrowed). */
+static PyObject *object_of(PyObject *settings, const char *name)
+{
+    PyObject *v = PyDict_GetItemString(settings, name);
+    return v != NULL ? v : Py_None;
 }
 
 static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"host",
-                             "port",
-                             "threaded",
-                             "threads",
-                             "static_dir",
-                             "zero_copy",
-                             "max_body",
-                             "header_timeout",
-                             "send_timeout",
-                             "idle_timeout",
-                             "version",
-                             "max_buffered",
-                             "tls",
-                             "unix_socket",
-                             "proxy",
-                             "allow",
-                             "upstream_timeout",
-                             "http2",
-                             "max_streams",
-                             NULL};
+    static char *kwlist[] = {"settings", NULL};
+    PyObject *settings;
     hb_srv_config cfg;
-    int threaded;
-    PyObject *port, *threads, *max_body, *max_buffered, *timeouts[3], *tls_o = Py_None;
-    PyObject *allow_o = Py_None, *upstream_o = NULL, *streams_o = NULL;
     hb_relay_allow *allow = NULL;
     hb_tls *tls;
     core_state *st = type_state(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "sOpOzpOOOOsO|OzpOOpO:_ServerCore", kwlist, &cfg.host, &port, &threaded,
-            &threads, &cfg.static_dir, &cfg.zero_copy, &max_body, &timeouts[0], &timeouts[1],
-            &timeouts[2], &cfg.version, &max_buffered, &tls_o, &cfg.unix_path, &cfg.proxy, &allow_o,
-            &upstream_o, &cfg.http2, &streams_o))
+    cfg.upstream_timeout = 10.0;
+    cfg.max_streams = 100;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:_ServerCore", kwlist, &settings) ||
+        hbpy_read_settings(settings, "_ServerCore", SETTINGS, COUNT_OF(SETTINGS), OBJECT_SETTINGS,
+                           COUNT_OF(OBJECT_SETTINGS), 2, &cfg) != 0 ||
+        text_of(settings, "host", &cfg.host) != 0 ||
+        text_of(settings, "version", &cfg.version) != 0 ||
+        text_of(settings, "static_dir", &cfg.static_dir) != 0 ||
+        text_of(settings, "unix_socket", &cfg.unix_path) != 0 ||
+        hbpy_tls_of(st, object_of(settings, "tls"), &tls) != 0)
         return -1;
-    long long streams = 100;
-    if (streams_o != NULL &&
-        hbpy_arg_int(streams_o, "max_streams", 1, HB_SRV_MAX_STREAMS, &streams) != 0)
+    int threaded = PyObject_IsTrue(object_of(settings, "threaded"));
+    if (threaded < 0 || cfg.host == NULL || cfg.version == NULL) {
+        if (threaded >= 0)
+            PyErr_SetString(PyExc_TypeError, "_ServerCore: host and version must be str");
         return -1;
-    cfg.max_streams = (uint32_t)streams;
-    if (server_numbers(&cfg, port, threads, max_body, max_buffered, timeouts, upstream_o) != 0 ||
-        hbpy_tls_of(st, tls_o, &tls) != 0)
-        return -1;
+    }
     if (tls != NULL) {
         cfg.transport = &hb_net_tls;
         cfg.transport_shared = tls;
@@ -168,7 +174,7 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
         return -1;
     }
     cfg.mode = threaded ? HB_SRV_THREADS : HB_SRV_EPOLL;
-    if (allow_of(allow_o, &allow, &cfg.nallow) != 0)
+    if (allow_of(object_of(settings, "allow"), &allow, &cfg.nallow) != 0)
         return -1;
     cfg.allow = allow;
     char err[256] = "";
@@ -182,6 +188,7 @@ static int ServerCore_init(ServerCoreObject *self, PyObject *args, PyObject *kwd
         return -1;
     }
     self->srv = srv;
+    PyObject *tls_o = object_of(settings, "tls");
     Py_XSETREF(self->tls, tls != NULL ? Py_NewRef(tls_o) : NULL);
     return 0;
 }
@@ -201,8 +208,16 @@ static PyObject *ServerCore_get_port(ServerCoreObject *self, void *closure)
     return PyLong_FromLong(hb_srv_port(self->srv));
 }
 
-/* stats() -> (connections, requests, rejected, timeouts, relayed, tunnels,
- * h2_connections, h2_streams, h2_calmed) */
+/* d[name] = v. Returns 0, or -1 with an exception. */
+static int put_count(PyObject *d, const char *name, uint64_t v)
+{
+    PyObject *n = PyLong_FromUnsignedLongLong(v);
+    int rc = n != NULL ? PyDict_SetItemString(d, name, n) : -1;
+    Py_XDECREF(n);
+    return rc;
+}
+
+/* stats() -> {name: count} for each of HB_SRV_COUNTS, in its order. */
 static PyObject *ServerCore_stats(ServerCoreObject *self, PyObject *unused)
 {
     (void)unused;
@@ -210,11 +225,33 @@ static PyObject *ServerCore_stats(ServerCoreObject *self, PyObject *unused)
     memset(&st, 0, sizeof st);
     if (self->srv != NULL)
         hb_srv_get_stats(self->srv, &st);
-    return Py_BuildValue("(KKKKKKKKK)", (unsigned long long)st.connections,
-                         (unsigned long long)st.requests, (unsigned long long)st.rejected,
-                         (unsigned long long)st.timeouts, (unsigned long long)st.relayed,
-                         (unsigned long long)st.tunnels, (unsigned long long)st.h2_connections,
-                         (unsigned long long)st.h2_streams, (unsigned long long)st.h2_calmed);
+    PyObject *d = PyDict_New();
+#define PUT(field, source, what)                                                                   \
+    if (d != NULL && put_count(d, #field, st.field) != 0)                                          \
+        Py_CLEAR(d);
+    HB_SRV_COUNTS(PUT)
+#undef PUT
+    return d;
+}
+
+int hbpy_add_server_names(PyObject *m)
+{
+#define ROW(field, source, what) {#field, what},
+    static const char *const rows[][2] = {HB_SRV_COUNTS(ROW)};
+#undef ROW
+    PyObject *t = PyTuple_New((Py_ssize_t)COUNT_OF(rows));
+    for (size_t i = 0; t != NULL && i < COUNT_OF(rows); i++) {
+        PyObject *row = Py_BuildValue("(ss)", rows[i][0], rows[i][1]);
+        if (row == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, (Py_ssize_t)i, row);
+    }
+    if (t == NULL || PyModule_AddObject(m, "SERVER_COUNTS", t) != 0) {
+        Py_XDECREF(t);
+        return -1;
+    }
+    return 0;
 }
 
 static PyGetSetDef ServerCore_getset[] = {
@@ -225,7 +262,7 @@ static PyGetSetDef ServerCore_getset[] = {
 static PyMethodDef ServerCore_methods[] = {
     {"stop", (PyCFunction)ServerCore_stop, METH_NOARGS, "Stop serving and free everything."},
     {"stats", (PyCFunction)ServerCore_stats, METH_NOARGS,
-     "(connections, requests, rejected, timeouts)"},
+     "The counts so far, by name (SERVER_COUNTS names each and says what it counts)."},
     {0},
 };
 

@@ -814,15 +814,9 @@ int hb_srv_port(const hb_srv *srv)
 
 void hb_srv_get_stats(hb_srv *srv, hb_srv_stats *out)
 {
-    out->connections = __atomic_load_n(&srv->connections, __ATOMIC_RELAXED);
-    out->requests = __atomic_load_n(&srv->sh.requests, __ATOMIC_RELAXED);
-    out->rejected = __atomic_load_n(&srv->sh.rejected, __ATOMIC_RELAXED);
-    out->timeouts = __atomic_load_n(&srv->sh.timeouts, __ATOMIC_RELAXED);
-    out->relayed = __atomic_load_n(&srv->relay.relayed, __ATOMIC_RELAXED);
-    out->tunnels = __atomic_load_n(&srv->relay.tunnels, __ATOMIC_RELAXED);
-    out->h2_connections = __atomic_load_n(&srv->sh.h2_connections, __ATOMIC_RELAXED);
-    out->h2_streams = __atomic_load_n(&srv->sh.h2_streams, __ATOMIC_RELAXED);
-    out->h2_calmed = __atomic_load_n(&srv->sh.h2_calmed, __ATOMIC_RELAXED);
+#define LOAD(field, source, what) out->field = __atomic_load_n(&(source), __ATOMIC_RELAXED);
+    HB_SRV_COUNTS(LOAD)
+#undef LOAD
 }
 
 void hb_srv_stop(hb_srv *srv)

@@ -59,16 +59,29 @@ typedef struct {
 
 typedef struct hb_srv hb_srv;
 
+/* The server's counters, each as X(field, source, what): its field in
+ * hb_srv_stats and the key of Server.stats(), the counter server.c reads
+ * it from (an expression over `srv`), and what it counts. The struct, the
+ * read (hb_srv_get_stats), the mapping _ServerCore.stats() returns, the
+ * names _core exports (SERVER_COUNTS, with `what`) and the manual's table
+ * (docs/server.md, checked by a test) all follow this one list: adding a
+ * counter is a line here and its increments (CONTRIBUTING.md). */
+#define HB_SRV_COUNTS(X)                                                                           \
+    X(connections, srv->connections, "connections accepted (counted before the first read)")       \
+    X(requests, srv->sh.requests, "responses sent (counted before their first byte)")              \
+    X(rejected, srv->sh.rejected, "of the responses, answers to bad requests")                     \
+    X(timeouts, srv->sh.timeouts, "connections cut off by a deadline")                             \
+    X(relayed, srv->relay.relayed,                                                                 \
+      "responses relayed from an upstream as a proxy (not among requests)")                        \
+    X(tunnels, srv->relay.tunnels, "CONNECT tunnels opened as a proxy")                            \
+    X(h2_connections, srv->sh.h2_connections, "connections that spoke HTTP/2")                     \
+    X(h2_streams, srv->sh.h2_streams, "HTTP/2 streams clients opened")                             \
+    X(h2_calmed, srv->sh.h2_calmed,                                                                \
+      "HTTP/2 connections ended for a flood (GOAWAY ENHANCE_YOUR_CALM)")
+
+#define HB_SRV_COUNT_FIELD(field, source, what) uint64_t field;
 typedef struct {
-    uint64_t connections;    /* accepted (counted before the first read) */
-    uint64_t requests;       /* responses (counted before their first byte is sent) */
-    uint64_t rejected;       /* of which answers to bad requests */
-    uint64_t timeouts;       /* connections cut off by a deadline */
-    uint64_t relayed;        /* responses relayed from an upstream (proxy) */
-    uint64_t tunnels;        /* CONNECT tunnels opened (proxy) */
-    uint64_t h2_connections; /* connections that spoke HTTP/2 */
-    uint64_t h2_streams;     /* HTTP/2 streams clients opened */
-    uint64_t h2_calmed;      /* HTTP/2 connections ended for a flood */
+    HB_SRV_COUNTS(HB_SRV_COUNT_FIELD)
 } hb_srv_stats;
 
 /* Binds, listens and starts serving. Returns the server, or NULL with a

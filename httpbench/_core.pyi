@@ -161,31 +161,18 @@ class Connection:
 class _ServerCore:
     """The embedded server's C half; use httpbench.Server."""
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        threaded: bool,
-        threads: int,
-        static_dir: str | None,
-        zero_copy: bool,
-        max_body: int,
-        header_timeout: float,
-        send_timeout: float,
-        idle_timeout: float,
-        version: str,
-        max_buffered: int,
-        tls: _TLS | None = None,
-        unix_socket: str | None = None,
-        proxy: bool = False,
-        allow: Sequence[tuple[str, int, str]] | None = None,
-        upstream_timeout: float = 10.0,
-        http2: bool = True,
-        max_streams: int = 100,
-    ) -> None: ...
+    def __init__(self, settings: Mapping[str, object]) -> None:
+        """settings: hb_srv_config's fields by name. Needed: host, port,
+        threads, max_body, max_buffered, header_timeout, send_timeout,
+        idle_timeout, version; optional: threaded, static_dir, zero_copy,
+        tls (a _TLS), unix_socket, proxy, allow ((name, port, address)
+        tuples), upstream_timeout (10.0), http2, max_streams (100). A
+        number out of range is a ValueError naming it; an unknown or
+        missing name a TypeError."""
     @property
     def port(self) -> int | None: ...
-    def stats(self) -> tuple[int, int, int, int, int, int, int, int, int]: ...
+    def stats(self) -> dict[str, int]:
+        """The counts so far, by the names of SERVER_COUNTS, in its order."""
     def stop(self) -> None: ...
 
 class Histogram:
@@ -242,6 +229,8 @@ class _Bench:
         has ended."""
 
 RESULT_COUNTS: tuple[str, ...]
+#: The server's counters: (name, what it counts), in the order stats() gives them.
+SERVER_COUNTS: tuple[tuple[str, str], ...]
 RESULT_SECONDS: tuple[str, ...]
 RESULT_HISTOGRAMS: tuple[str, ...]
 RESULT_TEXTS: tuple[str, ...]

@@ -161,11 +161,15 @@ class Server:
         if tls:
             context = _core._TLS(server=True, certfile=certfile, keyfile=keyfile, cert_host=host,
                                  http2=self.http2)
-        self._core: _core._ServerCore | None = _core._ServerCore(
-            host, port, mode == "threads", threads, directory, zero_copy, max_body,
-            header_timeout, send_timeout, idle_timeout, __version__, max_buffered, context,
-            unix_path, self.proxy, allowed, upstream_timeout, self.http2, max_streams,
-        )
+        self._core: _core._ServerCore | None = _core._ServerCore({
+            "host": host, "port": port, "threaded": mode == "threads", "threads": threads,
+            "static_dir": directory, "zero_copy": zero_copy, "max_body": max_body,
+            "header_timeout": header_timeout, "send_timeout": send_timeout,
+            "idle_timeout": idle_timeout, "version": __version__, "max_buffered": max_buffered,
+            "tls": context, "unix_socket": unix_path, "proxy": self.proxy, "allow": allowed,
+            "upstream_timeout": upstream_timeout, "http2": self.http2,
+            "max_streams": max_streams,
+        })
         self.unix_socket = unix_path
         # On a Unix socket there is no port; URLs name "localhost" (for Host).
         self.port: int | None = None if unix_path is not None else self._core.port
@@ -198,19 +202,18 @@ class Server:
         return f"{scheme}://{host}:{self.port}{path}"
 
     def stats(self) -> dict[str, int]:
-        """Counts so far: connections accepted, responses sent, of those the
-        answers to bad requests (rejected), connections cut off by a
-        deadline (timeouts), and as a proxy, responses relayed from
-        upstreams (relayed, not among `requests`) and CONNECT tunnels
-        opened (tunnels); of the connections, those that spoke HTTP/2
-        (h2_connections), the streams their clients opened (h2_streams) and
-        the connections ended for a flood (h2_calmed: GOAWAY
-        ENHANCE_YOUR_CALM)."""
+        """Counts so far, by name: each of `httpbench.Server.COUNTS` (the
+        manual's table says what each counts): connections accepted,
+        responses sent, of those the answers to bad requests (rejected),
+        connections cut off by a deadline (timeouts), and as a proxy,
+        responses relayed from upstreams (relayed, not among `requests`)
+        and CONNECT tunnels opened (tunnels); of the connections, those
+        that spoke HTTP/2 (h2_connections), the streams their clients
+        opened (h2_streams) and the connections ended for a flood
+        (h2_calmed: GOAWAY ENHANCE_YOUR_CALM). After close(), the last
+        counts."""
         core = self._core
-        figures = core.stats() if core is not None else self._final
-        names = ("connections", "requests", "rejected", "timeouts", "relayed", "tunnels",
-                 "h2_connections", "h2_streams", "h2_calmed")
-        return dict(zip(names, figures, strict=True))
+        return dict(core.stats() if core is not None else self._final)
 
     def close(self) -> None:
         """Stops serving: every connection is closed, every thread ends."""
@@ -247,6 +250,9 @@ class Server:
         state = "serving " + where if self.running else "closed"
         return f"<httpbench.Server {self.mode}, {state}>"
 
-    _final: tuple[int, ...] = (0,) * 9
+    #: The names stats() gives, in its order, each with what it counts
+    #: (the C server's one list of counters, csrc/server.h).
+    COUNTS: tuple[tuple[str, str], ...] = _core.SERVER_COUNTS
+    _final: dict[str, int] = dict.fromkeys((name for name, _ in _core.SERVER_COUNTS), 0)
     _core: _core._ServerCore | None = None  # until __init__ starts one
     _tempdir: str | None = None

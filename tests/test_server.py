@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -364,6 +365,55 @@ def test_server_lifecycle():
     with pytest.raises(httpbench.ConnectError):
         get_port(port)
     assert srv.stats()["requests"] == 1
+
+
+def test_stats_are_one_mapping_of_the_c_servers_counters():
+    """stats() is the C server's one list of counters (csrc/server.h's
+    HB_SRV_COUNTS), by name in its order, before, during and after the
+    server; the manual's table is made from the same list."""
+    names = [name for name, _ in httpbench.Server.COUNTS]
+    assert names[:4] == ["connections", "requests", "rejected", "timeouts"] and len(names) >= 9
+    assert all(what for _, what in httpbench.Server.COUNTS)
+    srv = httpbench.Server()
+    assert list(srv.stats()) == names and set(srv.stats().values()) == {0}
+    get(srv, "/rnd?c=1")
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nBad field\r\n\r\n")  # (a malformed head)
+        assert read_message(sock).startswith(b"HTTP/1.1 400 ")
+    during = srv.stats()
+    srv.close()
+    after = srv.stats()
+    assert list(after) == names and after == during
+    assert after["connections"] >= 1 and after["requests"] == 2 and after["rejected"] == 1
+    table = "\n".join(["  | `stats()` key | what it counts |", "  |---|---|",
+                       *(f"  | `{name}` | {what} |" for name, what in httpbench.Server.COUNTS)])
+    page = (Path(__file__).parent.parent / "docs" / "server.md").read_text()
+    assert table in page, table
+
+
+def test_the_server_core_takes_one_mapping_of_settings():
+    """_ServerCore's settings are one dict read by the table reader the
+    loop's go through: an unknown or missing name is a TypeError naming
+    it, a number out of range a ValueError naming it."""
+    from httpbench import _core
+    base = {"host": "127.0.0.1", "port": 0, "threads": 1, "max_body": 1, "max_buffered": 1,
+            "header_timeout": 1.0, "send_timeout": 1.0, "idle_timeout": 1.0, "version": "t"}
+    with pytest.raises(TypeError, match="no setting 'nope'"):
+        _core._ServerCore({**base, "nope": 1})
+    for name in ("host", "max_body", "idle_timeout"):
+        with pytest.raises(TypeError, match=f"{name} is needed"):
+            _core._ServerCore({k: v for k, v in base.items() if k != name})
+    for name, bad in (("max_streams", 0), ("upstream_timeout", float("nan")),
+                      ("max_buffered", 0), ("port", -1), ("send_timeout", float("inf"))):
+        with pytest.raises(ValueError, match=name):
+            _core._ServerCore({**base, name: bad})
+    with pytest.raises(TypeError, match="dict"):
+        _core._ServerCore([("host", "127.0.0.1")])
+    core = _core._ServerCore({**base, "max_streams": 7, "threaded": True})
+    try:
+        assert core.port and list(core.stats()) == [n for n, _ in _core.SERVER_COUNTS]
+    finally:
+        core.stop()
 
 
 def get_port(port: int) -> None:

@@ -102,8 +102,9 @@ def test_server_threads_out_of_range_is_refused_not_a_crash(tmp_path):
         with pytest.raises(ValueError, match="threads"):
             httpbench.Server(threads=threads)
         with pytest.raises(ValueError, match="threads"):
-            _core._ServerCore("127.0.0.1", 0, False, threads, None, True, 1, 1.0, 1.0, 1.0,
-                              "t", 1)
+            _core._ServerCore({"host": "127.0.0.1", "port": 0, "threads": threads,
+                               "max_body": 1, "max_buffered": 1, "header_timeout": 1.0,
+                               "send_timeout": 1.0, "idle_timeout": 1.0, "version": "t"})
     r = hb("serve", "--port", "0", "--threads", "2147483647", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "threads" in r.stderr, r.stderr
 
