@@ -63,7 +63,9 @@ def test_racing_inits_start_one_server_or_run(kind):
         for _ in range(30):  # before the fix, 2 to 8 in 10 started twice
             if kind == "server":
                 obj = _core._ServerCore.__new__(_core._ServerCore)
-                args = ("127.0.0.1", 0, False, 1, None, True, 1 << 20, 1.0, 1.0, 1.0, "t", 1 << 20)
+                args = (dict(host="127.0.0.1", port=0, threads=1, max_body=1 << 20,
+                             max_buffered=1 << 20, header_timeout=1.0, send_timeout=1.0,
+                             idle_timeout=1.0, version="t"),)
             else:
                 obj = _core._Bench.__new__(_core._Bench)
                 args = (dict(host="localhost", port=target.port,
