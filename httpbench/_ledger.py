@@ -208,19 +208,18 @@ def agent_result(name: str, version: str, url: str, method: str, host: str, port
             failures[cls] += n
     complete = sum(t.complete for t in tallies)
     connects = sum(t.connects for t in tallies)
-    return Result(
+    return Result._known(
         url=url, method=method, start_time=started, host=host, port=port, path=path,
         requests=requests, issued=sum(t.issued for t in tallies), complete=complete,
         failed=sum(failures.values()), cancelled=sum(t.cancelled for t in tallies),
         failures=failures, non_2xx=sum(t.non_2xx for t in tallies), status_counts=status,
         time_taken=elapsed, bytes_received=sum(t.body_bytes + t.head_bytes for t in tallies),
-        body_bytes=sum(t.body_bytes for t in tallies), bytes_sent=0,
-        document_length=ledger.doc_len, server_software="",
+        body_bytes=sum(t.body_bytes for t in tallies), document_length=ledger.doc_len,
         keepalive_requests=max(0, complete - connects), connects=connects,
         reconnects=max(0, connects - concurrency), concurrency=concurrency, threads=threads,
         cpu_user=sum(t.cpu_user for t in tallies), cpu_sys=sum(t.cpu_sys for t in tallies),
-        rate=None, interrupted=interrupted,
+        interrupted=interrupted,
         first_error=next((t.first_error for t in tallies if t.first_error), ""),
-        latency=Latency(hist), latency_uncorrected=Latency(hist), connect_time=Latency(),
-        processing=Latency(), waiting=Latency(), agent=name, agent_version=version,
+        latency=Latency(hist), latency_uncorrected=Latency(hist), agent=name,
+        agent_version=version,
     )

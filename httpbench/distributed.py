@@ -461,17 +461,9 @@ def _lost_result(url: str, kwargs: dict[str, Any], issued: int, complete: int,
                  failed: int) -> Result:
     """A lost worker's part, from its last progress report: what was in
     flight is cancelled, the failures' classes unknown ("worker")."""
-    failures = dict.fromkeys(FAILURE_CLASSES, 0)
-    failures["worker"] = failed
-    return Result(url=url, method=kwargs.get("method", "GET"), start_time=None, host="",
-                  port=0, path="", requests=None, issued=issued, complete=complete,
-                  failed=failed, cancelled=issued - complete - failed, failures=failures,
-                  non_2xx=0, status_counts={}, time_taken=0.0, bytes_received=0, body_bytes=0,
-                  bytes_sent=0, document_length=None, server_software="", keepalive_requests=0,
-                  connects=0, reconnects=0, concurrency=0, threads=0, cpu_user=0.0,
-                  cpu_sys=0.0, rate=None, interrupted=False, first_error="",
-                  latency=Latency(), latency_uncorrected=Latency(), connect_time=Latency(),
-                  processing=Latency(), waiting=Latency())
+    return Result._known(url=url, method=kwargs.get("method", "GET"), issued=issued,
+                         complete=complete, failed=failed,
+                         cancelled=issued - complete - failed, failures={"worker": failed})
 
 
 # What a merge sums: the loop's counts (csrc/py_bench.c's table) that are

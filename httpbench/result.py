@@ -168,6 +168,23 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "log_error": "", "client": None}
 
 
+def _empty_of(hint: str) -> Any:
+    """A required Result field's empty value, by its type hint (as the
+    module's annotations spell it)."""
+    if hint.endswith("| None"):
+        return None
+    empty: dict[str, Any] = {"int": 0, "float": 0.0, "str": "", "bool": False}
+    if hint in empty:
+        return empty[hint]
+    if hint == "Latency":
+        return Latency()
+    if hint.startswith("dict["):
+        return {}
+    if hint.startswith("list["):
+        return []
+    raise TypeError(f"no empty value for a field of type {hint}")
+
+
 class Second(NamedTuple):
     """One second of a C-loop run: what completed and failed in it, its
     p50 and p99 latency in seconds (within 12.5%; None when not recorded),
@@ -365,6 +382,18 @@ class Result:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def _known(cls, **known: Any) -> Result:
+        """A Result from the fields known (an agent's, a lost worker's, a
+        run that measured little), every other field its defined empty
+        value: a count 0, a time 0.0, a text "", a mapping or list empty, a
+        latency with nothing in it, an optional figure None, a flag False.
+        The one place a Result is built by hand."""
+        fields = {f.name: _empty_of(str(f.type)) for f in dataclasses.fields(cls)
+                  if f.default is dataclasses.MISSING
+                  and f.default_factory is dataclasses.MISSING}
+        return cls(**{**fields, **known})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Result:

@@ -119,3 +119,30 @@ def test_the_compact_layout_reads_back_exactly_and_refuses_a_hostile_state(serve
         d["latency"]["state_z"] = bad
         with pytest.raises(ValueError, match="latency.state"):
             httpbench.Result.from_dict(d)
+
+
+def test_a_result_that_knows_little_is_built_from_what_it_knows():
+    """Result._known: every field not given takes its defined empty value
+    (so an agent's, a lost worker's or a run that measured nothing is not
+    a hand-written call of every field), and it reads back from its JSON
+    whole. Outside the model only the two that turn a whole set of figures
+    into one (the loop's, local.py; the merge, distributed.py) call Result
+    with its fields."""
+    import dataclasses
+    from pathlib import Path
+    r = httpbench.Result._known(url="http://x/", issued=3, complete=1, failed=1, cancelled=1,
+                                failures={"worker": 1})
+    assert r.url == "http://x/" and r.issued == r.complete + r.failed + r.cancelled
+    assert r.failures["worker"] == 1 and r.failures["connect"] == 0
+    assert r.start_time is None and r.requests is None and r.rate is None
+    assert r.status_counts == {} and r.first_error == "" and r.latency.count == 0
+    assert r.interrupted is False and r.time_taken == 0.0
+    back = httpbench.Result.from_dict(json.loads(r.to_json()))
+    for f in dataclasses.fields(httpbench.Result):
+        if f.name not in ("latency", "latency_uncorrected", "connect_time", "processing",
+                          "waiting", "tls_handshake"):
+            assert getattr(back, f.name) == getattr(r, f.name), f.name
+    pkg = Path(httpbench.__file__).parent
+    callers = sorted(str(p.relative_to(pkg)) for p in pkg.rglob("*.py")
+                     if re.search(r"(?<![\w.])Result\(", p.read_text()))
+    assert callers == ["distributed.py", "local.py"], callers
