@@ -33,7 +33,7 @@ from . import _check, _core
 from ._version import __version__
 from .bound import merge_client
 from .exceptions import ClusterError
-from .result import FAILURE_CLASSES, Latency, Result, Second, WorkerPart
+from .result import FAILURE_CLASSES, MERGE_RULES, Result, Second, WorkerPart
 from .scenario import Scenario
 
 __all__ = ["run_on_cluster", "split", "merge", "WorkerPart", "LOST_NAME"]
@@ -466,11 +466,10 @@ def _lost_result(url: str, kwargs: dict[str, Any], issued: int, complete: int,
                          cancelled=issued - complete - failed, failures={"worker": failed})
 
 
-# What a merge sums: the loop's counts (csrc/py_bench.c's table) that are
-# Result fields, and the connections and threads of the parts.
+# The loop's counts that are Result fields: summed (failure classes are
+# the `failures` field's, merged by its rule).
 _SUMS = tuple(n for n in _core.RESULT_COUNTS if n not in FAILURE_CLASSES
-              and n in {f.name for f in dataclasses.fields(Result)}) + ("threads", "concurrency")
-_HISTOGRAMS = _core.RESULT_HISTOGRAMS
+              and n in {f.name for f in dataclasses.fields(Result)})
 
 
 def merge(parts: list[Result], url: str | None = None, start: float | None = None) -> Result:
@@ -487,39 +486,11 @@ def merge(parts: list[Result], url: str | None = None, start: float | None = Non
                               if f.name not in ("workers", "by_name")}
     for name in _SUMS:
         fields[name] = sum(getattr(p, name) for p in parts)
-    fields["cpu_user"] = math.fsum(p.cpu_user for p in parts)
-    fields["cpu_sys"] = math.fsum(p.cpu_sys for p in parts)
-    fields["failures"] = {c: sum(p.failures.get(c, 0) for p in parts) for c in FAILURE_CLASSES}
-    counted = dict.fromkeys(k for p in parts for k in p.counts)
-    fields["counts"] = {k: sum(p.counts.get(k, 0) for p in parts) for k in counted}
-    statuses: dict[int, int] = {}
-    for p in parts:
-        for code, count in p.status_counts.items():
-            statuses[code] = statuses.get(code, 0) + count
-    fields["status_counts"] = dict(sorted(statuses.items()))
-    # HTTP/2: resets by code summed, the lowest limit any server told, the
-    # most streams any connection used.
-    codes: dict[str, int] = {}
-    for p in parts:
-        for name, count in p.reset_codes.items():
-            codes[name] = codes.get(name, 0) + count
-    fields["reset_codes"] = codes
-    allowed = [p.streams_allowed for p in parts if p.streams_allowed is not None]
-    fields["streams_allowed"] = min(allowed) if allowed else None
-    fields["streams_unlimited"] = not allowed and any(p.streams_unlimited for p in parts)
+    for name, (which, rule) in MERGE_RULES.items():
+        fields[name] = rule([getattr(p, name) for p in (real if which == "measured" else parts)])
+    fields["streams_unlimited"] = fields["streams_allowed"] is None and \
+        any(p.streams_unlimited for p in parts)
     fields["client"] = merge_client([("", p.client) for p in parts])
-    fields["streams_max_used"] = max(p.streams_max_used for p in parts)
-    fields["time_taken"] = max(p.time_taken for p in parts)
-    for name in _HISTOGRAMS:
-        h = _core.Histogram()
-        for p in parts:
-            h.merge(getattr(p, name).histogram)
-        fields[name] = Latency(h)
-    fields["document_length"] = next((p.document_length for p in real
-                                      if p.document_length is not None), None)
-    fields["server_software"] = next((p.server_software for p in real if p.server_software), "")
-    fields["first_error"] = next((p.first_error for p in parts if p.first_error), "")
-    fields["interrupted"] = any(p.interrupted for p in parts)
     # The machines that measured: each host once, and their CPUs.
     hosts = {p.hostname: p.cpus for p in real if p.hostname}
     fields["hostname"] = ", ".join(hosts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import math
 import os
 import platform
 import socket
@@ -166,6 +167,51 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "conn_rps_sd": 0.0, "interrupted_at": None, "cpus": None,
                           "hostname": "", "log": "", "log_records": 0, "log_dropped": 0,
                           "log_error": "", "client": None}
+
+
+def _sum_by_key(values: list[dict[Any, int]]) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for d in values:
+        for k, n in d.items():
+            out[k] = out.get(k, 0) + n
+    return out
+
+
+def _histograms(values: list[Latency]) -> Latency:
+    h = Histogram()
+    for lat in values:
+        h.merge(lat.histogram)
+    return Latency(h)
+
+
+# How each figure of one run's parts (a cluster's workers, started
+# together) merges into the whole, written once, beside the fields: a rule
+# takes the parts' values of the field (those of the parts that measured,
+# for the rules ending in _measured: a lost worker's part knows no server)
+# and gives the whole's. The loop's counts (_core.RESULT_COUNTS that are
+# Result fields) are summed too, so a counter added in C merges with no
+# edit here. A field named nowhere takes the first measuring part's
+# value; distributed.merge adds the few that depend on several fields
+# (the timeline, the machines, the client's bound).
+MERGE_RULES: dict[str, tuple[str, Any]] = {
+    "threads": ("all", sum),
+    "concurrency": ("all", sum),
+    "cpu_user": ("all", math.fsum),
+    "cpu_sys": ("all", math.fsum),
+    "failures": ("all", _sum_by_key),
+    "counts": ("all", _sum_by_key),
+    "status_counts": ("all", lambda v: dict(sorted(_sum_by_key(v).items()))),
+    "reset_codes": ("all", _sum_by_key),
+    "streams_allowed": ("all", lambda v: min((x for x in v if x is not None), default=None)),
+    "streams_max_used": ("all", max),
+    "time_taken": ("all", max),
+    "interrupted": ("all", any),
+    "first_error": ("all", lambda v: next((x for x in v if x), "")),
+    "document_length": ("measured", lambda v: next((x for x in v if x is not None), None)),
+    "server_software": ("measured", lambda v: next((x for x in v if x), "")),
+    **{name: ("all", _histograms) for name in ("latency", "latency_uncorrected", "connect_time",
+                                                "processing", "waiting", "tls_handshake")},
+}
 
 
 def _empty_of(hint: str) -> Any:

@@ -146,3 +146,35 @@ def test_a_result_that_knows_little_is_built_from_what_it_knows():
     callers = sorted(str(p.relative_to(pkg)) for p in pkg.rglob("*.py")
                      if re.search(r"(?<![\w.])Result\(", p.read_text()))
     assert callers == ["distributed.py", "local.py"], callers
+
+
+def test_the_merge_of_parts_follows_the_rules_beside_the_fields():
+    """result.MERGE_RULES, applied by distributed.merge: counts, classes,
+    statuses and CPU summed, the longest time, the lowest stream limit told,
+    the most streams used, histograms merged exactly, the first measuring
+    part's document length."""
+    from httpbench._core import Histogram
+    from httpbench.distributed import merge
+    from httpbench.result import MERGE_RULES, Latency
+
+    def part(n: int, took: float, allowed: int | None, ns: int, doc: int | None,
+             started: str | None) -> httpbench.Result:
+        h = Histogram()
+        h.record(ns)
+        return httpbench.Result._known(
+            url="http://x/", start_time=started, issued=n, complete=n, threads=1,
+            concurrency=2, cpu_user=0.25, time_taken=took, streams_allowed=allowed,
+            streams_max_used=n, status_counts={200: n}, failures={"timeout": 1},
+            counts={"retries": n}, latency=Latency(h), document_length=doc)
+
+    parts = [part(3, 1.5, None, 1_000_000, None, None),  # (a lost worker's: not measuring)
+             part(5, 2.0, 100, 3_000_000, 2048, "2026-12-02T00:00:00+00:00"),
+             part(7, 1.0, 10, 2_000_000, 99, "2026-12-02T00:00:00+00:00")]
+    m = merge(parts)
+    assert (m.issued, m.complete, m.threads, m.concurrency) == (15, 15, 3, 6)
+    assert m.cpu_user == 0.75 and m.time_taken == 2.0
+    assert m.streams_allowed == 10 and m.streams_unlimited is False and m.streams_max_used == 7
+    assert m.status_counts == {200: 15} and m.failures["timeout"] == 3
+    assert m.counts == {"retries": 15} and m.document_length == 2048
+    assert m.latency.count == 3 and m.latency.max == pytest.approx(0.003, rel=0.01)
+    assert {"failures", "status_counts", "latency", "time_taken"} <= set(MERGE_RULES)
