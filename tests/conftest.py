@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+import httpbench
 from helpers import ScriptedServer, Step, make_pki
 
 
@@ -18,6 +19,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # of our own is reset to the default at exec instead.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[httpbench.Server]:
+    """The embedded server, one per test module, with two event loops. A
+    module that needs each mode (test_server.py, test_http2_server.py)
+    parametrises its own."""
+    with httpbench.Server(threads=2) as srv:
+        yield srv
 
 
 @pytest.fixture

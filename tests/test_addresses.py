@@ -14,12 +14,6 @@ import pytest
 import httpbench
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server(threads=2) as srv:
-        yield srv
-
-
 def test_a_name_whose_first_address_refuses_is_reached_by_the_next(tmp_path):
     """Item 13: run() took only the first resolved address; with ::1 first
     for the name (Debian's /etc/hosts has it so for localhost) and a server

@@ -160,12 +160,6 @@ def test_the_same_counts_as_ab_against_the_embedded_server(tmp_path):
             assert {k: grep(a)[k] for k in EXACT} == {k: grep(h)[k] for k in EXACT}, (a, h)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server() as srv:
-        yield srv
-
-
 def test_abs_defaults_one_request_and_no_keep_alive(tmp_path, server):
     r = hb("ab", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -133,12 +133,6 @@ def test_h2loads_formats():
     assert utos_funit(10172) == "9.93K" and utos_funit(900) == "900"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server() as srv:
-        yield srv
-
-
 def test_h2loads_defaults(tmp_path, server):
     r = hb("h2load", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -14,12 +14,6 @@ import httpbench
 from helpers import OK, hb
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server(threads=2) as srv:
-        yield srv
-
-
 @pytest.mark.parametrize("args,seconds", [
     (["-t", "1s"], 1.0), (["-t", "0.8"], 0.8), (["-d", "1s"], 1.0), (["--duration", "900ms"], 0.9),
     (["-z", "1"], 1.0),

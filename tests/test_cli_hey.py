@@ -117,12 +117,6 @@ def test_the_same_statuses_and_bytes_on_the_embedded_server(tmp_path):
                 (fo["statuses"], fo["data"], fo["size"]), (real, ours)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server() as srv:
-        yield srv
-
-
 def test_heys_defaults_and_headers(tmp_path, server):
     r = hb("hey", "--json", "r.json", "--log", "l.csv", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

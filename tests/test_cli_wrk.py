@@ -115,12 +115,6 @@ def test_wrks_formats():
     assert format_time_s(10) == "10s" and format_time_s(60) == "1m" and format_time_s(30) == "30s"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server(threads=2) as srv:
-        yield srv
-
-
 def test_wrks_defaults_and_layout(tmp_path, server):
     r = hb("wrk", "-d", "1s", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -17,12 +17,6 @@ from httpbench.agents import AGENTS, run_agent
 INSTALLED = httpbench.available_agents()
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server() as srv:
-        yield srv
-
-
 @pytest.mark.parametrize("agent", INSTALLED)
 @pytest.mark.parametrize("scenario", ["get", "post"])
 def test_every_installed_agent_exact_counts(server, agent, scenario):

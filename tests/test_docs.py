@@ -36,12 +36,6 @@ def test_the_harness_finds_blocks_and_honours_no_run():
     assert runnable_blocks(text) == [(3, "x = 1\n")]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server() as srv:
-        yield srv
-
-
 @pytest.mark.skipif(not PAGES, reason="not in a source tree")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_python_block_of_the_page_runs(page, server, tmp_path, monkeypatch):

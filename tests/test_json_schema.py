@@ -12,12 +12,6 @@ import httpbench
 from helpers import hb
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server(threads=2) as srv:
-        yield srv
-
-
 # What each schema added, so a file of schema k lacks what came after it.
 ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_handshakes",
                 "tls_resumed_handshakes", "tls_handshake"),

@@ -17,12 +17,6 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 OK_CLOSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server() as srv:
-        yield srv
-
-
 @pytest.mark.parametrize("depth", [2, 7, 16])
 def test_counts_stay_exact_whatever_the_depth(server, depth):
     before = server.stats()["requests"]

@@ -22,12 +22,6 @@ import pytest
 import httpbench
 
 
-@pytest.fixture(scope="module")
-def server():
-    with httpbench.Server(threads=2) as srv:
-        yield srv
-
-
 def served(srv: httpbench.Server) -> int:
     return srv.stats()["requests"]
 
