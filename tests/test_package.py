@@ -1,6 +1,7 @@
 """The package as a user installs and imports it."""
 
 import shutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,3 +209,16 @@ def test_the_readme_tells_a_newcomer_what_they_meet():
         if m:
             assert urlsplit(m.group(1)).path not in ("", "/"), line
     assert (ROOT / "benchmarks" / "README.md").exists()
+
+
+def test_the_tests_check_the_accounting_rule_through_one_helper():
+    """helpers.exact() is the rule (and each failure in its class) for a
+    Result; a test that writes it out inline for one drifts from it. Only
+    test_stopping.py writes it over the live progress counters, which are
+    no Result."""
+    inline = re.compile(r"\.issued == \w+\.complete \+ \w+\.failed \+ \w+\.cancelled")
+    tests = Path(__file__).parent
+    found = sorted(p.name for p in tests.glob("test_*.py")
+                   if p.name != "test_package.py" and inline.search(p.read_text()))
+    assert found == [], found
+    assert inline.search((tests / "helpers.py").read_text())
