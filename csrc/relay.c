@@ -12,6 +12,11 @@
  *   R_RESP     the body relayed                          done: the session goes on
  *   R_TUNNEL   both directions ended                     closed
  *   (any)      the upstream stalled, client had nothing  504
+ *   (any but R_TUNNEL) the next request                  R_CONNECT, or R_SEND (kept)
+ *
+ * STATES below is this table as data (each state's name and the states it
+ * may go to, R_IDLE before the first request); relay_enter holds every
+ * change to it when built with HB_CHECK_STATES.
  *
  * A direction of bytes is a flow (flow_run): from one socket, through the
  * session's pipe (zero copy) or a buffer, to the other, taking at most
@@ -32,7 +37,23 @@
 #include <strings.h>
 #include <unistd.h>
 
-enum { R_CONNECT = 1, R_SEND, R_HEAD, R_RESP, R_TUNNEL };
+enum { R_IDLE = 0, R_CONNECT, R_SEND, R_HEAD, R_RESP, R_TUNNEL, R_COUNT };
+
+#define TO(state) (1u << (state))
+/* A request begins: a new upstream, or a kept one. */
+#define BEGIN (TO(R_CONNECT) | TO(R_SEND))
+/* (Read by relay_enter under HB_CHECK_STATES, and by the tests' walk.) */
+__attribute__((unused)) static const struct {
+    const char *name;
+    unsigned next; /* TO(state) for each it may go to */
+} STATES[R_COUNT] = {
+    [R_IDLE] = {"idle", BEGIN},
+    [R_CONNECT] = {"connect", BEGIN | TO(R_TUNNEL)},
+    [R_SEND] = {"send", BEGIN | TO(R_HEAD)},
+    [R_HEAD] = {"head", BEGIN | TO(R_RESP)},
+    [R_RESP] = {"resp", BEGIN},
+    [R_TUNNEL] = {"tunnel", 0},
+};
 
 /* The pipe a zero-copy direction asks for (the default is 64 KiB). */
 #define PIPE_SIZE HB_RELAY_WINDOW
@@ -86,6 +107,19 @@ struct hb_relay {
     int c_shut, u_shut; /* the tunnel's sending sides shut */
     hb_response resp;
 };
+
+/* rl goes to state `to`, which its table must hold (HB_CHECK_STATES). */
+static void relay_enter(hb_relay *rl, int to)
+{
+#ifdef HB_CHECK_STATES
+    if (to != rl->state && !(STATES[rl->state].next & TO(to))) {
+        fprintf(stderr, "httpbench: relay: %s -> %s is not in its table\n", STATES[rl->state].name,
+                STATES[to].name);
+        abort();
+    }
+#endif
+    rl->state = to;
+}
 
 #define RELAY_COUNT(rl, field) __atomic_add_fetch(&(rl)->cfg->field, 1, __ATOMIC_RELAXED)
 
@@ -641,7 +675,7 @@ static int up_connect(hb_relay *rl, int64_t now, const char **why)
     rl->w.up_fd = rl->up.fd;
     rl->w.up_gen++;
     rl->reused = 0;
-    rl->state = R_CONNECT;
+    relay_enter(rl, R_CONNECT);
     rl->w.since = now;
     return 0;
 }
@@ -662,7 +696,7 @@ static int open_upstream(hb_relay *rl, int64_t now, const char *host, int port, 
     if (!rl->tunnel && rl->up.fd >= 0 && strcmp(dest, rl->dest) == 0 &&
         rl->up.tp->idle_ok(&rl->up)) {
         rl->reused = 1;
-        rl->state = R_SEND;
+        relay_enter(rl, R_SEND);
         return 0;
     }
     up_close(rl, 0);
@@ -895,7 +929,7 @@ static int st_connect(hb_relay *rl, const char **why)
         up_close(rl, 0);
         return 502;
     }
-    rl->state = rl->tunnel ? R_TUNNEL : R_SEND;
+    relay_enter(rl, rl->tunnel ? R_TUNNEL : R_SEND);
     if (rl->tunnel) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         /* The client's first bytes (a ClientHello) may have come with the
@@ -966,7 +1000,7 @@ static int st_send(hb_relay *rl, int64_t now, int *moved, const char **why)
             rl->w.close_after = 1;
             rl->w.body_left = 1;
             rl->reqbody.kind = HB_BODY_NONE;
-            rl->state = R_HEAD;
+            relay_enter(rl, R_HEAD);
             return -1;
         }
         if (rc < 0) {
@@ -1011,7 +1045,7 @@ static int st_send(hb_relay *rl, int64_t now, int *moved, const char **why)
             return 400;
         }
     }
-    rl->state = R_HEAD;
+    relay_enter(rl, R_HEAD);
     return -1;
 }
 
@@ -1146,7 +1180,7 @@ static int st_head(hb_relay *rl, int64_t now, int *moved, const char **why)
         rl->up_keep = 0;
     flow_init(&rl->u2c, rl->c.tx, left);
     RELAY_COUNT(rl, relayed);
-    rl->state = R_RESP;
+    relay_enter(rl, R_RESP);
     rl->answered = 1; /* from here a failure can only cut the client off */
     return -1;
 }
@@ -1296,7 +1330,7 @@ int hb_relay_advance(hb_relay *rl, int64_t now, const char **why)
         case R_SEND: rc = st_send(rl, now, &moved, why); break;
         case R_HEAD: rc = st_head(rl, now, &moved, why); break;
         case R_RESP: rc = st_resp(rl, &moved); break;
-        default: rc = st_tunnel(rl, &moved); break;
+        default: rc = st_tunnel(rl, &moved); break; /* R_TUNNEL */
         }
         if (rc == -1)
             moved = 1; /* a state done is progress */

@@ -67,10 +67,12 @@ LOOP = ["csrc/bench.c", "csrc/bench_exch.c", "csrc/bench_h1.c", "csrc/bench_h2.c
 
 
 def test_each_state_machine_walked_through_its_table(tmp_path):
-    """The loop's socket with each carrier, and the server's session: every
+    """The loop's socket with each carrier, the server's session and its
+    relay: every
     table whole, every state reached from the start and able to come back,
     and an undeclared change refused (tests/c/test_states.c)."""
-    server = ["csrc/srvshare.c", "csrc/h2srv.c", "csrc/head.c", "csrc/relay.c", "csrc/route.c"]
+    server = ["csrc/srvshare.c", "csrc/h2srv.c", "csrc/head.c", "csrc/route.c",
+              "tests/c/states_relay.c"]  # (relay.c, its table read in place)
     unit_test(tmp_path, "test_states", "tests/c/test_states.c", *LOOP, *server,
               libs=("-lssl", "-lcrypto", "-lnghttp2", "-lm", "-lpthread"),
               defines=("-DHB_CHECK_STATES",), minimum=150, timeout=60)

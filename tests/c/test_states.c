@@ -7,7 +7,8 @@
  * state the machine can come back (to BC_IDLE; to a close for the
  * server), and that HB_CHECK_STATES refuses a change the table does not
  * hold. The code is held to the tables by HB_CHECK_STATES in every test
- * build (the suite, the fuzz drivers).
+ * build (the suite, the fuzz drivers). The server's relay (relay.c) is
+ * walked too, its table read by states_relay.c.
  *
  *   cc -O1 -g -Wall -Wextra -DHB_CHECK_STATES -o test_states tests/c/test_states.c \
  *       <the loop's and the server's sources, as tests/test_c.py lists them> \
@@ -119,46 +120,58 @@ static void loop_refuses(void)
     expect(c.state == BC_CONNECTING, "a declared change is made", "idle -> connecting");
 }
 
-/* ---- the server's session */
+/* ---- the server's session and its relay: tables of (name, next) */
 
-static void server_machine(void)
+int relay_states(const char **names, unsigned *next); /* states_relay.c */
+
+/* A table of n states from `start`: each named, going only to its states,
+ * reached from start, and ending (a state with nowhere to go is an end:
+ * the connection closes). */
+static void table_machine(const char *who, int n, const char *const *names, const unsigned *next,
+                          int start)
 {
-    int seen[S_COUNT] = {0}, stack[S_COUNT], top = 0;
-    for (int s = 0; s < S_COUNT; s++) {
-        expect(STATES[s].name != NULL && STATES[s].step != NULL, "named and stepped",
-               STATES[s].name ? STATES[s].name : "?");
-        expect((STATES[s].next & ~((1u << S_COUNT) - 1)) == 0, "goes only to its states",
-               STATES[s].name);
+    char what[96];
+    for (int s = 0; s < n; s++) {
+        snprintf(what, sizeof what, "%s %s", who, names[s] ? names[s] : "?");
+        expect(names[s] != NULL, "named", what);
+        expect((next[s] & ~((1u << n) - 1)) == 0, "goes only to its states", what);
     }
-    seen[S_HEAD] = 1;
-    stack[top++] = S_HEAD;
-    while (top > 0) {
-        int s = stack[--top];
-        for (int t = 0; t < S_COUNT; t++)
-            if (!seen[t] && (STATES[s].next & TO(t))) {
-                seen[t] = 1;
-                stack[top++] = t;
-            }
-    }
-    for (int s = 0; s < S_COUNT; s++)
-        expect(seen[s], "reached from head", STATES[s].name);
-    /* Every state ends in a close: a state with nowhere to go is one
-     * (linger, failed), and every other reaches one. */
-    for (int s = 0; s < S_COUNT; s++) {
-        int reach[S_COUNT] = {0}, st2[S_COUNT], n2 = 0, ends = 0;
+    for (int s = 0; s < n; s++) {
+        int reach[32] = {0}, stack[32], top = 0, ends = 0;
         reach[s] = 1;
-        st2[n2++] = s;
-        while (n2 > 0) {
-            int u = st2[--n2];
-            ends |= STATES[u].next == 0;
-            for (int t = 0; t < S_COUNT; t++)
-                if (!reach[t] && (STATES[u].next & TO(t))) {
+        stack[top++] = s;
+        while (top > 0) {
+            int u = stack[--top];
+            ends |= next[u] == 0;
+            for (int t = 0; t < n; t++)
+                if (!reach[t] && (next[u] & (1u << t))) {
                     reach[t] = 1;
-                    st2[n2++] = t;
+                    stack[top++] = t;
                 }
         }
-        expect(ends, "ends in a close", STATES[s].name);
+        snprintf(what, sizeof what, "%s %s", who, names[s]);
+        expect(ends, "ends in a close", what);
+        if (s == start)
+            for (int t = 0; t < n; t++) {
+                snprintf(what, sizeof what, "%s %s", who, names[t]);
+                expect(reach[t], "reached from the start", what);
+            }
     }
+}
+
+static void server_machines(void)
+{
+    const char *names[32];
+    unsigned next[32];
+    for (int s = 0; s < S_COUNT; s++) {
+        expect(STATES[s].step != NULL, "stepped", STATES[s].name);
+        names[s] = STATES[s].name;
+        next[s] = STATES[s].next;
+    }
+    table_machine("session", S_COUNT, names, next, S_HEAD);
+    int n = relay_states(names, next);
+    expect(n >= 5, "the relay's table", "relay");
+    table_machine("relay", n, names, next, 0);
 }
 
 int main(void)
@@ -166,7 +179,7 @@ int main(void)
     loop_machine(&hb_carrier_h1);
     loop_machine(&hb_carrier_h2);
     loop_refuses();
-    server_machine();
+    server_machines();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
