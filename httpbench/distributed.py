@@ -187,7 +187,12 @@ def run_on_cluster(url: str, cluster: Any, workers: int | None, kwargs: dict[str
 
 def _run(distributed: Any, client: Any, url: str, workers: int | None,
          kwargs: dict[str, Any], reporter: Callable[[int, int], None] | None) -> Result:
-    addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    info = client.scheduler_info(n_workers=-1)
+    if "workers" not in info:
+        # A client that lost its scheduler and gave up reconnecting (after
+        # its 30 s) answers with nothing rather than an error: the same loss.
+        raise ConnectionError("the client lost its scheduler")
+    addresses = sorted(info["workers"])
     if not addresses:
         raise ValueError("the cluster has no workers")
     n = len(addresses) if workers is None else workers

@@ -388,3 +388,22 @@ def test_the_scheduler_lost_before_any_report_is_a_cluster_error(srv, tmp_path, 
         with pytest.raises(httpbench.ClusterError, match="scheduler was lost"):
             httpbench.run(srv.url("/rnd?c=10"), requests=100, concurrency=2, cluster=c,
                           progress=False)
+def test_a_client_that_gave_up_on_its_scheduler_is_a_cluster_error(monkeypatch):
+    """A Client that lost its scheduler and gave up reconnecting (after its
+    30 s: the sanitizer pass, starved of CPU, showed it) answers
+    scheduler_info() with an empty dict, not an error: that too is the
+    scheduler lost, a ClusterError, never a KeyError."""
+    distributed = pytest.importorskip("distributed")
+    import httpbench.distributed as hd
+
+    class GaveUp(distributed.Client):  # (only isinstance is asked of it)
+        def __init__(self) -> None:
+            pass
+
+        def scheduler_info(self, n_workers: int = -1) -> dict[str, object]:
+            return {}
+
+    with pytest.raises(httpbench.ClusterError, match="scheduler was lost"):
+        hd.run_on_cluster("http://127.0.0.1:1/", GaveUp(), None, {"concurrency": 1})
+
+
