@@ -30,14 +30,10 @@ static void st_writing(bthread *t, bconn *c, unsigned events, int64_t now);
 static void st_reading(bthread *t, bconn *c, unsigned events, int64_t now);
 static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now);
 
-/* A new socket: connecting, or on at once into writing (a Unix connect). */
-#define NEW_SOCKET                                                                                 \
-    (HB_BC_TO(BC_CONNECTING) | HB_BC_TO(BC_TUNNEL) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO(BC_RETRY) | \
-     HB_BC_TO_CARRIER)
 static const hb_bc_state STATES[] = {
-    {"writing", st_writing, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_READING) | NEW_SOCKET, 1},
+    {"writing", st_writing, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_READING) | HB_BC_OPENING, 1},
     {"reading", st_reading, LONE_RECV,
-     HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_DRAIN) | HB_BC_TO(H1_WRITING) | NEW_SOCKET, 1},
+     HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_DRAIN) | HB_BC_TO(H1_WRITING) | HB_BC_OPENING, 1},
     {"drain", st_drain, LONE_RECV, HB_BC_TO(BC_IDLE), 0},
 };
 

@@ -168,6 +168,12 @@ enum { LONE_NONE = 0, LONE_RECV, LONE_POLL, LONE_SLEEP };
  * when built with HB_CHECK_STATES (the tests' and sanitizer's builds). */
 #define HB_BC_TO(s) (1u << (s))
 #define HB_BC_TO_CARRIER (1u << 31)
+/* Where a connection may go when it opens a socket: connecting, or on at
+ * once (a Unix connect) into the tunnel, the handshake, the retry or the
+ * carrier. */
+#define HB_BC_OPENING                                                                              \
+    (HB_BC_TO(BC_CONNECTING) | HB_BC_TO(BC_TUNNEL) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO(BC_RETRY) | \
+     HB_BC_TO_CARRIER)
 typedef struct bthread bthread;
 typedef struct {
     const char *name;

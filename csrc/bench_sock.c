@@ -35,18 +35,16 @@ static void st_between(bthread *t, bconn *c, unsigned events, int64_t now);
  *   any            the request's deadline    the carrier's tick        failed (timeout); past a
  *                                                                      stop's grace, cancelled
  */
-#define OPENING                                                                                    \
-    (HB_BC_TO(BC_CONNECTING) | HB_BC_TO(BC_TUNNEL) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO(BC_RETRY) | \
-     HB_BC_TO_CARRIER)
 static const hb_bc_state STATES[BC_CARRIED] = {
-    [BC_IDLE] = {"idle", st_between, LONE_NONE, HB_BC_TO(BC_RATE) | OPENING, 0},
-    [BC_RATE] = {"rate", st_between, LONE_NONE, HB_BC_TO(BC_IDLE) | OPENING, 0},
-    [BC_CONNECTING] = {"connecting", st_connecting, LONE_POLL, HB_BC_TO(BC_IDLE) | OPENING, 0},
+    [BC_IDLE] = {"idle", st_between, LONE_NONE, HB_BC_TO(BC_RATE) | HB_BC_OPENING, 0},
+    [BC_RATE] = {"rate", st_between, LONE_NONE, HB_BC_TO(BC_IDLE) | HB_BC_OPENING, 0},
+    [BC_CONNECTING] = {"connecting", st_connecting, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_OPENING,
+                       0},
     [BC_TUNNEL] = {"tunnel", st_tunnel, LONE_POLL,
                    HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_HANDSHAKE) | HB_BC_TO_CARRIER, 0},
     [BC_HANDSHAKE] = {"handshake", st_handshake, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO_CARRIER,
                       0},
-    [BC_RETRY] = {"retry", st_between, LONE_SLEEP, HB_BC_TO(BC_IDLE) | OPENING, 0},
+    [BC_RETRY] = {"retry", st_between, LONE_SLEEP, HB_BC_TO(BC_IDLE) | HB_BC_OPENING, 0},
 };
 
 static void connect_addr(bthread *t, bconn *c, int64_t now);
