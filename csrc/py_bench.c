@@ -556,9 +556,27 @@ static int add_to(PyObject *m, const char *name, PyObject *value)
     return 0;
 }
 
+/* The names _Bench reads, SETTINGS's then OBJECT_SETTINGS's, as a tuple
+ * (_core.BENCH_SETTINGS: tests/test_settings.py holds the run settings'
+ * declarations to it). A new reference, or NULL with an exception. */
+static PyObject *bench_setting_names(void)
+{
+    size_t n = COUNT_OF(SETTINGS), m = COUNT_OF(OBJECT_SETTINGS);
+    PyObject *tuple = PyTuple_New((Py_ssize_t)(n + m));
+    for (size_t i = 0; tuple != NULL && i < n + m; i++) {
+        PyObject *s = PyUnicode_FromString(i < n ? SETTINGS[i].name : OBJECT_SETTINGS[i - n]);
+        if (s == NULL)
+            Py_CLEAR(tuple);
+        else
+            PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, s);
+    }
+    return tuple;
+}
+
 int hbpy_add_result_names(PyObject *m)
 {
-    return add_to(m, "RESULT_COUNTS", names_of(RESULT_COUNTS, COUNT_OF(RESULT_COUNTS))) ||
+    return add_to(m, "BENCH_SETTINGS", bench_setting_names()) ||
+                   add_to(m, "RESULT_COUNTS", names_of(RESULT_COUNTS, COUNT_OF(RESULT_COUNTS))) ||
                    add_to(m, "RESULT_SECONDS",
                           names_of(RESULT_SECONDS, COUNT_OF(RESULT_SECONDS))) ||
                    add_to(m, "RESULT_HISTOGRAMS",

@@ -32,6 +32,7 @@ from .exceptions import (
     Timeout,
     TLSError,
 )
+from ._settings import SettingError
 from .agents import available_agents
 from .bound import ClientFigures
 from .capacity import CapacityResult, CapacityStep, capacity
@@ -70,4 +71,5 @@ __all__ = [
     "StreamReset",
     "TLSError",
     "ClusterError",
+    "SettingError",
 ]

@@ -228,6 +228,7 @@ class _Bench:
         """(written, dropped, errno) of the per-request log, once the run
         has ended."""
 
+BENCH_SETTINGS: tuple[str, ...]
 RESULT_COUNTS: tuple[str, ...]
 #: The server's counters: (name, what it counts), in the order stats() gives them.
 SERVER_COUNTS: tuple[tuple[str, str], ...]

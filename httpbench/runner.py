@@ -107,12 +107,21 @@ def run(
     `workers` of a Dask cluster's workers, merged exactly.
 
     A number out of range or arguments that do not go together are a
-    ValueError naming the argument, before anything is sent.
+    SettingError (a ValueError) naming the argument, before anything is
+    sent; docs/arguments.md has every argument's default and range.
     """
-    given = {k: v for k, v in locals().items()
-             if k not in ("url", "cluster", "workers", "_coordinator", "_endpoint", "progress",
-                          "stream")}
-    spec = RunSpec.from_arguments(url, **given)
+    # Each setting by name (spec.py declares them; a test holds this
+    # signature to the declaration).
+    spec = RunSpec.from_arguments(
+        url, method=method, body=body, headers=headers, requests=requests, duration=duration,
+        concurrency=concurrency, threads=threads, keepalive=keepalive, rate=rate,
+        timeout=timeout, warmup=warmup, lengths_vary=lengths_vary, verify=verify,
+        cafile=cafile, certfile=certfile, keyfile=keyfile, server_hostname=server_hostname,
+        tls_min=tls_min, tls_max=tls_max, ciphers=ciphers, ciphersuites=ciphersuites,
+        tls_resume=tls_resume, unix_socket=unix_socket, pipeline=pipeline, proxy=proxy,
+        stages=stages, concurrency_stages=concurrency_stages, scenario=scenario, http2=http2,
+        streams=streams, window=window, metrics=metrics, metrics_run=metrics_run,
+        metrics_linger=metrics_linger, log=log, log_sample=log_sample)
     if cluster is not None and spec.log is not None:
         raise ValueError("log with a cluster is not supported: each worker's requests are on "
                          "its own machine (give each worker's run its own log)")

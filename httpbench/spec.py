@@ -18,18 +18,80 @@ import ipaddress
 import math
 import os
 import socket
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _check
+from ._settings import Rule, SettingError, check_values, declared, setting
 from ._request import Headers, Path, cpus_here
 from ._url import Target, split_proxy, split_url
 from .scenario import Scenario
 
-__all__ = ["RunSpec", "DEFAULT_DURATION", "default_threads", "is_this_machine"]
+__all__ = ["RunSpec", "RULES", "SETTINGS", "SettingError", "check_settings", "DEFAULT_DURATION",
+           "default_threads", "is_this_machine"]
 
 # With neither requests nor a duration a run lasts this long (wrk's default).
 DEFAULT_DURATION = 10.0
 Shape = tuple[tuple[float, float], ...]
+
+
+def _optional(check: Callable[..., Any], name: str, value: Any, *more: Any) -> Any:
+    """None, or what check(name, value, *more) makes of value."""
+    return None if value is None else check(name, value, *more)
+
+
+def _proxy(name: str, value: Any, a: Mapping[str, Any]) -> Any:
+    if value is not None:
+        split_proxy(value)  # its form checked here, before anything is sent
+    return value
+
+
+def _scenario(name: str, value: Any, a: Mapping[str, Any]) -> Any:
+    if value is not None and not isinstance(value, Scenario):
+        raise ValueError(f"{name} must be an httpbench.Scenario, not {value!r}")
+    return value
+
+
+def _metrics_address(name: str, value: Any, a: Mapping[str, Any]) -> Any:
+    if value is not None:
+        from .metrics import parse_address
+        parse_address(name, value)
+    return value
+
+
+def _metrics_label(name: str, value: Any, a: Mapping[str, Any]) -> Any:
+    if value is not None:
+        from .metrics import check_label
+        check_label(name, value)
+    return value
+
+
+def _linger(name: str, value: Any, a: Mapping[str, Any]) -> float:
+    if value == 0 and not isinstance(value, bool):
+        return 0.0
+    seconds = _check.seconds(name, value)
+    if seconds > 3600:
+        raise ValueError(f"{name} must be at most 3600 seconds, not {value!r}")
+    return seconds
+
+
+def _log_file(name: str, value: Any, a: Mapping[str, Any]) -> str | None:
+    """The log's path, of a known extension (a file that cannot be opened
+    is an OSError when the run opens it)."""
+    if value is None:
+        return None
+    from .reqlog import log_format
+    log_format(name, value)
+    path: str = os.fspath(value)
+    return path
+
+
+def _fraction(name: str, value: Any, a: Mapping[str, Any]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be a fraction above 0 and at most 1, not {value!r}")
+    return float(value)
+
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,65 +99,164 @@ class RunSpec:
     """A run, checked. requests/duration/rate/concurrency are what the loop
     runs: under `stages` the duration is the stages' sum and the rate their
     mean; under `concurrency_stages` the duration is their sum and the
-    concurrency their peak. `arguments()` gives back run()'s arguments."""
+    concurrency their peak. `arguments()` gives back run()'s arguments.
+
+    Each field but url and target is a run setting, declared here once
+    (httpbench/_settings.py's setting(): its check, its flags, its help,
+    what of the loop's config it feeds); RULES below say which go
+    together. run()'s signature, the command line's flags, the manual's
+    table (docs/arguments.md) and the glue's table follow from it or are
+    held to it by tests/test_settings.py."""
 
     url: str
     target: Target
-    method: str = "GET"
-    body: bytes | str | None = None
-    headers: Headers | None = None
-    requests: int | None = None
-    duration: float | None = None
-    concurrency: int = 1
-    threads: int | None = None  # None: the CPUs of the machine that runs it
-    keepalive: bool = True
-    rate: float | None = None
-    timeout: float = _check.YEAR  # seconds; run()'s None is a year
-    warmup: int | float | None = None
-    lengths_vary: bool = False
-    verify: bool = True
-    cafile: Path | None = None
-    certfile: Path | None = None
-    keyfile: Path | None = None
-    server_hostname: str | None = None
-    tls_min: str | None = "1.2"
-    tls_max: str | None = None
-    ciphers: str | None = None
-    ciphersuites: str | None = None
-    tls_resume: bool = True
-    unix_socket: str | None = None
-    pipeline: int = 1
-    proxy: str | None = None
-    stages: Shape | None = None
-    concurrency_stages: Shape | None = None
-    scenario: Scenario | None = None
-    http2: bool = False
-    streams: int = 1
-    window: int | None = None
-    metrics: str | None = None  # HOST:PORT to serve /metrics on while the run lasts
-    metrics_run: str | None = None  # the `run` label (None: a short id)
-    metrics_linger: float = 0.0  # seconds the final figures stay served
-    log: str | None = None  # the per-request log's file (.csv, .jsonl, .db or .sqlite)
-    log_sample: float = 1.0  # the fraction of requests logged, at random
+    method: str = setting(
+        "GET", "the method (HEAD sends no body and reads none)", flags=("-m",),
+        feeds=("request", "head"))
+    body: bytes | str | None = setting(
+        None, "the request's body (a str as UTF-8); checked where the request is built",
+        flags=("-p",), feeds=("request",))
+    headers: Headers | None = setting(
+        None, "headers added to every request: a dict or (name, value) pairs; checked "
+        "where the request is built", flags=("-H",), feeds=("request",))
+    requests: int | None = setting(
+        None, "requests to perform (with {duration} too, whichever ends first; with "
+        "neither, 10 s, as wrk)", check=lambda n, v, a: _optional(_check.count, n, v),
+        flags=("-n",), cli={"type": int, "metavar": "N"})
+    duration: float | None = setting(
+        None, "seconds to run", check=lambda n, v, a: _optional(_check.seconds, n, v),
+        flags=("-t", "-d", "--duration", "-z"))
+    concurrency: int = setting(
+        1, "connections: requests at a time (1, as in ab)",
+        check=lambda n, v, a: _check.count(n, v, 1, _check.MAX_CONCURRENCY),
+        flags=("-c", "--concurrency"), cli={"type": int, "metavar": "N"})
+    threads: int | None = setting(
+        None, "OS threads (None: the CPUs this process may use, half when the server is "
+        "on this machine, capped by {concurrency})",
+        check=lambda n, v, a: _optional(_check.count, n, v, 1, _check.MAX_THREADS),
+        flags=("--threads",), cli={"type": int, "metavar": "N"})
+    keepalive: bool = setting(
+        True, "keep connections alive (False: a new connection per request)",
+        check=lambda n, v, a: bool(v), flags=("--no-keepalive",),
+        cli={"action": "store_false"})
+    rate: float | None = setting(
+        None, "open loop at this many requests a second over the whole run (wrk2), "
+        "latency from each request's intended start",
+        check=lambda n, v, a: None if v is None else _check.rate(v, a["concurrency"]),
+        flags=("-R", "--rate"), cli={"type": float})
+    timeout: float = setting(
+        30.0, "seconds each request may take, connect included (None: no limit)",
+        check=lambda n, v, a: _check.seconds(n, _check.YEAR if v is None else v),
+        flags=("-s", "--timeout"))
+    warmup: int | float | None = setting(
+        None, "run first and left out: requests (an int) or seconds (a float)",
+        check=lambda n, v, a: _check.warmup(v), flags=("--warmup",),
+        feeds=("warmup_requests", "warmup_seconds"))
+    lengths_vary: bool = setting(
+        False, "do not count a body length unlike the first as a failure (ab's -l)",
+        check=lambda n, v, a: bool(v), flags=("-l",),
+        cli={"action": "store_true"})
+    verify: bool = setting(
+        True, "verify an https:// server's certificate and name",
+        flags=("--insecure",), feeds=("tls",))
+    cafile: Path | None = setting(
+        None, "the CA certificates (PEM) to verify against, not the system's",
+        flags=("--cacert",), feeds=("tls",))
+    certfile: Path | None = setting(
+        None, "a client certificate (PEM)", flags=("--cert",), feeds=("tls",))
+    keyfile: Path | None = setting(
+        None, "its private key (PEM; None: in {certfile}'s file)", flags=("--key",),
+        feeds=("tls",))
+    server_hostname: str | None = setting(
+        None, "the name to verify and send in SNI (None: the URL's host)", feeds=("tls",))
+    tls_min: str | None = setting(
+        "1.2", "the lowest TLS version offered: '1.2' or '1.3'", flags=("-f",),
+        feeds=("tls",))
+    tls_max: str | None = setting(
+        None, "the highest TLS version offered (None: OpenSSL's)", flags=("-f",),
+        feeds=("tls",))
+    ciphers: str | None = setting(
+        None, "OpenSSL's cipher list for TLS 1.2", flags=("-Z",), feeds=("tls",))
+    ciphersuites: str | None = setting(
+        None, "TLS 1.3's cipher suites, in order", flags=("--tls13-ciphers",), feeds=("tls",))
+    tls_resume: bool = setting(
+        True, "resume the connection's last TLS session on a new connection (False: a full "
+        "handshake each time, as ab)", flags=("--no-tls-resume",), feeds=("tls",))
+    unix_socket: str | None = setting(
+        None, "connect to this Unix socket, not the URL's host and port (the URL still "
+        "gives Host and the path)", check=lambda n, v, a: _check.unix_socket(n, v),
+        flags=("--unix-socket",), cli={"metavar": "PATH"})
+    pipeline: int = setting(
+        1, "up to N requests in flight per connection, written together and answered in "
+        "order (HTTP/1.1 pipelining)",
+        check=lambda n, v, a: _check.count(n, v, 1, _check.MAX_PIPELINE),
+        flags=("--pipeline",), cli={"type": int, "metavar": "N", "default": 1})
+    proxy: str | None = setting(
+        None, "through the forward proxy host:port or http://[user:pass@]host:port",
+        check=_proxy, flags=("-X", "--proxy"), cli={"metavar": "PROXY"},
+        feeds=("host", "port", "tunnel"))
+    stages: Shape | None = setting(
+        None, "the rate's shape: (seconds, rate) pairs, each ramping from the last (k6's "
+        "stages); sets the run's length and rate",
+        check=lambda n, v, a: _optional(lambda n, v: tuple(_check.stages(v)), n, v),
+        feeds=("stages", "duration", "rate"))
+    concurrency_stages: Shape | None = setting(
+        None, "the connections' shape: (seconds, connections) pairs, closed loop; sets the "
+        "run's length and connections",
+        check=lambda n, v, a: _optional(lambda n, v: tuple(_check.stages(
+            v, n, "connections", _check.MAX_CONCURRENCY)), n, v),
+        feeds=("vus", "duration", "concurrency"))
+    scenario: Scenario | None = setting(
+        None, "several requests by weight or in sequence (an httpbench.Scenario)",
+        check=_scenario, flags=("--scenario",), feeds=("scenario",))
+    http2: bool = setting(
+        False, "speak HTTP/2 (h2 by ALPN over https://; over http://, h2c by prior "
+        "knowledge, as curl's --http2-prior-knowledge)",
+        check=lambda n, v, a: bool(v), flags=("--http2",), cli={"action": "store_true"})
+    streams: int = setting(
+        1, "with {http2}: requests in flight on each connection (h2load's -m), at most what "
+        "the server allows",
+        check=lambda n, v, a: _check.count(n, v, 1, _check.MAX_STREAMS),
+        flags=("--streams",), cli={"type": int, "metavar": "N", "default": 1})
+    window: int | None = setting(
+        None, "with {http2}: the client's flow-control windows in bytes (None: wide open, "
+        "as h2load's)", check=lambda n, v, a: _optional(_check.count, n, v, 1,
+                                                          _check.MAX_WINDOW),
+        flags=("--window",), cli={"type": int, "metavar": "BYTES"})
+    metrics: str | None = setting(
+        None, "serve live figures for Prometheus at http://HOST:PORT/metrics (OpenMetrics) "
+        "while the run lasts", check=_metrics_address, flags=("--metrics",),
+        cli={"metavar": "HOST:PORT"}, feeds=("publish",))
+    metrics_run: str | None = setting(
+        None, "with {metrics}: the run label (None: a short id)", check=_metrics_label,
+        flags=("--metrics-run",), cli={"metavar": "NAME"}, feeds=())
+    metrics_linger: float = setting(
+        0.0, "with {metrics}: seconds the final figures stay served after the run, so a "
+        "scraper catches the end (at most 3600)", check=_linger,
+        flags=("--metrics-linger",), feeds=())
+    log: str | None = setting(
+        None, "write a record per request to this file: CSV, JSON lines or SQLite by its "
+        "extension (.csv, .jsonl, .db, .sqlite); httpbench.read_log reads it",
+        check=_log_file, flags=("--log",), cli={"metavar": "FILE"})
+    log_sample: float = setting(
+        1.0, "with {log}: log this fraction of the requests, at random (0.01: 1%)",
+        check=_fraction, flags=("--log-sample",),
+        cli={"type": float, "metavar": "FRACTION", "default": 1.0}, feeds=("log",))
 
     @classmethod
     def from_arguments(cls, url: str, **given: Any) -> RunSpec:
         """The spec of run(url, **given), every rule checked (given holds
-        run()'s arguments but cluster, workers, progress and stream)."""
-        a = {f.name: f.default for f in dataclasses.fields(cls)
-             if f.default is not dataclasses.MISSING}
-        unknown = set(given) - set(a)
+        run()'s settings by name, any of them)."""
+        unknown = set(given) - {name for name, _, _ in SETTINGS}
         if unknown:
             raise TypeError(f"run() got unexpected arguments {sorted(unknown)}")
+        a = {name: default for name, default, _ in SETTINGS}
         a.update(given)
-        a["url"], a["target"] = url, split_url(url)
-        a["timeout"] = _check.YEAR if a["timeout"] is None else a["timeout"]
+        check_settings(a)
         _shapes(a)
         if a["requests"] is None and a["duration"] is None:
             a["duration"] = DEFAULT_DURATION
-        _numbers(a)
-        _combinations(a)
-        return cls(**a)
+        return cls(url=url, target=split_url(url), **a)
 
     def arguments(self) -> dict[str, Any]:
         """run()'s arguments for this spec (url apart): what a cluster's
@@ -153,101 +314,58 @@ def is_this_machine(host: str) -> bool:
         return False
 
 
+# Which settings need or exclude others ("given": not its default).
+RULES = (
+    Rule("stages", "excludes", ("duration", "requests", "rate"),
+         "{stages} set the run's length and rate: no {given} beside them"),
+    Rule("stages", "excludes", ("pipeline",),
+         "{pipeline} with {stages} is not supported: an open loop's requests start on their "
+         "own schedule, not in batches"),
+    Rule("concurrency_stages", "excludes",
+         ("duration", "requests", "rate", "stages", "concurrency", "pipeline"),
+         "{concurrency_stages} set the run's length and connections, closed loop: no {given} "
+         "beside them"),
+    Rule("proxy", "excludes", ("unix_socket",),
+         "{proxy} and {unix_socket} are two ways to the server: give one"),
+    Rule("pipeline", "excludes", ("http2",),
+         "{pipeline} with {http2} is not supported: HTTP/2 carries many requests at once on "
+         "streams ({streams})"),
+    Rule("streams", "needs", ("http2",), "{streams} is HTTP/2's: {add_http2}"),
+    Rule("window", "needs", ("http2",), "{window} is HTTP/2's: {add_http2}"),
+    Rule("pipeline", "excludes", ("rate",),
+         "{pipeline} with {rate} is not supported: an open loop's requests start on their "
+         "own schedule, not in batches"),
+    Rule("scenario", "excludes", ("method", "body"),
+         "a {scenario}'s Requests give the methods and bodies: no {given} beside it"),
+    Rule("pipeline", "excludes", ("scenario",),
+         "{pipeline} with a {scenario} is not supported"),
+    Rule("log_sample", "needs", ("log",), "{log_sample} samples the log: {add_log} too"),
+    Rule("metrics_run", "needs", ("metrics",),
+         "{metrics_run} (the metrics' run label) goes with {metrics}: {add_metrics} too"),
+    Rule("metrics_linger", "needs", ("metrics",),
+         "{metrics_linger} and {metrics_run} go with {metrics}: {add_metrics} too"),
+)
+
+# (name, default, Setting) of every run setting, in run()'s order.
+SETTINGS = declared(RunSpec)
+
+
+def check_settings(values: dict[str, Any]) -> None:
+    """The settings values holds (by run()'s names, any of them) checked
+    and converted in place, then the RULES among them: a SettingError
+    naming the first fault. run() checks every setting so; the command
+    line checks those it has, naming its flags (SettingError.said)."""
+    check_values(SETTINGS, RULES, values)
+
+
 def _shapes(a: dict[str, Any]) -> None:
-    """Load shapes checked; they set the run's length, rate or connections."""
+    """Load shapes (checked) set the run's length, rate or connections."""
     if a["stages"] is not None:
-        given = [n for n in ("duration", "requests", "rate") if a[n] is not None]
-        if given:
-            raise ValueError(f"stages set the run's length and rate: no {' or '.join(given)} "
-                             "beside them")
-        if a["pipeline"] != 1:
-            raise ValueError("pipeline with stages is not supported: an open loop's requests "
-                             "start on their own schedule, not in batches")
-        shape = tuple(_check.stages(a["stages"]))
-        a["stages"], a["duration"] = shape, sum(secs for secs, _ in shape)
-        a["rate"] = _check.shape_total(list(shape)) / a["duration"]
+        shape = list(a["stages"])
+        a["duration"] = sum(secs for secs, _ in shape)
+        a["rate"] = _check.shape_total(shape) / a["duration"]
     if a["concurrency_stages"] is not None:
-        given = [n for n in ("duration", "requests", "rate") if a[n] is not None]
-        given += ["stages"] if a["stages"] is not None else []
-        given += ["concurrency"] if a["concurrency"] != 1 else []
-        given += ["pipeline"] if a["pipeline"] != 1 else []
-        if given:
-            raise ValueError("concurrency_stages set the run's length and connections, closed "
-                             f"loop: no {' or '.join(given)} beside them")
-        vus = tuple(_check.stages(a["concurrency_stages"], "concurrency_stages", "connections",
-                                  _check.MAX_CONCURRENCY))
-        a["concurrency_stages"], a["duration"] = vus, sum(secs for secs, _ in vus)
+        vus = a["concurrency_stages"]
+        a["duration"] = sum(secs for secs, _ in vus)
         a["concurrency"] = max(1, math.floor(max(v for _, v in vus) + 1e-9))
-
-
-def _numbers(a: dict[str, Any]) -> None:
-    """Each number in its range, by the name the user gave it."""
-    if a["requests"] is not None:
-        a["requests"] = _check.count("requests", a["requests"])
-    if a["duration"] is not None:
-        a["duration"] = _check.seconds("duration", a["duration"])
-    a["concurrency"] = _check.count("concurrency", a["concurrency"], 1, _check.MAX_CONCURRENCY)
-    if a["threads"] is not None:
-        a["threads"] = _check.count("threads", a["threads"], 1, _check.MAX_THREADS)
-    if a["rate"] is not None and a["stages"] is None:
-        a["rate"] = _check.rate(a["rate"], a["concurrency"])
-    a["timeout"] = _check.seconds("timeout", a["timeout"])
-    a["unix_socket"] = _check.unix_socket("unix_socket", a["unix_socket"])
-    a["pipeline"] = _check.count("pipeline", a["pipeline"], 1, _check.MAX_PIPELINE)
-    a["warmup"] = _check.warmup(a["warmup"])
-    a["http2"] = bool(a["http2"])
-    a["streams"] = _check.count("streams", a["streams"], 1, _check.MAX_STREAMS)
-    if a["window"] is not None:
-        a["window"] = _check.count("window", a["window"], 1, _check.MAX_WINDOW)
-    if a["log"] is not None:
-        from .reqlog import log_format
-        log_format("log", a["log"])
-        a["log"] = os.fspath(a["log"])
-    if a["log_sample"] != 1.0 or isinstance(a["log_sample"], bool):
-        v = a["log_sample"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
-            raise ValueError(f"log_sample must be a fraction above 0 and at most 1, not {v!r}")
-        if a["log"] is None:
-            raise ValueError("log_sample samples the log: pass log=FILE too")
-        a["log_sample"] = float(v)
-    if a["metrics"] is not None:
-        from .metrics import check_label, parse_address
-        parse_address("metrics", a["metrics"])
-        if a["metrics_run"] is not None:
-            check_label("metrics_run", a["metrics_run"])
-    elif a["metrics_run"] is not None:
-        raise ValueError("metrics_run labels the metrics: pass metrics='HOST:PORT' too")
-    if a["metrics_linger"] != 0.0 or isinstance(a["metrics_linger"], bool):
-        a["metrics_linger"] = _check.seconds("metrics_linger", a["metrics_linger"])
-        if a["metrics_linger"] > 3600:
-            raise ValueError(f"metrics_linger must be at most 3600 seconds, not "
-                             f"{a['metrics_linger']!r}")
-
-
-def _combinations(a: dict[str, Any]) -> None:
-    """What cannot go together."""
-    if a["proxy"] is not None:
-        split_proxy(a["proxy"])  # its form checked here, before anything is sent
-    if a["proxy"] is not None and a["unix_socket"] is not None:
-        raise ValueError("proxy and unix_socket are two ways to the server: give one")
-    if a["http2"] and a["pipeline"] > 1:
-        raise ValueError("pipeline with http2 is not supported: HTTP/2 carries many requests "
-                         "at once on streams (streams=N)")
-    if not a["http2"]:
-        given = [n for n in ("streams", "window") if a[n] not in (1, None)]
-        if given:
-            raise ValueError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} "
-                             "HTTP/2's: pass http2=True")
-    if a["pipeline"] > 1 and a["rate"] is not None:
-        raise ValueError("pipeline with rate is not supported: an open loop's requests start "
-                         "on their own schedule, not in batches")
-    scenario = a["scenario"]
-    if scenario is not None:
-        if not isinstance(scenario, Scenario):
-            raise ValueError(f"scenario must be an httpbench.Scenario, not {scenario!r}")
-        if a["method"] != "GET" or a["body"] is not None:
-            raise ValueError("a scenario's Requests give the methods and bodies: no method or "
-                             "body beside it")
-        if a["pipeline"] > 1:
-            raise ValueError("pipeline with a scenario is not supported")
 

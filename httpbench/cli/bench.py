@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from typing import IO
 
-from .. import _check
 from .._version import __version__
 from ..result import Result
 from .._url import split_url
@@ -22,13 +21,13 @@ from .common import (
     check_common,
     load_scenario,
     parse_time,
-    parse_warmup,
     proxy_option,
     request_parts,
+    run_settings,
     tls_options,
 )
 from .compare import compare_main
-from .execute import execute, output_options
+from .execute import execute
 
 
 EXAMPLES = """\
@@ -96,21 +95,11 @@ def bench_parser() -> argparse.ArgumentParser:
                       help="time limit, as ab's -t: 10, 10s, 2m, 500ms (no request cap)")
     load.add_argument("-d", "--duration", "-z", dest="d_text", metavar="TIME",
                       help="the same time limit, by wrk's and hey's letters")
-    load.add_argument("-R", "--rate", type=float,
-                      help="open loop at this many requests a second over the whole run "
-                           "(wrk2)")
+    add_common(load, "rate")
     load.add_argument("-k", dest="keepalive", action="store_true", default=True,
                       help="keep-alive (the default; accepted from habit)")
-    load.add_argument("--no-keepalive", dest="keepalive", action="store_false",
-                      help="a new connection per request")
-    load.add_argument("--pipeline", type=int, default=1, metavar="N",
-                      help="up to N requests in flight per connection, written together and "
-                           "answered in order (HTTP/1.1 pipelining; default 1)")
-    load.add_argument("--warmup", metavar="N|TIME",
-                      help="requests (N) or a time (2s, 1m) to run first, uncounted")
-    add_common(load, "timeout")
-    load.add_argument("-l", dest="lengths_vary", action="store_true",
-                      help="do not count a body length unlike the first as a failure")
+    add_common(load, "keepalive", keepalive={"help": "a new connection per request"})
+    add_common(load, "pipeline", "warmup", "timeout", "lengths_vary")
 
     proto = p.add_argument_group("protocol, TLS, proxies")
     add_common(proto, "http2", "streams", "window", "unix_socket", "proxy")
@@ -285,10 +274,6 @@ def bench(argv: Sequence[str]) -> int:
             args.concurrency = 1
         check_common(args)
         limit = _time_limit(args)
-        if args.rate is not None:
-            args.rate = _check.rate(args.rate, args.concurrency)
-        timeout = args.timeout
-        warmup = parse_warmup(args.warmup)
         method, body, headers = request_parts(args)
         scenario = _scenario(args, method, body)
         tls = tls_options(args)
@@ -314,14 +299,10 @@ def bench(argv: Sequence[str]) -> int:
         return compare_main(rest)
     if scenario is not None:
         method, body = "GET", None  # the scenario's Requests give them
-    kwargs = dict(method=method, body=body, headers=headers, requests=args.requests,
-                  duration=limit, concurrency=args.concurrency, threads=args.threads,
-                  keepalive=args.keepalive, rate=args.rate, timeout=timeout, warmup=warmup,
-                  progress=not args.quiet and "auto", lengths_vary=args.lengths_vary,
-                  stream=sys.stderr, unix_socket=args.unix_socket, pipeline=args.pipeline,
+    kwargs = dict(run_settings(args), method=method, body=body, headers=headers,
+                  duration=limit, progress=not args.quiet and "auto", stream=sys.stderr,
                   proxy=proxy, scenario=scenario, cluster=args.dask, workers=args.workers,
-                  http2=args.http2, streams=args.streams, window=args.window,
-                  **output_options(args), **tls)
+                  **tls)
 
     def write_report(r: Result, report: IO[str]) -> None:
         if args.verbosity >= 2 and r.first_head:

@@ -15,24 +15,30 @@ import urllib.request
 from typing import IO
 
 from .. import _check
+from .._settings import SettingError, render_help
 from .._url import split_proxy, split_url
 from ..runner import basic_auth
 from ..scenario import Scenario
+from ..spec import SETTINGS, check_settings
 
 # The flags the subcommands share, each defined once: (its flags, argparse's
-# keywords). A subcommand takes those it has with add_common, changing a
-# default or a help text where its meaning there needs saying, and
-# check_common checks their values once, by the flag's own name.
-COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
-    "requests": (("-n",), {"type": int, "metavar": "N", "help": "requests to perform"}),
-    "concurrency": (("-c", "--concurrency"), {
-        "type": int, "metavar": "N", "help": "connections: requests at a time (default 1)"}),
-    "threads": (("--threads",), {
-        "type": int, "metavar": "N",
-        "help": "OS threads (default: the CPUs this process may use, capped by -c)"}),
-    "timeout": (("-s", "--timeout"), {
-        "default": "30", "metavar": "TIME",
-        "help": "time each request may take: 30, 30s, 500ms (default 30s)"}),
+# keywords). A run setting's flag, help and type are its declaration's
+# (httpbench/spec.py); _GRAMMAR gives those whose value the command line
+# writes its own way (a time: 30s, 500ms), _OWN the flags that are the
+# command line's alone. A subcommand takes those it has with add_common,
+# changing a default or a help text where its meaning there needs saying,
+# and check_common checks their values by the declaration's checks,
+# naming the flags.
+_GRAMMAR: dict[str, dict[str, object]] = {
+    "warmup": {"metavar": "N|TIME",
+               "help": "requests (N) or a time (2s, 1m) to run first, uncounted"},
+    "timeout": {"default": "30", "metavar": "TIME",
+                "help": "time each request may take: 30, 30s, 500ms (default 30s)"},
+    "metrics_linger": {"default": "0", "metavar": "TIME",
+                       "help": "with --metrics: keep serving the final figures this long after "
+                               "the run (default 0), so a scraper catches the end"},
+}
+_OWN: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
     "headers": (("-H",), {
         "action": "append", "default": [], "metavar": "'Name: value'",
         "help": "a header added to every request (repeatable)"}),
@@ -42,46 +48,19 @@ COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
         "metavar": "FILE",
         "help": "write a standalone HTML report to FILE: one file that opens from disk with no "
                 "network (see also: httpbench report)"}),
-    "metrics": (("--metrics",), {
-        "metavar": "HOST:PORT",
-        "help": "serve live figures for Prometheus at http://HOST:PORT/metrics (OpenMetrics) "
-                "while the run lasts"}),
-    "log": (("--log",), {
-        "metavar": "FILE",
-        "help": "write a record per request to FILE: CSV, JSON lines or SQLite by its extension "
-                "(.csv, .jsonl, .db, .sqlite); httpbench.read_log reads it"}),
-    "log_sample": (("--log-sample",), {
-        "type": float, "metavar": "FRACTION",
-        "help": "with --log: log this fraction of the requests, at random (0.01: 1%%)"}),
     "hgrm": (("--hgrm",), {
         "metavar": "FILE",
         "help": "write HdrHistogram's percentile distribution (values in ms) to FILE ('-': "
                 "standard output)"}),
-    "metrics_run": (("--metrics-run",), {
-        "metavar": "NAME", "help": "with --metrics: the run label (default: a short id)"}),
-    "metrics_linger": (("--metrics-linger",), {
-        "metavar": "TIME", "default": "0",
-        "help": "with --metrics: keep serving the final figures this long after the run "
-                "(default 0), so a scraper catches the end"}),
-    "unix_socket": (("--unix-socket",), {
-        "metavar": "PATH",
-        "help": "as curl: connect to this Unix socket, not the URL's host and port (the URL "
-                "still gives Host and the path)"}),
-    "proxy": (("-X", "--proxy"), {
-        "metavar": "PROXY",
-        "help": "as ab: through the forward proxy host:port or http://[user:pass@]host:port"}),
-    "http2": (("--http2",), {
-        "action": "store_true",
-        "help": "as curl: speak HTTP/2 (h2 by ALPN over https://; over http://, h2c by prior "
-                "knowledge, as curl's --http2-prior-knowledge)"}),
-    "streams": (("--streams",), {
-        "type": int, "default": 1, "metavar": "N",
-        "help": "with --http2: requests in flight on each connection (h2load's -m; default 1), "
-                "at most what the server allows"}),
-    "window": (("--window",), {
-        "type": int, "metavar": "BYTES",
-        "help": "with --http2: the client's flow-control windows (default: wide open, as "
-                "h2load's)"}),
+}
+# Each run setting by its first flag, as messages name it.
+FLAGS = {name: meta.flags[0] for name, _, meta in SETTINGS if meta.flags}
+COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
+    **{name: (meta.flags, {"help": render_help(meta.help, lambda n: FLAGS.get(n, n))
+                                   .replace("%", "%%"),
+                           **(meta.cli or {}), **_GRAMMAR.get(name, {})})
+       for name, _, meta in SETTINGS if meta.cli is not None or name in _GRAMMAR},
+    **_OWN,
 }
 
 
@@ -96,49 +75,46 @@ def add_common(p: argparse._ActionsContainer, *dests: str,
 
 
 def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CONCURRENCY) -> None:
-    """The shared flags' values checked and converted in place (a time to
-    seconds, -H lines to pairs); a bad one is a ValueError or UsageError
-    naming its flag. Flags the subcommand does not have are skipped."""
+    """The shared flags' values read (a time to seconds, -H lines to
+    pairs), then checked by their settings' declarations (the checks and
+    RULES run() applies) and converted in place; a bad one is a
+    UsageError naming its flag. Flags the subcommand does not have are
+    skipped."""
     given = vars(args)
-    if given.get("requests") is not None:
-        args.requests = _check.count("-n", args.requests)
-    if given.get("concurrency") is not None:
-        args.concurrency = _check.count("-c", args.concurrency, 1, max_concurrency)
-    if given.get("threads") is not None:
-        args.threads = _check.count("--threads", args.threads, 1, _check.MAX_THREADS)
     if isinstance(given.get("timeout"), str):
         args.timeout = parse_time("-s", args.timeout)
-    if "headers" in given:
-        args.headers = parse_headers(args.headers)
-    if "streams" in given:
-        args.streams = _check.count("--streams", args.streams, 1, _check.MAX_STREAMS)
-        if args.streams > 1 and not args.http2:
-            raise UsageError("--streams is HTTP/2's: add --http2")
-    if given.get("window") is not None:
-        args.window = _check.count("--window", args.window, 1, _check.MAX_WINDOW)
-        if not args.http2:
-            raise UsageError("--window is HTTP/2's: add --http2")
-    if "log" in given:
-        if args.log is not None:
-            from ..reqlog import log_format
-            log_format("--log", args.log)
-            folder = os.path.dirname(os.path.abspath(args.log))
-            if not os.access(folder, os.W_OK):
-                raise UsageError(f"--log: cannot write {args.log} (no such folder, or not "
-                                 "writable)")
-        if args.log_sample is not None and args.log is None:
-            raise UsageError("--log-sample samples the log: add --log FILE")
-    if "metrics" in given:
-        if args.metrics is not None:
-            from ..metrics import check_label, parse_address
-            parse_address("--metrics", args.metrics)
-            if args.metrics_run is not None:
-                check_label("--metrics-run", args.metrics_run)
-        elif args.metrics_run is not None or args.metrics_linger != "0":
-            raise UsageError("--metrics-run and --metrics-linger go with --metrics HOST:PORT")
+    if isinstance(given.get("metrics_linger"), str):
         linger = args.metrics_linger
         args.metrics_linger = 0.0 if linger in ("0", "0s") else parse_time("--metrics-linger",
                                                                              linger)
+    if isinstance(given.get("warmup"), str):
+        args.warmup = parse_warmup(args.warmup)
+    if "headers" in given:
+        args.headers = parse_headers(args.headers)
+    # (None from a flag not given, where the setting's default is not None,
+    # is the subcommand's own default: run() takes the declaration's.)
+    values = {name: given[name] for name, default, meta in SETTINGS
+              if name in given and name in COMMON and (given[name] is not None or
+                                                       default is None)}
+    try:
+        check_settings(values)
+    except SettingError as e:
+        raise UsageError(e.said(FLAGS)) from None
+    for name, value in values.items():
+        setattr(args, name, value)
+    if given.get("log") is not None:
+        # (run() opens it only when it starts: a usage error now.)
+        if not os.access(os.path.dirname(os.path.abspath(args.log)), os.W_OK):
+            raise UsageError(f"--log: cannot write {args.log} (no such folder, or not writable)")
+    if given.get("concurrency") is not None and args.concurrency > max_concurrency:
+        raise UsageError(f"-c must be from 1 to {max_concurrency:,}, not {args.concurrency}")
+
+
+def run_settings(args: argparse.Namespace) -> dict[str, object]:
+    """run()'s settings that flags give one to one (COMMON's, checked by
+    check_common), by name: what a subcommand passes on as they are."""
+    given = vars(args)
+    return {name: given[name] for name, _, _ in SETTINGS if name in COMMON and name in given}
 
 
 def request_parts(args: argparse.Namespace, type_alone: bool = True

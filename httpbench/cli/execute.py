@@ -7,13 +7,14 @@ not start (a name that did not resolve, no threads or descriptors)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from .._settings import SettingError
 from ..exceptions import HttpbenchError, TLSError
 from ..result import Result
 from ..runner import run
-from .common import Outputs, UsageError, one_line
+from .common import FLAGS, Outputs, UsageError, one_line, run_settings
 
 __all__ = ["execute", "execute_mode", "output_options", "write_csv", "OUTPUT_FLAGS"]
 
@@ -23,10 +24,9 @@ OUTPUT_FLAGS = ("json", "html", "log", "log_sample", "hgrm", "metrics", "metrics
 
 
 def output_options(args: Any) -> dict[str, Any]:
-    """run()'s arguments from the output options every mode takes."""
-    return {"metrics": args.metrics, "metrics_run": args.metrics_run,
-            "metrics_linger": args.metrics_linger, "log": args.log,
-            "log_sample": 1.0 if args.log_sample is None else args.log_sample}
+    """run()'s arguments from the output options every mode takes (those
+    that are run settings), by name."""
+    return {name: v for name, v in run_settings(args).items() if name in OUTPUT_FLAGS}
 
 
 def write_csv(result: Result, f: IO[str]) -> None:
@@ -37,11 +37,14 @@ def write_csv(result: Result, f: IO[str]) -> None:
 
 
 def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | None],
-            write_report: Callable[[Result, IO[str]], None]) -> Result | int:
+            write_report: Callable[[Result, IO[str]], None],
+            flags: Mapping[str, str] = FLAGS) -> Result | int:
     """Runs run(url, **kwargs) and writes its report with write_report (to
     standard error when the JSON goes to standard output) and the files
     paths names ("-e": ab's CSV, "--json", "--hgrm", "--html"). The Result,
-    or the exit status when nothing was measured."""
+    or the exit status when nothing was measured. A setting run() refuses
+    is named by its flag in flags (httpbench's own, unless a mode gives
+    its tool's)."""
     try:
         outputs = Outputs(paths)
     except UsageError as e:
@@ -49,6 +52,10 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
         return 2
     try:
         r = run(url, **kwargs)
+    except SettingError as e:
+        outputs.discard()
+        print(f"{prog}: {e.said(flags)}", file=sys.stderr)
+        return 2
     except (ValueError, FileNotFoundError, TLSError, ImportError) as e:
         # Settings nothing could run with: a file, a cipher list OpenSSL
         # does not know (a handshake's failure is counted, not raised).
@@ -79,12 +86,13 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
 
 
 def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
-                 write_report: Callable[[Result, IO[str]], None], csv: str | None = None) -> int:
+                 write_report: Callable[[Result, IO[str]], None], csv: str | None = None,
+                 flags: Mapping[str, str] = FLAGS) -> int:
     """A drop-in mode's run: execute() with the output options every mode
     takes (and ab's -e CSV), and httpbench's exit status: 0 when no request
     failed, 1 when some did or nothing could start, 2 for bad settings."""
     r = execute(prog, url, kwargs, {"-e": csv, "--json": args.json, "--hgrm": args.hgrm,
-                                    "--html": args.html}, write_report)
+                                    "--html": args.html}, write_report, flags)
     if isinstance(r, int):
         return r
     return 0 if r.ok else 1
