@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "bench_int.h"
 
+#include <float.h>
+
 static double cpu_seconds(const struct timeval *tv)
 {
     return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
@@ -340,8 +342,42 @@ static void launch(hb_bench *b, int nt)
     pthread_mutex_unlock(&b->mu);
 }
 
+/* The first number of cfg out of its range, said in err; 0 when none. */
+static int out_of_range(const hb_bench_config *cfg, char *err, size_t errlen)
+{
+    const struct {
+        const char *name;
+        double v, lo, hi;
+    } r[] = {
+        {"requests", (double)cfg->requests, 0, (double)HB_BENCH_MAX_REQUESTS},
+        {"duration", cfg->duration, 0, HB_BENCH_MAX_SECONDS},
+        {"concurrency", cfg->concurrency, 1, HB_BENCH_MAX_CONCURRENCY},
+        {"threads", cfg->threads, 1, HB_BENCH_MAX_THREADS},
+        {"rate", cfg->rate, 0, HB_BENCH_MAX_RATE},
+        {"timeout", cfg->timeout, DBL_MIN, HB_BENCH_MAX_SECONDS},
+        {"pipeline", cfg->pipeline, 0, HB_BENCH_MAX_PIPELINE},
+        {"streams", cfg->streams, 0, HB_BENCH_MAX_STREAMS},
+        {"window", (double)cfg->window, 0, HB_BENCH_MAX_WINDOW},
+        {"warmup_requests", (double)cfg->warmup_requests, 0, (double)HB_BENCH_MAX_REQUESTS},
+        {"warmup_seconds", cfg->warmup_seconds, 0, HB_BENCH_MAX_SECONDS},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        if (!(r[i].v >= r[i].lo && r[i].v <= r[i].hi)) { /* (NaN fails both) */
+            if (r[i].lo == DBL_MIN)
+                snprintf(err, errlen, "%s must be above 0 and at most %.17g, not %.17g", r[i].name,
+                         r[i].hi, r[i].v);
+            else
+                snprintf(err, errlen, "%s must be from %.17g to %.17g, not %.17g", r[i].name,
+                         r[i].lo, r[i].hi, r[i].v);
+            return -1;
+        }
+    return 0;
+}
+
 int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen)
 {
+    if (out_of_range(cfg, err, errlen) != 0)
+        return -1;
     const char *broken = NULL;
     if (cfg->rate > 0 && cfg->pipeline > 1)
         broken = "pipeline with rate is not supported";

@@ -230,13 +230,19 @@ void hb_bench_result_free(hb_bench_result *r);
 
 typedef struct hb_bench hb_bench;
 
-/* Whether cfg meets hb_bench_start's preconditions on how its settings
- * combine (a rate or a shape with no pipeline, a shape with no rate, a
- * shape of connections closed loop, a scenario with no pipeline, a rate
- * not so low that a connection would wait more than HB_BENCH_MAX_SECONDS
- * between starts). Returns 0, or -1 with the rule broken in err. Callers
- * with users check their own rules first, by the users' names
- * (httpbench/spec.py); this guards the loop whoever calls. */
+/* Whether cfg meets hb_bench_start's preconditions: each number in its
+ * range (the HB_BENCH_MAX_* above: requests and warmup_requests to
+ * MAX_REQUESTS, duration, warmup_seconds and rate from 0, timeout above 0,
+ * concurrency and threads from 1, pipeline and streams from 0 (taken as
+ * 1), window from 0 (wide open); NaN is out of every range), and how the
+ * settings combine (a rate or a shape with no pipeline, a shape with no
+ * rate, a shape of connections closed loop, a scenario with no pipeline, a
+ * rate not so low that a connection would wait more than
+ * HB_BENCH_MAX_SECONDS between starts). Returns 0, or -1 with the first
+ * fault in err. The loop's one contract check: users' settings are
+ * checked first by their declarations, by the users' names
+ * (httpbench/spec.py); the glue only converts types, and this guards the
+ * loop whoever calls (the glue, the fuzz drivers). */
 int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen);
 
 /* Starts the threads. Returns NULL with errno on failure, having freed

@@ -81,6 +81,13 @@ static int put_setting(const hbpy_setting *s, PyObject *v, void *cfg)
     case HBPY_REAL:
     case HBPY_REAL_OR_0:
         return hbpy_arg_real(v, s->name, s->kind == HBPY_REAL_OR_0, s->hi, (double *)at);
+    case HBPY_DOUBLE: {
+        double d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred())
+            return -1;
+        *(double *)at = d;
+        return 0;
+    }
     }
     return 0;
 }

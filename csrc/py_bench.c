@@ -181,33 +181,47 @@ error:
 /* _Bench(settings): settings is a mapping of hb_bench_config's fields by
  * name (httpbench/local.py writes it from a RunSpec). The numbers and
  * flags are read by the table below (py_args.c's reader, which
- * _ServerCore's table goes through too), each checked in its range
- * whoever calls; the objects (host, port, request, tls, unix_socket, tunnel,
- * stages, vus, scenario) by bench_objects. */
+ * _ServerCore's table goes through too), converted to their C types only
+ * (an int that fits the field, a double): their ranges are
+ * hb_bench_check's, the loop's one contract check, whoever calls. The
+ * objects (host, port, request, tls, unix_socket, tunnel, stages, vus,
+ * scenario, log) are bench_objects'. */
 #define AT(member) offsetof(hb_bench_config, member)
+/* (name, required): the five a run cannot do without. A U64's top is
+ * below LLONG_MAX, which the reader's long long holds. */
+/* clang-format off */
+#define INT_FIELD(name, req) {#name, HBPY_INT, AT(name), INT_MIN, INT_MAX, req}
+#define U64_FIELD(name, req) {#name, HBPY_U64, AT(name), 0, 9e18, req}
+#define DOUBLE_FIELD(name, req) {#name, HBPY_DOUBLE, AT(name), 0, 0, req}
+#define FLAG_FIELD(name) {#name, HBPY_FLAG, AT(name), 0, 0, 0}
+/* clang-format on */
 static const hbpy_setting SETTINGS[] = {
-    {"head", HBPY_FLAG, AT(head), 0, 0, 0},
-    {"requests", HBPY_U64, AT(requests), 0, HB_BENCH_MAX_REQUESTS, 1},
-    {"duration", HBPY_REAL_OR_0, AT(duration), 0, HB_BENCH_MAX_SECONDS, 1},
-    {"concurrency", HBPY_INT, AT(concurrency), 1, HB_BENCH_MAX_CONCURRENCY, 1},
-    {"threads", HBPY_INT, AT(threads), 1, HB_BENCH_MAX_THREADS, 1},
-    {"keepalive", HBPY_FLAG, AT(keepalive), 0, 0, 0},
-    {"rate", HBPY_REAL_OR_0, AT(rate), 0, HB_BENCH_MAX_RATE, 0},
-    {"timeout", HBPY_REAL, AT(timeout), 0, HB_BENCH_MAX_SECONDS, 1},
-    {"lengths_vary", HBPY_FLAG, AT(lengths_vary), 0, 0, 0},
-    {"pipeline", HBPY_INT, AT(pipeline), 1, HB_BENCH_MAX_PIPELINE, 0},
-    {"idempotent", HBPY_FLAG, AT(idempotent), 0, 0, 0},
-    {"sequence", HBPY_FLAG, AT(sequence), 0, 0, 0},
+    FLAG_FIELD(head),
+    U64_FIELD(requests, 1),
+    DOUBLE_FIELD(duration, 1),
+    INT_FIELD(concurrency, 1),
+    INT_FIELD(threads, 1),
+    FLAG_FIELD(keepalive),
+    DOUBLE_FIELD(rate, 0),
+    DOUBLE_FIELD(timeout, 1),
+    FLAG_FIELD(lengths_vary),
+    INT_FIELD(pipeline, 0),
+    FLAG_FIELD(idempotent),
+    FLAG_FIELD(sequence),
     {"seed", HBPY_SEED, AT(seed), 0, 0, 0},
-    {"prepared", HBPY_FLAG, AT(prepared), 0, 0, 0},
-    {"warmup_requests", HBPY_U64, AT(warmup_requests), 0, HB_BENCH_MAX_REQUESTS, 0},
-    {"warmup_seconds", HBPY_REAL_OR_0, AT(warmup_seconds), 0, HB_BENCH_MAX_SECONDS, 0},
-    {"http2", HBPY_FLAG, AT(http2), 0, 0, 0},
-    {"streams", HBPY_INT, AT(streams), 1, HB_BENCH_MAX_STREAMS, 0},
-    {"window", HBPY_U64, AT(window), 0, HB_BENCH_MAX_WINDOW, 0},
-    {"publish", HBPY_FLAG, AT(publish), 0, 0, 0},
+    FLAG_FIELD(prepared),
+    U64_FIELD(warmup_requests, 0),
+    DOUBLE_FIELD(warmup_seconds, 0),
+    FLAG_FIELD(http2),
+    INT_FIELD(streams, 0),
+    U64_FIELD(window, 0),
+    FLAG_FIELD(publish),
 };
 #undef AT
+#undef INT_FIELD
+#undef U64_FIELD
+#undef DOUBLE_FIELD
+#undef FLAG_FIELD
 /* The settings bench_objects converts; the first three are needed. */
 static const char *const OBJECT_SETTINGS[] = {
     "host", "port", "request", "tls", "unix_socket", "tunnel", "stages", "vus", "scenario", "log",

@@ -93,12 +93,13 @@ int hbpy_arg_real(PyObject *o, const char *name, int zero_ok, double max, double
  * dict (httpbench/local.py's for _Bench, httpbench/server.py's for
  * _ServerCore) by one reader, each checked in its range. */
 typedef enum {
-    HBPY_FLAG,     /* int, 0 or 1 from any object's truth */
-    HBPY_INT,      /* int, lo to hi */
-    HBPY_U64,      /* uint64_t, lo to hi */
-    HBPY_SEED,     /* uint64_t, any */
-    HBPY_REAL,     /* double, above 0, at most hi */
-    HBPY_REAL_OR_0 /* double, 0 or above, at most hi */
+    HBPY_FLAG,      /* int, 0 or 1 from any object's truth */
+    HBPY_INT,       /* int, lo to hi */
+    HBPY_U64,       /* uint64_t, lo to hi */
+    HBPY_SEED,      /* uint64_t, any */
+    HBPY_REAL,      /* double, above 0, at most hi */
+    HBPY_REAL_OR_0, /* double, 0 or above, at most hi */
+    HBPY_DOUBLE     /* double, any (its range the reader's caller checks) */
 } hbpy_kind;
 
 typedef struct {
