@@ -267,6 +267,7 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         bconn *c = &t->conns[j];
         hb_sock_init(&c->sock, cfg->transport ? cfg->transport : &hb_net_tcp, 0);
         c->sock.shared = cfg->transport_shared;
+        c->sock.buffer = cfg->socket_buffer;
         c->xs = &t->exchanges[(size_t)j * (size_t)depth];
         for (int k = 0; k < depth; k++) {
             c->xs[k].rq = &b->reqs[0];
@@ -360,6 +361,7 @@ static int out_of_range(const hb_bench_config *cfg, char *err, size_t errlen)
         {"window", (double)cfg->window, 0, HB_BENCH_MAX_WINDOW},
         {"warmup_requests", (double)cfg->warmup_requests, 0, (double)HB_BENCH_MAX_REQUESTS},
         {"warmup_seconds", cfg->warmup_seconds, 0, HB_BENCH_MAX_SECONDS},
+        {"socket_buffer", cfg->socket_buffer, 0, HB_BENCH_MAX_SOCKET_BUFFER},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (!(r[i].v >= r[i].lo && r[i].v <= r[i].hi)) { /* (NaN fails both) */

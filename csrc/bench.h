@@ -46,6 +46,7 @@
 #define HB_BENCH_MAX_RATE 1e9                 /* requests a second */
 #define HB_BENCH_MAX_STREAMS 10000            /* HTTP/2 streams per connection (h2.h's) */
 #define HB_BENCH_MAX_WINDOW 2147483647        /* HTTP/2 window, bytes (RFC 9113 section 6.9.1) */
+#define HB_BENCH_MAX_SOCKET_BUFFER (1 << 30)  /* SO_SNDBUF/SO_RCVBUF (the kernel doubles it) */
 /* RST_STREAM codes counted apart (RFC 9113 section 7 defines 0..13);
  * a code above lands in the last. */
 #define HB_BENCH_RESET_CODES 15
@@ -127,6 +128,9 @@ typedef struct {
                                    * SETTINGS_MAX_CONCURRENT_STREAMS */
     uint64_t window;              /* HTTP/2: the client's windows, bytes
                                    * (1..HB_BENCH_MAX_WINDOW; 0: wide open) */
+    int socket_buffer;            /* each socket's SO_SNDBUF and SO_RCVBUF, bytes, set before
+                                   * connecting (1..HB_BENCH_MAX_SOCKET_BUFFER; 0: the
+                                   * kernel's autotuning) */
     int publish;                  /* each thread publishes its figures as each second of the
                                    * timeline begins, and at its end, for hb_bench_snapshot */
     const hb_rlog_config *log;    /* the per-request log (rlog.h; nrings is set here, and

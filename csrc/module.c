@@ -62,6 +62,7 @@ static int core_exec(PyObject *m)
         PyModule_AddIntConstant(m, "MAX_PIPELINE", HB_BENCH_MAX_PIPELINE) != 0 ||
         PyModule_AddIntConstant(m, "MAX_STREAMS", HB_BENCH_MAX_STREAMS) != 0 ||
         PyModule_AddIntConstant(m, "MAX_WINDOW", HB_BENCH_MAX_WINDOW) != 0 ||
+        PyModule_AddIntConstant(m, "MAX_SOCKET_BUFFER", HB_BENCH_MAX_SOCKET_BUFFER) != 0 ||
         PyModule_AddIntConstant(m, "MAX_SCENARIO", HB_BENCH_MAX_SCENARIO) != 0 ||
         PyModule_AddIntConstant(m, "MAX_BYTES", MAX_BYTES) != 0 ||
         PyModule_AddObject(m, "MAX_SECONDS", PyFloat_FromDouble(HB_BENCH_MAX_SECONDS)) != 0 ||

@@ -295,6 +295,12 @@ static int tcp_socket(hb_sock *s, const hb_addr *a)
         return -1;
     if (a->sa.ss_family != AF_UNIX)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* Before connect: the receive buffer sets the window scale the SYN
+     * offers (as ab's -b does; a refusal leaves the kernel's). */
+    if (s->buffer > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s->buffer, sizeof s->buffer);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &s->buffer, sizeof s->buffer);
+    }
     s->fd = fd;
     return 0;
 }

@@ -140,6 +140,8 @@ struct hb_sock {
     void *keep;                 /* kept across reconnects (a TLS session to
                                  * resume); freed by hb_sock_release */
     int wants;                  /* after EAGAIN: HB_SOCK_WANT_READ or _WRITE */
+    int buffer;                 /* SO_SNDBUF and SO_RCVBUF set before connecting, bytes
+                                 * (0: the kernel's autotuning, which a set size ends) */
     int64_t timeout;            /* the per-request timeout, ns */
     int64_t rcvtimeo, sndtimeo; /* what the kernel has been told, ns */
     /* Called (when set) each time a wait is cut short by a signal: returns

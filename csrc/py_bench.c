@@ -215,6 +215,7 @@ static const hbpy_setting SETTINGS[] = {
     FLAG_FIELD(http2),
     INT_FIELD(streams, 0),
     U64_FIELD(window, 0),
+    INT_FIELD(socket_buffer, 0),
     FLAG_FIELD(publish),
 };
 #undef AT

@@ -20,6 +20,7 @@ __all__ = [
     "MAX_PIPELINE",
     "MAX_STREAMS",
     "MAX_WINDOW",
+    "MAX_SOCKET_BUFFER",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
     "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages", "shape_total",
 ]
@@ -36,6 +37,7 @@ MAX_RATE = _core.MAX_RATE
 MAX_PIPELINE = _core.MAX_PIPELINE
 MAX_STREAMS = _core.MAX_STREAMS
 MAX_WINDOW = _core.MAX_WINDOW
+MAX_SOCKET_BUFFER = _core.MAX_SOCKET_BUFFER
 
 
 def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:

@@ -197,6 +197,7 @@ def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyR
         "warmup_requests": warmup if isinstance(warmup, int) else 0,
         "warmup_seconds": warmup if isinstance(warmup, float) else 0.0,
         "http2": spec.http2, "streams": spec.streams, "window": spec.window or 0,
+        "socket_buffer": spec.socket_buffer or 0,
         **_requests(spec, route)}
     return settings, route
 

@@ -58,6 +58,7 @@ def run(
     http2: bool = False,
     streams: int = 1,
     window: int | None = None,
+    socket_buffer: int | None = None,
     metrics: str | None = None,
     metrics_run: str | None = None,
     metrics_linger: float = 0.0,
@@ -120,8 +121,8 @@ def run(
         tls_min=tls_min, tls_max=tls_max, ciphers=ciphers, ciphersuites=ciphersuites,
         tls_resume=tls_resume, unix_socket=unix_socket, pipeline=pipeline, proxy=proxy,
         stages=stages, concurrency_stages=concurrency_stages, scenario=scenario, http2=http2,
-        streams=streams, window=window, metrics=metrics, metrics_run=metrics_run,
-        metrics_linger=metrics_linger, log=log, log_sample=log_sample)
+        streams=streams, window=window, socket_buffer=socket_buffer, metrics=metrics,
+        metrics_run=metrics_run, metrics_linger=metrics_linger, log=log, log_sample=log_sample)
     if cluster is not None and spec.log is not None:
         raise ValueError("log with a cluster is not supported: each worker's requests are on "
                          "its own machine (give each worker's run its own log)")

@@ -223,6 +223,11 @@ class RunSpec:
         "as h2load's)", check=lambda n, v, a: _optional(_check.count, n, v, 1,
                                                           _check.MAX_WINDOW),
         flags=("--window",), cli={"type": int, "metavar": "BYTES"})
+    socket_buffer: int | None = setting(
+        None, "each connection's socket buffers (SO_SNDBUF and SO_RCVBUF) in bytes, set "
+        "before connecting, as ab's -b (None: the kernel's autotuning)",
+        check=lambda n, v, a: _optional(_check.count, n, v, 1, _check.MAX_SOCKET_BUFFER),
+        flags=("--socket-buffer",), cli={"type": int, "metavar": "BYTES"})
     metrics: str | None = setting(
         None, "serve live figures for Prometheus at http://HOST:PORT/metrics (OpenMetrics) "
         "while the run lasts", check=_metrics_address, flags=("--metrics",),

@@ -222,7 +222,7 @@ def test_a_flag_ab_has_and_httpbench_cannot_honour_is_refused(tmp_path, server, 
 def test_the_refusals_name_what_to_use_instead():
     here = {f.names[0]: f.here for f in REFUSED}
     assert "--log" in here["-g"] and "--html" in here["-w"]
-    assert {"-b", "-B", "-g", "-w", "-x", "-y", "-z", "-I"} == set(here)
+    assert {"-B", "-g", "-w", "-x", "-y", "-z", "-I"} == set(here)  # (-b: socket_buffer)
 
 
 def test_the_layout_is_abs_then_httpbenchs_after_a_blank_line(tmp_path, server):

@@ -40,7 +40,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("-s",), "timeout", "Seconds to max. wait for each response. Default is 30 seconds",
          "timeout=S (default 30)", default="30"),
     Flag(("-b",), "windowsize", "Size of TCP send/receive buffer, in bytes",
-         "httpbench leaves the socket buffers to the kernel's autotuning", refused=True),
+         "socket_buffer=N: SO_SNDBUF and SO_RCVBUF of each connection, set before it "
+         "connects, as ab sets them"),
     Flag(("-B",), "address", "Address to bind to when making outgoing connections",
          "httpbench connects from the address the kernel chooses", refused=True),
     Flag(("-p",), "postfile", "File containing data to POST. Remember also to set -T",
@@ -164,6 +165,8 @@ def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[
         method=method, body=body, headers=headers, requests=requests,
         duration=duration, concurrency=concurrency, keepalive=args.opt_k,
         timeout=_seconds("-s", args.opt_s), lengths_vary=args.opt_l,
+        socket_buffer=None if args.opt_b is None else whole("-b", args.opt_b, 1,
+                                                            _check.MAX_SOCKET_BUFFER),
         # ab's progress: a line each tenth, past 150 requests, unless -q.
         progress=not args.opt_q and (requests or 0) > 150, stream=sys.stderr,
         proxy=proxy, **tls, **output_options(args))

@@ -102,7 +102,7 @@ def bench_parser() -> argparse.ArgumentParser:
     add_common(load, "pipeline", "warmup", "timeout", "lengths_vary")
 
     proto = p.add_argument_group("protocol, TLS, proxies")
-    add_common(proto, "http2", "streams", "window", "unix_socket", "proxy")
+    add_common(proto, "http2", "streams", "window", "socket_buffer", "unix_socket", "proxy")
     proto.add_argument("-P", dest="proxy_auth", metavar="USER:PASS",
                        help="as ab: the proxy's credentials (Proxy-Authorization, Basic)")
     proto.add_argument("--proxy-from-env", action="store_true",
