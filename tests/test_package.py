@@ -104,6 +104,27 @@ def test_mypy_strict_on_the_package_and_examples(tmp_path):
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def test_the_built_package_holds_every_module(tmp_path):
+    """pyproject.toml lists the packages one by one: a new subpackage left
+    out of the list builds a wheel without it (or, today, with it as data
+    and a warning). setuptools' build_py
+    copies what a wheel's Python part is made of; it must hold every module
+    and stub of the source tree."""
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    out = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
+                          str(tmp_path)], cwd=ROOT, check=True, capture_output=True, text=True)
+    # (setuptools still copies a package left out of the list, as data, and
+    # says so; a later setuptools will not.)
+    assert "absent from the `packages` configuration" not in out.stderr, out.stderr
+
+    def modules(top: Path) -> set[str]:
+        return {str(p.relative_to(top)) for p in (top / "httpbench").rglob("*")
+                if p.suffix in (".py", ".pyi") or p.name == "py.typed"}
+    assert modules(ROOT) == modules(tmp_path), modules(ROOT) ^ modules(tmp_path)
+    assert "httpbench/agents/base.py" in modules(tmp_path)
+
+
 def test_the_sdist_carries_what_its_tests_need(tmp_path):
     """An unpacked sdist runs its own suite: the tests, their helpers (the
     benchmarks' _support, the C tests and corpora), the examples the tests
