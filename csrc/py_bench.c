@@ -572,7 +572,7 @@ static int add_to(PyObject *m, const char *name, PyObject *value)
 }
 
 /* The names _Bench reads, SETTINGS's then OBJECT_SETTINGS's, as a tuple
- * (_core.BENCH_SETTINGS: tests/test_settings.py holds the run settings'
+ * (_core.BENCH_SETTINGS: tests/loop/test_settings.py holds the run settings'
  * declarations to it). A new reference, or NULL with an exception. */
 static PyObject *bench_setting_names(void)
 {

@@ -7,7 +7,7 @@ metadata. From that one declaration follow run()'s checks (check_values),
 the command line's flags (add_flags) and its words in errors (each
 message is a template that names settings, rendered with argument names
 for run() and with flags for the command line), and the manual's table
-(markdown_table, which tests/test_settings.py holds docs/arguments.md to).
+(markdown_table, which tests/loop/test_settings.py holds docs/arguments.md to).
 What goes together or not is RULES, data beside the fields.
 """
 

@@ -106,7 +106,7 @@ class RunSpec:
     what of the loop's config it feeds); RULES below say which go
     together. run()'s signature, the command line's flags, the manual's
     table (docs/arguments.md) and the glue's table follow from it or are
-    held to it by tests/test_settings.py."""
+    held to it by tests/loop/test_settings.py."""
 
     url: str
     target: Target

@@ -13,7 +13,7 @@
  * as a server that said its piece and closed. The input: a byte of
  * settings, then up to four pieces (a 2-byte big-endian length, then the
  * bytes), one per socket opened in turn; later sockets get nothing.
- * Built with -DHB_CHECK_STATES (as tests/test_c.py and .ci/run build it),
+ * Built with -DHB_CHECK_STATES (as tests/package/test_c.py and .ci/run build it),
  * every state change is also held to its machine's table.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DHB_CHECK_STATES -o fuzz_loop \

@@ -11,7 +11,7 @@
  * walked too, its table read by states_relay.c.
  *
  *   cc -O1 -g -Wall -Wextra -DHB_CHECK_STATES -o test_states tests/c/test_states.c \
- *       <the loop's and the server's sources, as tests/test_c.py lists them> \
+ *       <the loop's and the server's sources, as tests/package/test_c.py lists them> \
  *       -lssl -lcrypto -lnghttp2 -lm -lpthread
  *   ./test_states            prints "N passed, N failed"
  */

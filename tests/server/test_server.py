@@ -387,7 +387,7 @@ def test_stats_are_one_mapping_of_the_c_servers_counters():
     assert after["connections"] >= 1 and after["requests"] == 2 and after["rejected"] == 1
     table = "\n".join(["  | `stats()` key | what it counts |", "  |---|---|",
                        *(f"  | `{name}` | {what} |" for name, what in httpbench.Server.COUNTS)])
-    page = (Path(__file__).parent.parent / "docs" / "server.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "server.md").read_text()
     assert table in page, table
 
 

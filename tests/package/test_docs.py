@@ -14,7 +14,7 @@ import pytest
 
 import httpbench
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"] if DOCS.is_dir() else []
 NO_RUN = "<!-- no-run -->"

@@ -299,7 +299,7 @@ def test_a_real_prometheus_scrapes_the_run(srv, tmp_path):
 
 
 def test_metrics_docs_name_every_family():
-    text = (Path(__file__).parents[1] / "docs" / "metrics.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     for name in ("httpbench_requests_total", "httpbench_responses_total", "httpbench_in_flight",
                  "httpbench_bytes_received_total", "httpbench_target_rate",
                  "httpbench_latency_seconds", "httpbench_latency_uncorrected_seconds"):

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import tool_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 FLAGS = ["-O1", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror"]
 

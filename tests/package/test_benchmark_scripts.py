@@ -14,7 +14,7 @@ import pytest
 def test_benchmarks_run_from_the_repository_root(tmp_path):
     """Packaging: a child `python -c` run from the root imported the source
     tree's httpbench, which has no built _core."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / "benchmarks" / "single_connection.py").exists():
         pytest.skip("no benchmarks here")
     r = subprocess.run([sys.executable, "benchmarks/single_connection.py", "--requests", "300",

@@ -183,5 +183,5 @@ def test_log_is_httpbenchs_and_log_file_is_refused():
 
 
 def test_the_manual_page_holds_the_table_made_from_the_flags():
-    page = (Path(__file__).parent.parent / "docs" / "h2load.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "h2load.md").read_text()
     assert markdown(FLAGS, "h2load") in page, markdown(FLAGS, "h2load")

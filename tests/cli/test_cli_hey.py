@@ -189,7 +189,7 @@ def test_o_csv_is_refused_naming_the_log(tmp_path, server):
 
 
 def test_the_manual_page_holds_the_table_made_from_the_flags():
-    page = (Path(__file__).parent.parent / "docs" / "hey.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "hey.md").read_text()
     assert markdown(FLAGS, "hey") in page, markdown(FLAGS, "hey")
 
 

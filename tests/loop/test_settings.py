@@ -24,7 +24,7 @@ from httpbench.cli.common import COMMON, FLAGS
 from httpbench.spec import RULES, SETTINGS, RunSpec
 from helpers import hb
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAMES = [name for name, _, _ in SETTINGS]
 # run()'s arguments that are not run settings: how progress is shown, where
 # the run goes, and the cluster's own plumbing.

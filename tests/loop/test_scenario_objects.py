@@ -1,5 +1,5 @@
 """The scenario objects: their checks, names, variants zipped, and the
-one-origin rule (tests/test_scenarios.py runs them)."""
+one-origin rule (tests/loop/test_scenarios.py runs them)."""
 
 from __future__ import annotations
 

@@ -94,14 +94,14 @@ def test_stub_matches_the_extension():
 
 def test_mypy_strict_on_the_package_and_examples(tmp_path):
     api = pytest.importorskip("mypy.api")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     out, err, status = api.run(["--config-file", str(root / "pyproject.toml"), "--strict",
                                 "--no-incremental", "--cache-dir", str(tmp_path),
                                 str(root / "httpbench"), str(root / "examples")])
     assert status == 0, out + err
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_built_package_holds_every_module(tmp_path):
@@ -238,8 +238,8 @@ def test_the_tests_check_the_accounting_rule_through_one_helper():
     test_stopping.py writes it over the live progress counters, which are
     no Result."""
     inline = re.compile(r"\.issued == \w+\.complete \+ \w+\.failed \+ \w+\.cancelled")
-    tests = Path(__file__).parent
-    found = sorted(p.name for p in tests.glob("test_*.py")
+    tests = Path(__file__).parents[1]
+    found = sorted(p.name for p in tests.rglob("test_*.py")
                    if p.name != "test_package.py" and inline.search(p.read_text()))
     assert found == [], found
     assert inline.search((tests / "helpers.py").read_text())
