@@ -43,6 +43,10 @@ from .runner import run
 from .scenario import Request, Scenario
 from .server import Server
 
+# The model's drawings, named for its convenience methods (httpbench/views.py,
+# the adapter; importing it loads no drawing code until one is asked for).
+from . import views as _views  # noqa: E402,F401  (registers them)
+
 __all__ = [
     "__version__",
     "Connection",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 import socket
 from collections.abc import Iterable
 
@@ -23,6 +24,7 @@ __all__ = [
     "MAX_SOCKET_BUFFER",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
     "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages", "shape_total",
+    "parse_address", "check_label", "log_format",
 ]
 
 # The limits live in C (csrc/bench.h), once; read here for the checks and
@@ -231,3 +233,45 @@ def shape_total(shape: list[tuple[float, float]]) -> float:
         total += secs * (previous + v) / 2
         previous = v
     return total
+
+
+# The settings of a run's outputs: the metrics' address and label
+# (httpbench.metrics serves them), the log's file (httpbench.reqlog writes
+# it); checked here, with the rest, before anything runs.
+
+def parse_address(name: str, text: object) -> tuple[str, int]:
+    """HOST:PORT (or [IPv6]:PORT) to listen on, PORT 0..65535 (0: any
+    free one); ValueError naming the argument otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
+    m = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^\s:\[\]]*):(\d{1,5})", text)
+    if m is None:
+        raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
+    host = m.group(1) if m.group(1) is not None else m.group(3)
+    port = int(m.group(2) or m.group(4))
+    if port > 65535:
+        raise ValueError(f"{name}'s port must be 0 to 65535, not {port}")
+    return host or "0.0.0.0", port
+
+
+def check_label(name: str, value: object) -> str:
+    """A label value: text of 1 to 128 printable characters."""
+    if not isinstance(value, str) or not 0 < len(value) <= 128 or not value.isprintable():
+        raise ValueError(f"{name} must be text of 1 to 128 printable characters, not {value!r}")
+    return value
+
+
+# The log's format by its file's extension.
+_LOG_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".db": "sqlite", ".sqlite": "sqlite"}
+
+
+def log_format(name: str, path: object) -> str:
+    """The log's format by its file's extension: csv, jsonl or sqlite;
+    ValueError naming the argument for another."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a file's path, not {path!r}")
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    if ext not in _LOG_FORMATS:
+        raise ValueError(f"{name} must end in .csv, .jsonl, .db or .sqlite (the format is "
+                         f"the extension's), not {os.fspath(path)!r}")
+    return _LOG_FORMATS[ext]

@@ -22,6 +22,7 @@ from typing import Any
 
 from . import _check
 from ._typed import dataclass_fields
+from ._view import draw
 from .figures import SCHEMA
 from .result import Result
 from .runner import run
@@ -124,14 +125,13 @@ class CapacityResult:
         return (max(held) if held else None, low)
 
     def report(self) -> str:
-        from .render.text import step_outcome
         lines = [f"Capacity of {self.url} within {self.slo}, error rate at most "
                  f"{self.max_error_rate:g}:",
                  f"{'target/s':>10} {'achieved/s':>11} {'p50 ms':>8} {'p99 ms':>8} "
                  f"{'errors':>7}  outcome"]
         for s in self.steps:
             lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
-                         f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {step_outcome(s)}")
+                         f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {draw('step_outcome', s)}")
         held, broke = self.bounds
         span = (f"held up to {held:,.0f}/s" if held is not None else "nothing held") + \
             (f", broke from {broke:,.0f}/s" if broke is not None else "")
@@ -170,34 +170,15 @@ class CapacityResult:
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of the search (its knee plot and
         stages), written to path when given; returns its text."""
-        from .render.report import capacity_doc, page
-        return page(capacity_doc(self), path)
+        text: str = draw("capacity_page", self, path)
+        return text
 
     def plot(self, ax: Any = None) -> Any:
         """p99 and p50 latency against the rate asked for, the stages in
         order of rate (not in the order the bisection ran them), held ones
         as dots and broken ones as crosses, with the SLO's bounds and the
         capacity found (matplotlib)."""
-        from .render.plots import pyplot
-        plt = pyplot()
-        if ax is None:
-            _, ax = plt.subplots()
-        steps = sorted(self.steps, key=lambda s: s.target)
-        xs = [s.target for s in steps]
-        ax.plot(xs, [s.p99 * 1e3 for s in steps], "-", color="C0", label="p99")
-        ax.plot(xs, [s.p50 * 1e3 for s in steps], "-", color="C1", label="p50")
-        for s in steps:
-            ax.plot(s.target, s.p99 * 1e3, "o" if s.held else "x", color="C0")
-        for k, (stat, limit) in enumerate(parse_slo(self.slo)):
-            ax.axhline(limit * 1e3, color=f"C{k + 3}", linestyle="--",
-                       label=f"SLO {stat} < {limit * 1e3:g} ms")
-        if self.rate > 0:
-            ax.axvline(self.rate, color="grey", linestyle=":", label=f"capacity {self.rate:,.0f}/s")
-        ax.set_xlabel("requests per second asked for (the stage's rate)")
-        ax.set_ylabel("latency (ms)")
-        ax.set_title(f"Capacity within {self.slo}")
-        ax.legend(fontsize=8)
-        return ax
+        return draw("capacity_plot", self, ax)
 
 
 # A breach does not count when the client bound its stage by these: it

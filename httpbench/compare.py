@@ -13,6 +13,7 @@ from . import _check
 from ._typed import typed
 from ._url import split_proxy
 from .agents import AGENTS, MAX_WORKERS, available_agents, run_agent
+from ._view import draw
 from .figures import SCHEMA
 from .result import Result
 from .server import Server
@@ -128,61 +129,11 @@ class Comparison:
         labelled at its foot with its ratio to the fastest; p99 as points
         over each bar on a second axis, in us, ms or s as fits, held above
         the labels. Returns the Axes (matplotlib is imported only here)."""
-        try:
-            import matplotlib.pyplot as plt
-            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-        except ImportError:
-            raise ImportError("plot() needs matplotlib: pip install 'httpbench[plot]'") from None
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
-        agents = list(dict.fromkeys(a for a, _ in self.results))
-        width = 0.8 / max(1, len(self.scenarios))
-        p99 = ax.twinx()
-        # x in data, y as a fraction of the axes: the labels' band at the foot.
-        foot = ax.get_xaxis_transform()
-        lats: list[float] = []
-        for i, scenario in enumerate(self.scenarios):
-            xs = [j + i * width for j in range(len(agents))]
-            rps = [self.results[a, scenario].rps if (a, scenario) in self.results else 0.0
-                   for a in agents]
-            lat = [self.results[a, scenario].latency.p99 * 1e3 if (a, scenario) in self.results
-                   else float("nan") for a in agents]
-            lats += [v for v in lat if v > 0]
-            ax.bar(xs, rps, width, label=f"{scenario} req/s")
-            best = max(rps, default=0.0)
-            for x, v in zip(xs, rps, strict=True):
-                if best and v:
-                    ax.text(x, 0.02, f"{v / best:.2f}x", transform=foot, ha="center",
-                            va="bottom", fontsize=8)
-            p99.plot(xs, lat, "o", markersize=5, markeredgecolor="white",
-                     color="black" if i == 0 else "grey", label=f"{scenario} p99")
-        ax.set_xticks([j + width * (len(self.scenarios) - 1) / 2 for j in range(len(agents))])
-        ax.set_xticklabels(agents, rotation=20)
-        ax.set_yscale("log")
-        ax.set_ylabel("requests per second (log scale)")
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _count_label(v)))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        p99.set_yscale("log")
-        if lats:
-            # A third of the lowest below it: no point reaches the labels' band.
-            p99.set_ylim(min(lats) / 3, max(lats) * 3)
-        p99.set_ylabel("p99 latency (log scale)")
-        p99.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        p99.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _latency_label(v)))
-        p99.yaxis.set_minor_formatter(NullFormatter())
-        # One legend, below the axes, where it hides no bar and no point.
-        bars, bar_labels = ax.get_legend_handles_labels()
-        dots, dot_labels = p99.get_legend_handles_labels()
-        ax.legend(bars + dots, bar_labels + dot_labels, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
-        ax.set_title("httpbench: the same scenario through each HTTP client")
-        ax.figure.tight_layout()
-        return ax
+        return draw("comparison_plot", self, ax)
 
     def _repr_html_(self) -> str:
-        from .render.html import comparison_table
-        return comparison_table(self)
+        text: str = draw("comparison_table", self)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """Every result by "agent scenario", with the agents, scenarios and
@@ -211,8 +162,8 @@ class Comparison:
         """The standalone HTML report of the comparison (the table, bars
         per agent, each run in full), written to path when given; returns
         its text."""
-        from .render.report import comparison_doc, page
-        return page(comparison_doc(self), path)
+        text: str = draw("comparison_page", self, path)
+        return text
 
 
 def compare(url: str | None = None, agents: Sequence[str] | None = None,
@@ -365,20 +316,3 @@ def _plan(url: str | None, scenarios: Iterable[str] | None, method: str | None,
     if bad:
         raise ValueError(f"unknown scenario(s) {bad}; known: {', '.join(SCENARIOS)}")
     return {s: SCENARIOS[s] for s in names}
-
-
-def _count_label(n: float) -> str:
-    """An axis tick of a count: 600, 6k, 1.5M."""
-    for scale, unit in ((1e6, "M"), (1e3, "k")):
-        if n >= scale:
-            return f"{n / scale:g}{unit}"
-    return f"{n:g}"
-
-
-def _latency_label(ms: float) -> str:
-    """An axis tick of milliseconds as a person reads it: 600 us, 1.5 ms, 2 s."""
-    if ms >= 1000:
-        return f"{ms / 1000:g} s"
-    if ms >= 1:
-        return f"{ms:g} ms"
-    return f"{ms * 1000:g} us"

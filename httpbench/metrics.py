@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._check import check_label, parse_address
 from ._core import Histogram
 from .figures import FAILURE_CLASSES
 from .scrape import CLASSIC, OPENMETRICS, MetricsServer
@@ -49,28 +49,6 @@ OUTCOMES = ("complete", *FAILURE_CLASSES, "cancelled")
 def new_run_label() -> str:
     """A short id for a run's `run` label: 8 hex digits."""
     return os.urandom(4).hex()
-
-
-def parse_address(name: str, text: object) -> tuple[str, int]:
-    """HOST:PORT (or [IPv6]:PORT) to listen on, PORT 0..65535 (0: any
-    free one); ValueError naming the argument otherwise."""
-    if not isinstance(text, str):
-        raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
-    m = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^\s:\[\]]*):(\d{1,5})", text)
-    if m is None:
-        raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
-    host = m.group(1) if m.group(1) is not None else m.group(3)
-    port = int(m.group(2) or m.group(4))
-    if port > 65535:
-        raise ValueError(f"{name}'s port must be 0 to 65535, not {port}")
-    return host or "0.0.0.0", port
-
-
-def check_label(name: str, value: object) -> str:
-    """A label value: text of 1 to 128 printable characters."""
-    if not isinstance(value, str) or not 0 < len(value) <= 128 or not value.isprintable():
-        raise ValueError(f"{name} must be text of 1 to 128 printable characters, not {value!r}")
-    return value
 
 
 class Figures:

@@ -30,11 +30,12 @@ import stat
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ._check import log_format
+
 __all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile", "writable_kind"]
 
 FIELDS = ("intended_start", "start", "latency", "status", "bytes_sent", "bytes_received",
           "failure", "name", "connection", "thread", "stream")
-_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".db": "sqlite", ".sqlite": "sqlite"}
 # Records a ring holds per loop thread before the writer must have taken
 # some (56 bytes each: 3.5 MiB a thread).
 RING_RECORDS = 65536
@@ -54,18 +55,6 @@ class LogRecord(NamedTuple):
     connection: int
     thread: int
     stream: int | None
-
-
-def log_format(name: str, path: object) -> str:
-    """The log's format by its file's extension: csv, jsonl or sqlite;
-    ValueError naming the argument for another."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"{name} must be a file's path, not {path!r}")
-    ext = os.path.splitext(os.fspath(path))[1].lower()
-    if ext not in _FORMATS:
-        raise ValueError(f"{name} must end in .csv, .jsonl, .db or .sqlite (the format is "
-                         f"the extension's), not {os.fspath(path)!r}")
-    return _FORMATS[ext]
 
 
 def _csv_name(name: str) -> bytes:

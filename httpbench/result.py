@@ -16,6 +16,7 @@ from ._core import Histogram
 from ._typed import FieldError, dataclass_fields, shown, typed
 from .bound import ClientFigures
 from ._version import __version__
+from ._view import draw
 from .figures import FAILURE_CLASSES, OLDEST_SCHEMA, PERCENTILES, SCHEMA
 
 __all__ = ["Latency", "Result", "Second", "WorkerPart", "FAILURE_CLASSES", "PERCENTILES",
@@ -105,8 +106,8 @@ class Latency:
     def to_hgrm(self, scale: float = 1e6, ticks_per_half: int = 5) -> str:
         """HdrHistogram's percentile distribution text (what wrk2 prints and
         HdrHistogram's plotter reads): see httpbench.render.hgrm."""
-        from .render.hgrm import hgrm
-        return hgrm(self.histogram, scale, ticks_per_half)
+        text: str = draw("hgrm", self.histogram, scale, ticks_per_half)
+        return text
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Latency:
@@ -474,8 +475,8 @@ class Result:
     def report(self) -> str:
         """ab's report, field for field, with sub-millisecond figures where
         ab prints 0, percentiles to 99.99 and the client's CPU per request."""
-        from .render.text import report
-        return report(self)
+        text: str = draw("report", self)
+        return text
 
     __str__ = report
 
@@ -486,27 +487,26 @@ class Result:
     def _repr_html_(self) -> str:
         """A self-contained summary for notebooks: key figures, failure
         classes, the percentile table. No JavaScript."""
-        from .render.html import summary
-        return summary(self)
+        text: str = draw("summary", self)
+        return text
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of this run (one file, no network:
         docs/report.md), written to path when given; returns its text."""
-        from .render.report import page, run_doc
-        return page(run_doc(self), path)
+        text: str = draw("run_page", self, path)
+        return text
 
     def to_pandas(self, by_name: bool = False) -> Any:
         """The run's figures as a one-row DataFrame (pandas imported here);
         by_name=True: the per-request table of a scenario instead, a row
         per request and one for the whole run (times in seconds)."""
-        from .render.text import by_name_rows, percent_label
         pd = _pandas()
         if by_name:
-            return pd.DataFrame(by_name_rows(self)).set_index("name")
+            return pd.DataFrame(draw("by_name_rows", self)).set_index("name")
         row = {k: v for k, v in self.to_dict().items() if not isinstance(v, (dict, list))}
         row.update({f"fail_{k}": v for k, v in self.failures.items()})
         for p in (50, 90, 99, 99.9):
-            row[f"p{percent_label(p)}"] = self.latency.percentile(p)
+            row[f"p{draw('percent_label', p)}"] = self.latency.percentile(p)
         row["latency_mean"] = self.latency.mean
         return pd.DataFrame([row])
 
@@ -515,8 +515,7 @@ class Result:
         "percentiles", latency by percentile on a log scale (HdrHistogram's
         plot); "histogram", how many requests took how long; "timeline",
         req/s and p99 for each second of the run."""
-        from .render.plots import plot
-        return plot(self, kind, ax)
+        return draw("plot", self, kind, ax)
 
     def __repr__(self) -> str:
         return (f"<Result {self.method} {self.url}: {self.complete} complete, "

@@ -54,15 +54,13 @@ def _scenario(name: str, value: Any, a: Mapping[str, Any]) -> Any:
 
 def _metrics_address(name: str, value: Any, a: Mapping[str, Any]) -> Any:
     if value is not None:
-        from .metrics import parse_address
-        parse_address(name, value)
+        _check.parse_address(name, value)
     return value
 
 
 def _metrics_label(name: str, value: Any, a: Mapping[str, Any]) -> Any:
     if value is not None:
-        from .metrics import check_label
-        check_label(name, value)
+        _check.check_label(name, value)
     return value
 
 
@@ -80,8 +78,7 @@ def _log_file(name: str, value: Any, a: Mapping[str, Any]) -> str | None:
     is an OSError when the run opens it)."""
     if value is None:
         return None
-    from .reqlog import log_format
-    log_format(name, value)
+    _check.log_format(name, value)
     path: str = os.fspath(value)
     return path
 

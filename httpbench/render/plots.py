@@ -10,6 +10,8 @@ from .charts import full_seconds, shape_points
 from .text import percent_label
 
 if TYPE_CHECKING:
+    from ..capacity import CapacityResult
+    from ..compare import Comparison
     from ..result import Result
 
 __all__ = ["plot", "pyplot"]
@@ -118,3 +120,104 @@ def _plot_timeline(r: Result, ax: Any) -> None:
 
 # Borders and shading from the text colour, so the table reads in light and
 # dark notebook themes alike; numbers right-aligned in tabular figures.
+
+
+def comparison_plot(c: Comparison, ax: Any = None) -> Any:
+    """Comparison.plot(): bars of req/s per agent and scenario on a log
+    scale, each labelled with its ratio to the fastest, p99 as points on a
+    second axis (its docstring says the why of each)."""
+    try:
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    except ImportError:
+        raise ImportError("plot() needs matplotlib: pip install 'httpbench[plot]'") from None
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4))
+    agents = list(dict.fromkeys(a for a, _ in c.results))
+    width = 0.8 / max(1, len(c.scenarios))
+    p99 = ax.twinx()
+    # x in data, y as a fraction of the axes: the labels' band at the foot.
+    foot = ax.get_xaxis_transform()
+    lats: list[float] = []
+    for i, scenario in enumerate(c.scenarios):
+        xs = [j + i * width for j in range(len(agents))]
+        rps = [c.results[a, scenario].rps if (a, scenario) in c.results else 0.0
+               for a in agents]
+        lat = [c.results[a, scenario].latency.p99 * 1e3 if (a, scenario) in c.results
+               else float("nan") for a in agents]
+        lats += [v for v in lat if v > 0]
+        ax.bar(xs, rps, width, label=f"{scenario} req/s")
+        best = max(rps, default=0.0)
+        for x, v in zip(xs, rps, strict=True):
+            if best and v:
+                ax.text(x, 0.02, f"{v / best:.2f}x", transform=foot, ha="center",
+                        va="bottom", fontsize=8)
+        p99.plot(xs, lat, "o", markersize=5, markeredgecolor="white",
+                 color="black" if i == 0 else "grey", label=f"{scenario} p99")
+    ax.set_xticks([j + width * (len(c.scenarios) - 1) / 2 for j in range(len(agents))])
+    ax.set_xticklabels(agents, rotation=20)
+    ax.set_yscale("log")
+    ax.set_ylabel("requests per second (log scale)")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _count_label(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    p99.set_yscale("log")
+    if lats:
+        # A third of the lowest below it: no point reaches the labels' band.
+        p99.set_ylim(min(lats) / 3, max(lats) * 3)
+    p99.set_ylabel("p99 latency (log scale)")
+    p99.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    p99.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _latency_label(v)))
+    p99.yaxis.set_minor_formatter(NullFormatter())
+    # One legend, below the axes, where it hides no bar and no point.
+    bars, bar_labels = ax.get_legend_handles_labels()
+    dots, dot_labels = p99.get_legend_handles_labels()
+    ax.legend(bars + dots, bar_labels + dot_labels, loc="upper center",
+              bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
+    ax.set_title("httpbench: the same scenario through each HTTP client")
+    ax.figure.tight_layout()
+    return ax
+
+
+def _count_label(n: float) -> str:
+    """An axis tick of a count: 600, 6k, 1.5M."""
+    for scale, unit in ((1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:g}{unit}"
+    return f"{n:g}"
+
+
+def _latency_label(ms: float) -> str:
+    """An axis tick of milliseconds as a person reads it: 600 us, 1.5 ms, 2 s."""
+    if ms >= 1000:
+        return f"{ms / 1000:g} s"
+    if ms >= 1:
+        return f"{ms:g} ms"
+    return f"{ms * 1000:g} us"
+
+
+def capacity_plot(c: CapacityResult, ax: Any = None) -> Any:
+    """CapacityResult.plot(): p99 and p50 against the rate asked for, held
+    stages as dots and broken ones as crosses, the SLO's bounds and the
+    capacity found."""
+    from ..capacity import parse_slo
+
+    plt = pyplot()
+    if ax is None:
+        _, ax = plt.subplots()
+    steps = sorted(c.steps, key=lambda s: s.target)
+    xs = [s.target for s in steps]
+    ax.plot(xs, [s.p99 * 1e3 for s in steps], "-", color="C0", label="p99")
+    ax.plot(xs, [s.p50 * 1e3 for s in steps], "-", color="C1", label="p50")
+    for s in steps:
+        ax.plot(s.target, s.p99 * 1e3, "o" if s.held else "x", color="C0")
+    for k, (stat, limit) in enumerate(parse_slo(c.slo)):
+        ax.axhline(limit * 1e3, color=f"C{k + 3}", linestyle="--",
+                   label=f"SLO {stat} < {limit * 1e3:g} ms")
+    if c.rate > 0:
+        ax.axvline(c.rate, color="grey", linestyle=":", label=f"capacity {c.rate:,.0f}/s")
+    ax.set_xlabel("requests per second asked for (the stage's rate)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(f"Capacity within {c.slo}")
+    ax.legend(fontsize=8)
+    return ax

@@ -147,7 +147,7 @@ def test_to_pandas_and_plot(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["httpbench", "http.client"]
     # The p99 axis in units a person reads (it showed 6x10^-1), its points
     # beside the bars, not on the ratio labels inside them.
-    from httpbench.compare import _latency_label
+    from httpbench.render.plots import _latency_label
 
     assert [_latency_label(v) for v in (0.6, 1.5, 2000)] == ["600 us", "1.5 ms", "2 s"]
     p99 = ax.get_shared_x_axes().get_siblings(ax)
