@@ -36,11 +36,12 @@ class Setting:
     flags: tuple[str, ...]
     cli: Mapping[str, Any] | None
     feeds: tuple[str, ...]
+    named: str  # the flag a message names ("" when there is none)
 
 
 def setting(default: Any, help: str, *, check: Check | None = None,
             flags: tuple[str, ...] = (), cli: Mapping[str, Any] | None = None,
-            feeds: tuple[str, ...] | None = None) -> Any:
+            feeds: tuple[str, ...] | None = None, named: str | None = None) -> Any:
     """A RunSpec field declared whole. help is one line, naming other
     settings as {name} (rendered as `name` in the manual, as a flag on the
     command line). check checks and converts a value (None: the value is
@@ -50,8 +51,11 @@ def setting(default: Any, help: str, *, check: Check | None = None,
     setting's name; None when the command line's grammar makes the value,
     as -t and -d make duration). feeds names the _core._Bench settings
     the loop's config takes from it (default: its own name; () for
-    none)."""
-    meta = Setting(help, check, flags, cli, feeds if feeds is not None else ("",))
+    none). named is the flag a message names, when not the first (the
+    one a user of that flag types most: --rate, whose -R comes first in
+    the help as wrk2 writes it)."""
+    meta = Setting(help, check, flags, cli, feeds if feeds is not None else ("",),
+                   named if named is not None else (flags[0] if flags else ""))
     return dataclasses.field(default=default, metadata={"setting": meta})
 
 

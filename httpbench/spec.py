@@ -140,7 +140,7 @@ class RunSpec:
         None, "open loop at this many requests a second over the whole run (wrk2), "
         "latency from each request's intended start",
         check=lambda n, v, a: None if v is None else _check.rate(v, a["concurrency"]),
-        flags=("--rate", "-R"), cli={"type": float})
+        flags=("-R", "--rate"), named="--rate", cli={"type": float})
     timeout: float = setting(
         30.0, "seconds each request may take, connect included (None: no limit)",
         check=lambda n, v, a: _check.seconds(n, _check.YEAR if v is None else v),

@@ -54,7 +54,7 @@ _OWN: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
                 "standard output)"}),
 }
 # Each run setting by its first flag, as messages name it.
-FLAGS = {name: meta.flags[0] for name, _, meta in SETTINGS if meta.flags}
+FLAGS = {name: meta.named for name, _, meta in SETTINGS if meta.named}
 COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
     **{name: (meta.flags, {"help": render_help(meta.help, lambda n: FLAGS.get(n, n))
                                    .replace("%", "%%"),

@@ -57,7 +57,7 @@ def test_the_command_lines_flags_are_the_declarations():
         if meta.cli is None:
             continue
         assert COMMON[name][0] == meta.flags, name
-        assert FLAGS[name] == meta.flags[0]
+        assert FLAGS[name] == meta.named and meta.named in meta.flags
         for flag in meta.flags:
             assert actions[flag].dest == name, flag
 
