@@ -85,7 +85,7 @@ def test_what_each_setting_feeds_is_the_glues():
     assert glue - fed == made_by_the_run
 
 
-def test_a_setting_error_names_the_argument_or_the_flag():
+def test_a_setting_error_names_the_argument_or_the_flag(tmp_path):
     with pytest.raises(SettingError) as e:
         httpbench.run("http://127.0.0.1:1/", pipeline=2, rate=10, progress=False)
     assert e.value.argument == "pipeline" and isinstance(e.value, ValueError)
@@ -95,7 +95,7 @@ def test_a_setting_error_names_the_argument_or_the_flag():
         httpbench.run("http://127.0.0.1:1/", requests=0, progress=False)
     assert e.value.argument == "requests" and str(e.value).startswith("requests must be")
     assert e.value.said(FLAGS).startswith("-n must be")
-    r = hb("-q", "--pipeline", "2", "-R", "10", "http://127.0.0.1:1/", cwd=ROOT)
+    r = hb("-q", "--pipeline", "2", "-R", "10", "http://127.0.0.1:1/", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("httpbench: --pipeline with --rate is"), \
         r.stderr
 
