@@ -14,8 +14,8 @@ from ._view import register
 
 if TYPE_CHECKING:
     from ._core import Histogram
-    from .capacity import CapacityResult, CapacityStep
-    from .compare import Comparison
+    from .capacity_result import CapacityResult
+    from .comparison import Comparison
     from .result import Result
 
 __all__: list[str] = []
@@ -83,13 +83,35 @@ def _capacity_plot(c: CapacityResult, ax: Any) -> Any:
     return capacity_plot(c, ax)
 
 
-def _step_outcome(s: CapacityStep) -> str:
-    from .render.text import step_outcome
-    return step_outcome(s)
+def _comparison_text(c: Comparison) -> str:
+    from .render.tables import comparison_text
+    return comparison_text(c)
+
+
+def _comparison_summary(c: Comparison) -> str:
+    from .render.tables import comparison_summary
+    return comparison_summary(c)
+
+
+def _comparison_report(c: Comparison, reports: bool) -> str:
+    from .render.tables import comparison_report
+    return comparison_report(c, reports)
+
+
+def _comparison_markdown(c: Comparison) -> str:
+    from .render.tables import comparison_markdown
+    return comparison_markdown(c)
+
+
+def _capacity_report(c: CapacityResult) -> str:
+    from .render.tables import capacity_report
+    return capacity_report(c)
 
 
 register(hgrm=_hgrm, report=_report, summary=_summary, run_page=_run_page,
          by_name_rows=_by_name_rows, percent_label=_percent_label, plot=_plot,
          comparison_table=_comparison_table, comparison_page=_comparison_page,
          comparison_plot=_comparison_plot, capacity_page=_capacity_page,
-         capacity_plot=_capacity_plot, step_outcome=_step_outcome)
+         capacity_plot=_capacity_plot, comparison_text=_comparison_text,
+         comparison_summary=_comparison_summary, comparison_report=_comparison_report,
+         comparison_markdown=_comparison_markdown, capacity_report=_capacity_report)

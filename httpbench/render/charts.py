@@ -20,8 +20,8 @@ from .svg import Axis, Series, bars, chart, time_unit
 from .text import percent_label
 
 if TYPE_CHECKING:
-    from ..capacity import CapacityResult
-    from ..compare import Comparison
+    from ..capacity_result import CapacityResult
+    from ..comparison import Comparison
     from ..result import Latency, Result, Second
 
 __all__ = ["full_seconds", "shape_points", "timeline_charts", "throughput_chart",

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..figures import FAILURE_CLASSES, PERCENTILES
+from .tables import step_outcome
 from .text import (by_name_rows, headline, non_2xx_text, percent_label, shape_text,
-                   step_outcome, streams_allowed)
+                   streams_allowed)
 
 if TYPE_CHECKING:
-    from ..capacity import CapacityResult
-    from ..compare import Comparison
+    from ..capacity_result import CapacityResult
+    from ..comparison import Comparison
     from ..result import Latency, Result
 
 __all__ = ["summary", "fig", "num", "msf", "txt", "table", "state", "key_rows", "key_table",

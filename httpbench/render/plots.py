@@ -10,8 +10,8 @@ from .charts import full_seconds, shape_points
 from .text import percent_label
 
 if TYPE_CHECKING:
-    from ..capacity import CapacityResult
-    from ..compare import Comparison
+    from ..capacity_result import CapacityResult
+    from ..comparison import Comparison
     from ..result import Result
 
 __all__ = ["plot", "pyplot"]
@@ -200,7 +200,7 @@ def capacity_plot(c: CapacityResult, ax: Any = None) -> Any:
     """CapacityResult.plot(): p99 and p50 against the rate asked for, held
     stages as dots and broken ones as crosses, the SLO's bounds and the
     capacity found."""
-    from ..capacity import parse_slo
+    from ..capacity_result import parse_slo
 
     plt = pyplot()
     if ax is None:

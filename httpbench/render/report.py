@@ -24,8 +24,8 @@ from . import charts
 from . import html as tables
 
 if TYPE_CHECKING:
-    from ..capacity import CapacityResult
-    from ..compare import Comparison
+    from ..capacity_result import CapacityResult
+    from ..comparison import Comparison
     from ..result import Result
 
 __all__ = ["Doc", "render", "write", "page", "run_doc", "comparison_doc", "capacity_doc",

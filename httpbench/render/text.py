@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ..figures import PERCENTILES
 
 if TYPE_CHECKING:
-    from ..capacity import CapacityStep
     from ..result import Latency, Result
 
 __all__ = ["report", "by_name_rows", "percent_label", "shape_text", "non_2xx_text",
-           "streams_allowed", "in_flight", "headline", "step_outcome", "client_lines",
+           "streams_allowed", "in_flight", "headline", "client_lines",
            "percentiles_cover", "tls_lines", "cpu_line", "log_lines", "mode_additions"]
 
 
@@ -257,17 +256,6 @@ def mode_additions(r: Result, rate_from: str) -> Iterable[str]:
     yield from log_lines(r)
     if r.client is not None:
         yield from client_lines(r)
-
-
-def step_outcome(s: CapacityStep) -> str:
-    """A capacity stage's outcome in words: held, what broke, or why it
-    did not count."""
-    what = "held" if s.held else s.why
-    if not s.counts:
-        what = f"not counted: the client could not keep up ({s.client}; {what})"
-    elif s.client:
-        what = f"held, though the client was bound ({s.client})"
-    return what + (f" (repeat {s.repeat})" if s.repeat else "")
 
 
 def percentiles_cover(r: Result) -> str:

@@ -58,7 +58,7 @@ def test_the_package_has_no_import_cycle():
 # The model: what a run measured and its JSON. It draws nothing and runs
 # nothing: its convenience methods reach render/ through httpbench._view,
 # which httpbench/views.py (the adapter) fills.
-MODEL = ("httpbench.result", "httpbench._view", "httpbench.figures", "httpbench.bound",
+MODEL = ("httpbench.result", "httpbench.comparison", "httpbench.capacity_result", "httpbench._view", "httpbench.figures", "httpbench.bound",
          "httpbench._typed")
 
 

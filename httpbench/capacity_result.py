@@ -1,0 +1,143 @@
+"""The capacity search's model: its stages, its result and the SLO it was
+held to, with their JSON (httpbench.capacity runs the search; render/
+draws it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+from ._core import MAX_SECONDS
+from ._typed import dataclass_fields
+from ._view import draw
+from .figures import SCHEMA
+
+__all__ = ["CapacityResult", "CapacityStep", "parse_slo", "STATS", "PERCENT"]
+
+# The statistics an SLO may bound: the mean, or a percentile by its name.
+PERCENT = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+STATS = ("mean", *PERCENT)
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+_TERM = re.compile(r"\s*(" + "|".join(STATS) + r")\s*<\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*")
+
+
+def parse_slo(slo: str) -> list[tuple[str, float]]:
+    """"p99<5ms,mean<2ms" as [("p99", 0.005), ("mean", 0.002)] (seconds);
+    ValueError naming what is wrong."""
+    if not isinstance(slo, str) or not slo.strip():
+        raise ValueError(f"slo must be like 'p99<5ms' (STAT<NUMBER UNIT, comma-separated), "
+                         f"not {slo!r}")
+    out = []
+    for term in slo.split(","):
+        m = _TERM.fullmatch(term)
+        if m is None:
+            raise ValueError(f"slo: {term.strip()!r} is not STAT<NUMBER UNIT with STAT one of "
+                             f"{', '.join(STATS)} and UNIT us, ms or s")
+        limit = float(m.group(2)) * _UNITS[m.group(3)]
+        if not 0 < limit <= MAX_SECONDS:  # (a year, as every time run() takes)
+            raise ValueError(f"slo: the bound in {term.strip()!r} must be above 0 and at most "
+                             "a year")
+        out.append((m.group(1), limit))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityStep:
+    """One stage: the rate asked for, what was achieved, and whether it
+    held (`why` says what broke, "" when it held). repeat: 0 for a rate's
+    first measurement, 1 and 2 for the repeats that confirm a breach or
+    check a client that could not keep up; client: why the client bound
+    this measurement ("cpu", "schedule"; "" when it did not). `counts`
+    says whether its verdict counts."""
+
+    target: float
+    achieved: float
+    p50: float
+    p99: float
+    errors: int
+    requests: int
+    held: bool
+    why: str
+    repeat: int = 0
+    client: str = ""
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / self.requests if self.requests else 0.0
+
+    @property
+    def counts(self) -> bool:
+        """Whether this measurement's verdict counts: it held, or the
+        client was not bound (a breach while it was is the client's)."""
+        return self.held or not self.client
+
+
+@dataclasses.dataclass
+class CapacityResult:
+    """The highest rate that held (0.0 when none did), the SLO, and every
+    stage in the order run, repeats included. `met` is False when even the
+    lowest sensible rate (one request per connection per stage, or `start`
+    if lower) broke: no rate holds, and the last step says what broke it.
+    limited_by: "server" when a breach was confirmed, "client" when the
+    client could not keep up (its CPU, or its schedule: the search then
+    stops, the server untested beyond), None when nothing broke."""
+
+    rate: float
+    slo: str
+    max_error_rate: float
+    steps: list[CapacityStep]
+    url: str
+    met: bool = True
+    limited_by: str | None = None
+
+    @property
+    def bounds(self) -> tuple[float | None, float | None]:
+        """(the highest rate that held, or None; the lowest that broke,
+        confirmed, or None)."""
+        held = [s.target for s in self.steps if s.held]
+        broke = [s.target for s in self.steps if s.counts and not s.held]
+        low = min((t for t in broke if t > max(held, default=0.0)), default=None)
+        return (max(held) if held else None, low)
+
+    def report(self) -> str:
+        """The stages as a text table, then the capacity found (or why
+        none was): what capacity() prints."""
+        text: str = draw("capacity_report", self)
+        return text
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def slo_bounds(self) -> list[tuple[str, float]]:
+        """The SLO's bounds: (statistic, seconds) each."""
+        return parse_slo(self.slo)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The search as JSON-ready data (capacity --json writes it)."""
+        held, broke = self.bounds
+        return {"kind": "capacity", "schema": SCHEMA, "url": self.url, "slo": self.slo,
+                "max_error_rate": self.max_error_rate, "rate": self.rate, "met": self.met,
+                "limited_by": self.limited_by, "held": held, "broke": broke,
+                "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
+                          for s in self.steps]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CapacityResult:
+        """From to_dict()'s layout; a FieldError (a ValueError) naming the
+        field for one that is not what the model holds."""
+        return cls(**dataclass_fields(cls, d))
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The standalone HTML report of the search (its knee plot and
+        stages), written to path when given; returns its text."""
+        text: str = draw("capacity_page", self, path)
+        return text
+
+    def plot(self, ax: Any = None) -> Any:
+        """p99 and p50 latency against the rate asked for, the stages in
+        order of rate (not in the order the bisection ran them), held ones
+        as dots and broken ones as crosses, with the SLO's bounds and the
+        capacity found (matplotlib)."""
+        return draw("capacity_plot", self, ax)

@@ -1,0 +1,94 @@
+"""The comparison's and the capacity search's text: the side-by-side table
+(as text and as Markdown) with its notes, and the capacity stages' table
+with the capacity found. The model's report(), table() and to_markdown()
+reach these through the adapter (httpbench/views.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..capacity_result import CapacityResult, CapacityStep
+    from ..comparison import Comparison
+
+__all__ = ["comparison_text", "comparison_summary", "comparison_report", "comparison_markdown",
+           "capacity_report", "step_outcome"]
+
+
+def comparison_text(c: Comparison) -> str:
+    """The side-by-side table, one row per agent and scenario."""
+    head = (f"{'agent':<14}{'version':<10}{'scenario':<9}{'requests':>9}{'req/s':>10}"
+            f"{'mean ms':>9}{'p99 ms':>9}{'failed':>7}{'non-2xx':>8}{'reconn':>7}"
+            f"{'x fastest':>10}")
+    lines = [head, "-" * len(head)]
+    for row in c.rows():
+        lines.append(f"{row['agent']:<14}{row['version'][:9]:<10}{row['scenario']:<9}"
+                     f"{row['requests']:>9}{row['rps']:>10,.0f}{row['mean_ms']:>9.3f}"
+                     f"{row['p99_ms']:>9.3f}{row['failed']:>7}{row['non_2xx']:>8}"
+                     f"{row['reconnects']:>7}{row['of_fastest']:>10.2f}")
+    return "\n".join(lines)
+
+
+def comparison_summary(c: Comparison) -> str:
+    """The table and its notes (IPython's text display)."""
+    return comparison_text(c) + "".join(f"\nnote: {n}" for n in c.warnings() + c.notes)
+
+
+def comparison_report(c: Comparison, reports: bool = True) -> str:
+    """Each agent's ab report when `reports`, then the table and notes."""
+    parts = []
+    if reports:
+        for (agent, scenario), r in c.results.items():
+            parts.append(f"== {agent} {r.agent_version}, {scenario} "
+                         f"(Python {r.python_version})\n")
+            parts.append(r.report())
+    parts.append("== Side by side\n")
+    parts.append(comparison_text(c) + "\n")
+    parts.extend(f"note: {n}\n" for n in c.warnings() + c.notes)
+    return "\n".join(parts)
+
+
+def comparison_markdown(c: Comparison) -> str:
+    lines = ["| agent | version | scenario | requests | req/s | mean ms | p99 ms | failed "
+             "| non-2xx | reconnects | x fastest |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in c.rows():
+        lines.append(f"| {row['agent']} | {row['version']} | {row['scenario']} | "
+                     f"{row['requests']} | {row['rps']:,.0f} | {row['mean_ms']:.3f} | "
+                     f"{row['p99_ms']:.3f} | {row['failed']} | {row['non_2xx']} | "
+                     f"{row['reconnects']} | {row['of_fastest']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def step_outcome(s: CapacityStep) -> str:
+    """A capacity stage's outcome in words: held, what broke, or why it
+    did not count."""
+    what = "held" if s.held else s.why
+    if not s.counts:
+        what = f"not counted: the client could not keep up ({s.client}; {what})"
+    elif s.client:
+        what = f"held, though the client was bound ({s.client})"
+    return what + (f" (repeat {s.repeat})" if s.repeat else "")
+
+
+def capacity_report(c: CapacityResult) -> str:
+    """The stages, then the capacity found, or why none was."""
+    lines = [f"Capacity of {c.url} within {c.slo}, error rate at most "
+             f"{c.max_error_rate:g}:",
+             f"{'target/s':>10} {'achieved/s':>11} {'p50 ms':>8} {'p99 ms':>8} "
+             f"{'errors':>7}  outcome"]
+    for s in c.steps:
+        lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
+                     f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {step_outcome(s)}")
+    held, broke = c.bounds
+    span = (f"held up to {held:,.0f}/s" if held is not None else "nothing held") + \
+        (f", broke from {broke:,.0f}/s" if broke is not None else "")
+    if c.limited_by == "client":
+        lines.append(f"capacity: not found: the client, not the server, set the limit "
+                     f"({span}; the client could not keep up: {c.steps[-1].client})")
+    elif c.met:
+        lines.append(f"capacity: {c.rate:,.0f} req/s ({span})")
+    else:
+        low = min(c.steps, key=lambda s: s.target)
+        lines.append(f"capacity: SLO not met even at {low.target:,.2f} req/s ({low.why})")
+    return "\n".join(lines)
