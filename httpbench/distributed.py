@@ -218,19 +218,8 @@ def _run(distributed: Any, client: Any, url: str, workers: int | None,
         raise ValueError(f"every worker must run httpbench {__version__}, as the caller does: "
                          + ", ".join(f"{a} has {v}" for a, v in sorted(versions.items())))
     shares = _shares(n, kwargs.get("requests"), concurrency, kwargs.get("rate"), stages, vus)
-    run_id = uuid.uuid4().hex
-    ready = distributed.Queue(f"httpbench-ready-{run_id}", client=client)
-    reports = distributed.Queue(f"httpbench-progress-{run_id}", client=client)
-    go = distributed.Variable(f"httpbench-go-{run_id}", client=client)
-    stop = distributed.Variable(f"httpbench-stop-{run_id}", client=client)
-    stop.set(False)
-    live = _Live(kwargs, run_id, client, chosen) if kwargs.get("metrics") else None
-    try:
-        return _go(distributed, client, url, kwargs, reporter, chosen, shares, about, run_id,
-                   ready, reports, go, stop, concurrency, stages, vus, live)
-    finally:
-        if live is not None:
-            live.close()
+    return _Coordinator(distributed, client, url, kwargs, chosen, shares, about,
+                        concurrency).run(reporter)
 
 
 class _Live:
@@ -283,164 +272,224 @@ class _Live:
             self.queue.close()
 
 
-def _go(distributed: Any, client: Any, url: str, kwargs: dict[str, Any],
-        reporter: Callable[[int, int], None] | None, chosen: list[str],
-        shares: list[dict[str, Any]], about: dict[str, Any], run_id: str, ready: Any,
-        reports: Any, go: Any, stop: Any, concurrency: int, stages: Any, vus: Any,
-        live: _Live | None) -> Result:
-    """The run over the chosen workers: submitted, barrier, progress,
-    merge (with its live metrics when asked)."""
-    n = len(chosen)
-    futures = []
-    for i, (addr, share) in enumerate(zip(chosen, shares, strict=True)):
-        kw = {**kwargs, **share, "metrics": None, "metrics_run": None, "metrics_linger": 0.0}
-        if vus is None:
-            kw.pop("concurrency_stages", None)
-        scenario = kw.get("scenario")
-        if scenario is not None and i > 0:
-            # Each worker its own picks: the seed moved on by the worker's
-            # index (worker 0 keeps it, so one worker picks as a local run).
-            kw["scenario"] = Scenario(scenario.requests, scenario.order,
-                                      (scenario.seed + i * 0x9E3779B97F4A7C15) % 2**64)
-        futures.append(client.submit(_on_worker, run_id, i, url, kw, live is not None,
-                                     workers=[addr], allow_other_workers=False, pure=False,
-                                     retries=0, key=f"httpbench-{run_id}-{i}"))
-    lost = _Lost()
-    scheduler_lost = ""
-    last: dict[int, tuple[int, int, int]] = {}
-    heard: dict[int, float] = {}
-    done: dict[int, dict[str, Any]] = {}
-    interrupted = False
-    interrupted_at: float | None = None
-    at: float | None = None
+class _Coordinator:
+    """The caller's side of one run over the chosen workers, a method per
+    phase: submit each worker's share, wait at the barrier and set the
+    start, watch the progress reports (and the silent), collect each
+    worker's part (lost ones from their last report), merge them into one
+    Result. What the phases share (the futures, what each worker last
+    said, who is done or lost) is the object's."""
 
-    def poll_futures() -> None:
-        for i, f in enumerate(futures):
-            if i in done or i in lost or not f.done():
-                continue
+    def __init__(self, distributed: Any, client: Any, url: str, kwargs: dict[str, Any],
+                 chosen: list[str], shares: list[dict[str, Any]], about: dict[str, Any],
+                 concurrency: int) -> None:
+        self.distributed, self.client, self.url, self.kwargs = distributed, client, url, kwargs
+        self.chosen, self.shares, self.about, self.concurrency = chosen, shares, about, concurrency
+        self.run_id = uuid.uuid4().hex
+        self.ready = distributed.Queue(f"httpbench-ready-{self.run_id}", client=client)
+        self.reports = distributed.Queue(f"httpbench-progress-{self.run_id}", client=client)
+        self.go = distributed.Variable(f"httpbench-go-{self.run_id}", client=client)
+        self.stop = distributed.Variable(f"httpbench-stop-{self.run_id}", client=client)
+        self.stop.set(False)
+        self.futures: list[Any] = []
+        self.lost = _Lost()
+        self.scheduler_lost = ""
+        self.last: dict[int, tuple[int, int, int]] = {}  # (issued, complete, failed)
+        self.heard: dict[int, float] = {}
+        self.done: dict[int, dict[str, Any]] = {}
+        self.interrupted = False
+        self.interrupted_at: float | None = None
+        self.at: float | None = None  # the common start, once set
+        self.live: _Live | None = None
+
+    def run(self, reporter: Callable[[int, int], None] | None) -> Result:
+        """Every phase in order; the live metrics (when asked) closed on
+        every way out."""
+        if self.kwargs.get("metrics"):
+            self.live = _Live(self.kwargs, self.run_id, self.client, self.chosen)
+        try:
+            self.submit()
             try:
-                done[i] = f.result()
-            except (ValueError, TypeError, FileNotFoundError):
-                # Settings the worker's run() refused: nothing may run.
-                stop.set(True)
-                go.set(None)
-                raise
-            except Exception as e:  # the worker died, or lost its connection
-                lost[i] = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                self.barrier()
+                self.watch(reporter)
+            except OSError as e:
+                self.scheduler_gone(e)
+            except KeyboardInterrupt:
+                self.interrupt()
+            return self.merge(self.collect())
+        finally:
+            if self.live is not None:
+                self.live.close()
 
-    def drain() -> None:
-        for index, issued, complete, failed in reports.get(batch=True):
-            last[index] = (issued, complete, failed)
-            heard[index] = time.monotonic()
-        if live is not None:
-            live.drain()
+    def submit(self) -> None:
+        """Each worker's run() with its share, pinned to that worker."""
+        vus = self.kwargs.get("concurrency_stages")
+        for i, (addr, share) in enumerate(zip(self.chosen, self.shares, strict=True)):
+            kw = {**self.kwargs, **share, "metrics": None, "metrics_run": None,
+                  "metrics_linger": 0.0}
+            if vus is None:
+                kw.pop("concurrency_stages", None)
+            scenario = kw.get("scenario")
+            if scenario is not None and i > 0:
+                # Each worker its own picks: the seed moved on by the worker's
+                # index (worker 0 keeps it, so one worker picks as a local run).
+                kw["scenario"] = Scenario(scenario.requests, scenario.order,
+                                          (scenario.seed + i * 0x9E3779B97F4A7C15) % 2**64)
+            self.futures.append(self.client.submit(
+                _on_worker, self.run_id, i, self.url, kw, self.live is not None,
+                workers=[addr], allow_other_workers=False, pure=False, retries=0,
+                key=f"httpbench-{self.run_id}-{i}"))
 
-    try:
-        # The barrier: every worker warm (or lost), then one start instant.
-        deadline = time.monotonic() + READY_S + float(kwargs.get("warmup") or 0)
+    def barrier(self) -> None:
+        """Every worker warm (or lost), then one start instant for all."""
+        n = len(self.chosen)
+        deadline = time.monotonic() + READY_S + float(self.kwargs.get("warmup") or 0)
         waiting = set(range(n))
-        while waiting - set(lost) - set(done):
-            for index in ready.get(batch=True):
+        while waiting - set(self.lost) - set(self.done):
+            for index in self.ready.get(batch=True):
                 waiting.discard(index)
-            poll_futures()
+            self.poll()
             if time.monotonic() > deadline:
-                for i in waiting - set(lost) - set(done):
-                    lost[i] = "not ready within the warmup's time"
+                for i in waiting - set(self.lost) - set(self.done):
+                    self.lost[i] = "not ready within the warmup's time"
                 break
             time.sleep(0.02)
         instant = time.time() + LEAD_S
-        go.set(instant)
-        at = instant
-        if live is not None:
-            live.shape.start = instant
+        self.go.set(instant)
+        self.at = instant
+        if self.live is not None:
+            self.live.shape.start = instant
         now = time.monotonic()
         for i in range(n):
-            heard[i] = now + LEAD_S
-        while len(done) + len(lost) < n:
+            self.heard[i] = now + LEAD_S
+
+    def watch(self, reporter: Callable[[int, int], None] | None) -> None:
+        """Until every worker is done or lost: their progress reports to
+        the reporter, and a worker silent for SILENCE_S lost."""
+        n = len(self.chosen)
+        while len(self.done) + len(self.lost) < n:
             time.sleep(0.25)
-            drain()
-            poll_futures()
+            self.drain()
+            self.poll()
             now = time.monotonic()
             for i in range(n):
-                if i not in done and i not in lost and now - heard[i] > SILENCE_S:
-                    lost[i] = f"no progress report for {SILENCE_S:g} s: the worker or its " \
-                              "connection to the scheduler was lost"
-                    futures[i].cancel()
+                if i not in self.done and i not in self.lost and \
+                        now - self.heard[i] > SILENCE_S:
+                    self.lost[i] = f"no progress report for {SILENCE_S:g} s: the worker or " \
+                                   "its connection to the scheduler was lost"
+                    self.futures[i].cancel()
             if reporter is not None:
-                reporter(sum(c for _, c, _ in last.values()), sum(f for _, _, f in last.values()))
-    except OSError as e:
-        # The scheduler (or the connection to it) is gone: distributed's
-        # CommClosedError and its time-outs are OSErrors. What the workers
-        # reported stands, each not done lost with the reason. (A file a
-        # worker's run() could not find is the caller's error: raised.)
+                reporter(sum(c for _, c, _ in self.last.values()),
+                         sum(f for _, _, f in self.last.values()))
+
+    def poll(self) -> None:
+        """The workers' runs that ended: their results, or why they were
+        lost."""
+        for i, f in enumerate(self.futures):
+            if i in self.done or i in self.lost or not f.done():
+                continue
+            try:
+                self.done[i] = f.result()
+            except (ValueError, TypeError, FileNotFoundError):
+                # Settings the worker's run() refused: nothing may run.
+                self.stop.set(True)
+                self.go.set(None)
+                raise
+            except Exception as e:  # the worker died, or lost its connection
+                self.lost[i] = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+    def drain(self) -> None:
+        """The progress reports (and live figures) sent since the last."""
+        for index, issued, complete, failed in self.reports.get(batch=True):
+            self.last[index] = (issued, complete, failed)
+            self.heard[index] = time.monotonic()
+        if self.live is not None:
+            self.live.drain()
+
+    def scheduler_gone(self, e: OSError) -> None:
+        """The scheduler (or the connection to it) is gone: distributed's
+        CommClosedError and its time-outs are OSErrors. What the workers
+        reported stands, each not done lost with the reason. (A file a
+        worker's run() could not find is the caller's error: raised.)"""
         if isinstance(e, FileNotFoundError):
-            raise
-        scheduler_lost = f"the scheduler was lost ({type(e).__name__}: {e})" if str(e) \
+            raise e
+        self.scheduler_lost = f"the scheduler was lost ({type(e).__name__}: {e})" if str(e) \
             else f"the scheduler was lost ({type(e).__name__})"
-        for i in range(n):
-            if i not in done and i not in lost:
-                lost[i] = scheduler_lost
-    except KeyboardInterrupt:
-        # Every worker's loop stops as on a local Ctrl-C; their partial
-        # results are merged.
-        interrupted = True
-        interrupted_at = time.time()
-        stop.set(True)
-        if at is None:
-            go.set(None)  # workers waiting at the barrier give up
-        for i, f in enumerate(futures):
-            if i not in done and i not in lost:
+        for i in range(len(self.chosen)):
+            if i not in self.done and i not in self.lost:
+                self.lost[i] = self.scheduler_lost
+
+    def interrupt(self) -> None:
+        """Ctrl-C: every worker's loop stops as on a local Ctrl-C; their
+        partial results are merged."""
+        self.interrupted = True
+        self.interrupted_at = time.time()
+        self.stop.set(True)
+        if self.at is None:
+            self.go.set(None)  # workers waiting at the barrier give up
+        for i, f in enumerate(self.futures):
+            if i not in self.done and i not in self.lost:
                 try:
-                    done[i] = f.result(timeout=SILENCE_S)
+                    self.done[i] = f.result(timeout=SILENCE_S)
                 except Exception as e:
-                    lost[i] = f"{type(e).__name__}: {e}"
-    if not scheduler_lost:
-        try:
-            drain()
-        except OSError as e:
-            scheduler_lost = f"the scheduler was lost ({type(e).__name__})"
-    if scheduler_lost and not done and not any(any(v) for v in last.values()):
-        raise ClusterError(f"{scheduler_lost} before any worker reported: nothing to return")
-    parts = []
-    for i, (addr, share) in enumerate(zip(chosen, shares, strict=True)):
-        host = about[addr][1]
-        if i in done:
-            r = Result.from_dict(done[i]["result"])
-            r.timeline_buckets = done[i]["buckets"]
-            parts.append(WorkerPart(address=addr, host=host, requests=share["requests"],
-                                    concurrency=share["concurrency"], rate=share["rate"],
-                                    lost=False, error="", not_run=0, result=r))
-        else:
-            issued, complete, failed = last.get(i, (0, 0, 0))
-            parts.append(WorkerPart(
-                address=addr, host=host, requests=share["requests"],
-                concurrency=share["concurrency"], rate=share["rate"], lost=True, error=lost[i],
-                lost_at=lost.since(i, at),
-                not_run=max(0, (share["requests"] or 0) - issued) if share["requests"] else 0,
-                result=_lost_result(url, kwargs, issued, complete, failed)))
-    if not scheduler_lost:
-        for name in (f"httpbench-ready-{run_id}", f"httpbench-progress-{run_id}"):
-            distributed.Queue(name, client=client).close()
-    if live is not None:
-        live.final(parts)
-    merged = merge([p.result for p in parts], url=url, start=at)
-    merged.client = merge_client([(p.address, p.result.client) for p in parts])
-    merged.workers = parts
-    merged.not_run = sum(p.not_run for p in parts)
-    merged.interrupted = interrupted or any(p.result.interrupted for p in parts)
-    if interrupted_at is not None and at is not None:
-        merged.interrupted_at = max(0.0, interrupted_at - at)
-    errors = [f"{p.address}: {p.error}" for p in parts if p.lost]
-    if errors and not merged.first_error:
-        merged.first_error = "lost " + "; ".join(errors)
-    merged.requests = kwargs.get("requests")
-    merged.rate = kwargs.get("rate")
-    merged.concurrency = concurrency
-    if stages is not None:
-        merged.stages = list(stages)
-    if vus is not None:
-        merged.concurrency_stages = list(vus)
-    return merged
+                    self.lost[i] = f"{type(e).__name__}: {e}"
+
+    def collect(self) -> list[WorkerPart]:
+        """Each worker's part: its result, or a lost worker's from its last
+        progress report; the run's queues closed."""
+        if not self.scheduler_lost:
+            try:
+                self.drain()
+            except OSError as e:
+                self.scheduler_lost = f"the scheduler was lost ({type(e).__name__})"
+        if self.scheduler_lost and not self.done and not any(any(v) for v in self.last.values()):
+            raise ClusterError(f"{self.scheduler_lost} before any worker reported: nothing to "
+                               "return")
+        parts = []
+        for i, (addr, share) in enumerate(zip(self.chosen, self.shares, strict=True)):
+            host = self.about[addr][1]
+            if i in self.done:
+                r = Result.from_dict(self.done[i]["result"])
+                r.timeline_buckets = self.done[i]["buckets"]
+                parts.append(WorkerPart(address=addr, host=host, requests=share["requests"],
+                                        concurrency=share["concurrency"], rate=share["rate"],
+                                        lost=False, error="", not_run=0, result=r))
+            else:
+                issued, complete, failed = self.last.get(i, (0, 0, 0))
+                parts.append(WorkerPart(
+                    address=addr, host=host, requests=share["requests"],
+                    concurrency=share["concurrency"], rate=share["rate"], lost=True,
+                    error=self.lost[i], lost_at=self.lost.since(i, self.at),
+                    not_run=max(0, (share["requests"] or 0) - issued) if share["requests"] else 0,
+                    result=_lost_result(self.url, self.kwargs, issued, complete, failed)))
+        if not self.scheduler_lost:
+            for name in (f"httpbench-ready-{self.run_id}", f"httpbench-progress-{self.run_id}"):
+                self.distributed.Queue(name, client=self.client).close()
+        if self.live is not None:
+            self.live.final(parts)
+        return parts
+
+    def merge(self, parts: list[WorkerPart]) -> Result:
+        """The workers' parts as one Result, with the run's own settings."""
+        merged = merge([p.result for p in parts], url=self.url, start=self.at)
+        merged.client = merge_client([(p.address, p.result.client) for p in parts])
+        merged.workers = parts
+        merged.not_run = sum(p.not_run for p in parts)
+        merged.interrupted = self.interrupted or any(p.result.interrupted for p in parts)
+        if self.interrupted_at is not None and self.at is not None:
+            merged.interrupted_at = max(0.0, self.interrupted_at - self.at)
+        errors = [f"{p.address}: {p.error}" for p in parts if p.lost]
+        if errors and not merged.first_error:
+            merged.first_error = "lost " + "; ".join(errors)
+        merged.requests = self.kwargs.get("requests")
+        merged.rate = self.kwargs.get("rate")
+        merged.concurrency = self.concurrency
+        stages, vus = self.kwargs.get("stages"), self.kwargs.get("concurrency_stages")
+        if stages is not None:
+            merged.stages = list(stages)
+        if vus is not None:
+            merged.concurrency_stages = list(vus)
+        return merged
 
 
 class _Lost(dict[int, str]):
