@@ -1,7 +1,9 @@
 /* bench_int.h: what the timing loop's files share (bench.c the run's
- * lifecycle, bench_conn.c the connection machine, bench_pace.c pacing and
- * picks, bench_result.c what is recorded and merged); not for the glue,
- * which sees bench.h alone. */
+ * lifecycle, bench_loop.c a thread's event loop, bench_sock.c a
+ * connection's socket and its states, bench_exch.c an exchange's ticket
+ * and verdict, bench_h1.c and bench_h2.c the protocols, bench_pace.c
+ * pacing and picks, bench_result.c what is recorded and merged); not for
+ * the glue, which sees bench.h (and the bench_result.h it includes) alone. */
 #ifndef HB_BENCH_INT_H
 #define HB_BENCH_INT_H
 
