@@ -73,6 +73,11 @@ typedef struct {
     int depth;
     int64_t goaway_wait; /* doubling, 0 again once a stream completes */
     int64_t now;
+    /* A socket opened before any ticket (t->unticketed counts it): since
+     * when. Its first exchange starts then (its connect and the wait for
+     * the server's SETTINGS in its latency, as ab counts a connect). */
+    int unticketed;
+    int64_t began;
     h2slot slots[];
 } h2conn;
 
@@ -106,6 +111,38 @@ static void release(bthread *t, bconn *c, bexch *x, int64_t now)
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
 
+/* With many streams in closed loop a connection opens its socket and
+ * waits for the server's SETTINGS before it takes a ticket: one it took
+ * first would wait there while the other connections ran the run's
+ * tickets out (a server slow to accept held a run's tail so, each such
+ * connection completing one request). Under a rate the ticket is the
+ * schedule's, and with one stream the request goes on the wire with the
+ * preface: both take it first. */
+static int opens_unticketed(const hb_bench *b)
+{
+    return !b->paced && b->vus == NULL && b->cfg.streams > 1;
+}
+
+static void end_unticketed(bthread *t, bconn *c)
+{
+    if (H(c)->unticketed) {
+        H(c)->unticketed = 0;
+        t->unticketed--;
+    }
+}
+
+static void take(bthread *t, bconn *c, int64_t now);
+
+/* What happens to an unticketed socket (a failure, a timeout, a close)
+ * happens to a request: it takes a ticket if one is left, as a request
+ * sent would have failed so; else it goes quietly. */
+static void carry(bthread *t, bconn *c, int64_t now)
+{
+    if (H(c)->unticketed && H(c)->active == 0 && hb_bp_ticket(t->b, now))
+        take(t, c, now);
+    end_unticketed(t, c);
+}
+
 static void note_error(bexch *x, const char *fmt, const char *what)
 {
     if (x->res->error[0] == 0)
@@ -114,6 +151,7 @@ static void note_error(bexch *x, const char *fmt, const char *what)
 
 static void h2_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *why)
 {
+    carry(t, c, now);
     FOR_TAKEN(c, x)
     {
         hb_br_failed(t, x, cls, now);
@@ -239,7 +277,10 @@ static const hb_h2_hooks HOOKS = {on_head, on_field, on_data, on_closed};
 static int streams_wanted(const hb_bench *b, const bconn *c)
 {
     int n = depth_of(b);
-    if (!b->cfg.keepalive || H(c)->h2 == NULL || !hb_h2_stats_of(H(c)->h2)->settings)
+    int heard = H(c)->h2 != NULL && hb_h2_stats_of(H(c)->h2)->settings;
+    if (!heard && opens_unticketed(b))
+        return 0; /* (its socket opens first: refill) */
+    if (!b->cfg.keepalive || !heard)
         n = 1; /* (a socket still opening takes one ticket, to open it) */
     if (H(c)->h2 != NULL) {
         uint32_t allowed = hb_h2_streams_allowed(H(c)->h2);
@@ -270,6 +311,11 @@ static void take(bthread *t, bconn *c, int64_t now)
     hb_bench *b = t->b;
     bexch *x = take_slot(b, c);
     hb_bx_issue(t, c, x, 1, now);
+    if (H(c)->unticketed) {
+        x->t_start = x->t_intended = H(c)->began;
+        x->connect_ns = now > H(c)->began ? now - H(c)->began : 1;
+        end_unticketed(t, c);
+    }
     slot_of(c, x)->refusals = 0;
     slot_of(c, x)->goaways = 0;
     slot_of(c, x)->place = BX_WAITING;
@@ -392,8 +438,18 @@ static void refill(bthread *t, bconn *c, int64_t now)
             break;
         take(t, c, now);
     }
-    if (H(c)->active == 0 && c->sock.fd < 0)
+    if (want > 0)
+        end_unticketed(t, c); /* (SETTINGS came and no ticket was left) */
+    if (H(c)->active == 0 && c->sock.fd < 0) {
+        if (want == 0 && opens_unticketed(b) && c->state == BC_IDLE && !ending &&
+            hb_bp_tickets_left(b, now)) {
+            H(c)->unticketed = 1;
+            H(c)->began = now;
+            t->unticketed++;
+            hb_bs_begin_connect(t, c, now);
+        }
         return;
+    }
     if (c->sock.fd < 0) {
         if (c->state == BC_IDLE)
             hb_bs_begin_connect(t, c, now);
@@ -462,6 +518,7 @@ static void h2_opened(bthread *t, bconn *c, int64_t now)
  * fuzz_loop). */
 static void socket_gone(bthread *t, bconn *c, int64_t now, const char *why)
 {
+    carry(t, c, now);
     const hb_h2_stats *st = hb_h2_stats_of(H(c)->h2);
     int goaway = st->goaway;
     int32_t last = st->goaway_last;
@@ -557,6 +614,21 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
 static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon)
 {
     hb_bench *b = t->b;
+    if (H(c)->unticketed) {
+        if (abandon || !hb_bp_tickets_left(b, now)) {
+            /* The run's tickets went elsewhere: it goes, having held none. */
+            end_unticketed(t, c);
+            hb_bs_leave_retry(t, c);
+            hb_bs_close(c);
+            hb_bc_enter(c, BC_IDLE);
+        } else if (c->state != H2_OPEN) {
+            hb_bs_tick_opening(t, c, now, H(c)->began);
+        } else if (now - H(c)->began >= b->timeout_ns) {
+            h2_fail(t, c, HB_FAIL(fail_timeout), now,
+                    "timed out waiting for the server's SETTINGS");
+        }
+        return;
+    }
     if (H(c)->active == 0 || c->state == BC_IDLE || c->state == BC_RATE)
         return;
     if (abandon) {

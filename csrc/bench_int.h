@@ -248,6 +248,7 @@ struct bthread {
     int rate_waiting; /* connections in BC_RATE */
     int draining;     /* connections in BC_DRAIN */
     int retrying;     /* connections in BC_RETRY */
+    int unticketed;   /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
     hb_response r;    /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
@@ -399,6 +400,9 @@ void hb_br_forget(bthread *t);
 /* A ticket for one more request at now (a warmup's, or the run's); 0 when
  * none is left or the run is ending. */
 int hb_bp_ticket(hb_bench *b, int64_t now);
+/* Whether hb_bp_ticket could still give a ticket now (a relaxed look:
+ * another thread may take the last first). */
+int hb_bp_tickets_left(const hb_bench *b, int64_t now);
 /* Under a shape: when slot c's n-th request is due, INT64_MAX when never. */
 int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n);
 /* Under a shape of connections: now when slot c may run, else when it may

@@ -73,7 +73,7 @@ static void lone_loop(bthread *t)
     for (;;) {
         for (int budget = 16; t->nready > 0 && budget > 0; budget--)
             start_next(t, now);
-        if (t->inflight == 0 && t->nready == 0 && t->draining == 0)
+        if (t->inflight == 0 && t->nready == 0 && t->draining == 0 && t->unticketed == 0)
             return;
         bconn *c = &t->conns[0];
         int lone = hb_bc_state_of(c, c->state)->lone;
@@ -129,7 +129,8 @@ static void epoll_loop(bthread *t)
             int64_t retry = hb_bs_retry_due(t, now);
             due = retry < due ? retry : due;
         }
-        if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0 && t->draining == 0)
+        if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0 && t->draining == 0 &&
+            t->unticketed == 0)
             return;
         int n;
         if (t->nready > 0)

@@ -21,6 +21,21 @@ int hb_bp_ticket(hb_bench *b, int64_t now)
     return __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
 }
 
+int hb_bp_tickets_left(const hb_bench *b, int64_t now)
+{
+    if (stopped((hb_bench *)b))
+        return 0;
+    if (b->warming) {
+        if (b->cfg.warmup_seconds > 0)
+            return now < b->warm_end;
+        uint64_t n = b->cfg.warmup_requests ? b->cfg.warmup_requests : (uint64_t)b->cfg.concurrency;
+        return __atomic_load_n(&b->warm_tickets, __ATOMIC_RELAXED) < n;
+    }
+    if (b->end && now >= b->end)
+        return 0;
+    return b->cfg.requests == 0 || __atomic_load_n(&b->tickets, __ATOMIC_RELAXED) < b->cfg.requests;
+}
+
 /* Under a shape: when slot c's n-th request is due (see shape.h), or
  * INT64_MAX when the shape holds no more for it. */
 int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n)

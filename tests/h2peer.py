@@ -9,6 +9,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -70,15 +71,19 @@ class H2Server:
                  three characters, "600" or "099")
     continuations  every request answered 200 with its head in a HEADERS frame
                  and `fields` CONTINUATION frames
+    slowfirst    as ok, but the first connection's SETTINGS (and all it
+                 says) come `delay` seconds late: a server slow to take up one
+                 connection (a saturated nginx with multi_accept off)
 
     Counts what it served in `answered` and the connections in `accepted`.
     """
 
     def __init__(self, mode: str = "ok", *, every: int = 3, code: int = 2,
                  streams: int = 100, body: bytes = b"x" * 2048, fields: int = 1,
-                 value_len: int = 10, status: str = "413",
+                 value_len: int = 10, status: str = "413", delay: float = 0.0,
                  context: ssl.SSLContext | None = None) -> None:
         self.mode, self.every, self.code, self.streams = mode, every, code, streams
+        self.delay = delay
         self.status = status
         self.body, self.fields, self.value_len = body, fields, value_len
         self.context = context
@@ -122,11 +127,14 @@ class H2Server:
                 return
             with self.lock:
                 self.accepted += 1
+                late = self.mode == "slowfirst" and self.accepted == 1
             self.conns.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn, late), daemon=True).start()
 
-    def _serve(self, raw: socket.socket) -> None:
+    def _serve(self, raw: socket.socket, late: bool = False) -> None:
         try:
+            if late:
+                time.sleep(self.delay)
             sock: Any = raw
             if self.context is not None:
                 sock = self.context.wrap_socket(raw, server_side=True)

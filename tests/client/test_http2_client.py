@@ -270,6 +270,36 @@ def test_hostile_servers_fail_a_run_in_the_right_class(mode: str, kwargs: dict, 
     assert time.monotonic() - t < 15
 
 
+def test_a_connection_the_server_is_slow_to_take_up_holds_no_ticket() -> None:
+    """Issue 42: with many streams a connection takes a ticket only once the
+    server's SETTINGS have come. The first connection's come 5 s late; the
+    other three run the 300 requests, and the run ends without waiting for
+    the late one (before, it took a ticket as it opened and held the run's
+    tail for the 5 s, completing one request). The late socket held no
+    ticket, so nothing of it is counted: no request lost, none failed."""
+    with H2Server("slowfirst", delay=5.0) as s:
+        t = time.monotonic()
+        r = httpbench.run(s.url + "/", requests=300, concurrency=4, http2=True, streams=10,
+                          threads=1, progress=False)
+        took = time.monotonic() - t
+    exact(r)
+    assert r.complete == r.issued == 300 and r.failed == 0, r.first_error
+    assert took < 4 and r.time_taken < 4, (took, r.time_taken)
+    assert r.connects == 4
+
+
+def test_a_first_request_counts_its_connect_and_the_wait_for_settings() -> None:
+    """Its latency, ab's way, still runs from when its connection began:
+    one connection whose SETTINGS come 0.3 s late makes one request whose
+    total (and connect) time holds those 0.3 s."""
+    with H2Server("slowfirst", delay=0.3) as s:
+        r = httpbench.run(s.url + "/", requests=1, concurrency=1, http2=True, streams=10,
+                          progress=False)
+    exact(r)
+    assert r.complete == 1
+    assert 0.3 <= r.latency.max < 3 and r.connect_time.max >= 0.3, (r.latency, r.connect_time)
+
+
 def test_a_never_granted_window_times_out_the_bodies_only() -> None:
     scenario = httpbench.Scenario([httpbench.Request("GET", "/", name="get"),
                                    httpbench.Request("POST", "/", body=b"y" * 10, name="post")],
