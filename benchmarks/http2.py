@@ -18,6 +18,13 @@ knowledge), and the embedded server (h2c).
   streams each: req/s and CPU per request.
 - With --compare: the comparison over HTTP/2 (httpbench compare --http2)
   on the embedded server: each Python client's ratio to the C core.
+- With --stall (alone): issue 42's stall, ten short runs each of httpbench
+  and h2load at (50, 100) against nginx h2c (one worker, multi_accept off,
+  as nginx has it unless told), 22,000 requests: each run's req/s and the
+  fewest requests a connection completed (conn_rps_min times the run's
+  time), the runs where some connection completed exactly one (a
+  connection that took a ticket before the server took it up, and held
+  the run's tail), and the median req/s against h2load's.
 h2load missing: its rows are skipped with a note.
 """
 
@@ -136,11 +143,46 @@ def compare_http2(n: int) -> None:
     print(run.stdout if run.returncode == 0 else run.stderr)
 
 
+def stall(runs: int, tmp: str) -> None:
+    if not shutil.which("h2load"):
+        print("stall: skipped (h2load: apt-get install nghttp2-client)")
+        return
+    n, plain = 22_000, free_port()
+    ours: list[float] = []
+    peer: list[float] = []
+    ones = 0
+    with nginx(1, http2=True, h2c_port=plain) as ng:
+        if ng is None:
+            print("stall: skipped (nginx missing)")
+            return
+        url = f"http://127.0.0.1:{plain}{TARGET}"
+        print(f"the stall: {runs} runs each at (50, 100) against nginx h2c, {n:,} requests")
+        for i in range(runs):
+            peer.append(h2load(url, n, 50, 100, tmp)[0])
+            out = f"{tmp}/stall.json"
+            measure([sys.executable, "-m", "httpbench", "-q", "--http2", "--streams", "100",
+                     "-n", str(n), "-c", "50", "--threads", "1", "--json", out, url], 0, tmp)
+            d = json.loads(Path(out).read_text())
+            fewest = round(d["conn_rps_min"] * d["time_taken"])
+            ones += fewest == 1
+            ours.append(d["rps"])
+            print(f"  run {i + 1}: h2load {peer[-1]:,.0f} req/s, httpbench {d['rps']:,.0f} req/s "
+                  f"({d['complete']:,} complete, {d['failed']} failed), fewest by a connection "
+                  f"{fewest}")
+    print(f"  runs with a connection that completed one request: {ones} of {runs}; median "
+          f"req/s {med(ours):,.0f} against h2load's {med(peer):,.0f}: {med(ours) / med(peer):.3f}")
+
+
 def main() -> int:
     ap = arguments(__doc__, requests=200_000)
     ap.add_argument("--compare", action="store_true", help="the comparison over HTTP/2 too")
+    ap.add_argument("--stall", action="store_true", help="issue 42's stall alone")
     args = ap.parse_args()
     n, rounds = args.requests, args.rounds
+    if args.stall:
+        with tempfile.TemporaryDirectory() as tmp:
+            stall(10, tmp)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         pki = make_pki(Path(tmp))
         tls = f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};"
