@@ -69,6 +69,7 @@ typedef struct {
     hb_h2 *h2;
     hb_buf tx;
     int active;
+    int waiting; /* of which BX_WAITING: submit_waiting looks only while some are */
     int next_slot;
     int depth;
     int64_t goaway_wait; /* doubling, 0 again once a stream completes */
@@ -91,6 +92,14 @@ static h2slot *slot_of(const bconn *c, const bexch *x)
     return &H(c)->slots[x - c->xs];
 }
 
+/* x's slot to place, the count of the waiting kept. */
+static void set_place(bconn *c, bexch *x, int place)
+{
+    h2slot *sl = slot_of(c, x);
+    H(c)->waiting += (place == BX_WAITING) - (sl->place == BX_WAITING);
+    sl->place = place;
+}
+
 #define FOR_TAKEN(c, x)                                                                            \
     for (bexch *x = (c)->xs; x < (c)->xs + H(c)->depth; x++)                                       \
         if (slot_of(c, x)->place != BX_FREE)
@@ -103,7 +112,7 @@ static int depth_of(const hb_bench *b)
 /* x is over (counted by the caller): its slot is free. */
 static void release(bthread *t, bconn *c, bexch *x, int64_t now)
 {
-    slot_of(c, x)->place = BX_FREE;
+    set_place(c, x, BX_FREE);
     slot_of(c, x)->strm = NULL;
     H(c)->active--;
     c->free_at = now;
@@ -219,7 +228,7 @@ static void unsent(bthread *t, bconn *c, bexch *x, int64_t now)
     slot_of(c, x)->strm = NULL;
     if (++slot_of(c, x)->goaways < GOAWAY_TRIES) {
         x->res->retries++;
-        slot_of(c, x)->place = BX_WAITING;
+        set_place(c, x, BX_WAITING);
         return;
     }
     reset_failed(t, c, x, hb_h2_stats_of(H(c)->h2)->goaway_code, now,
@@ -248,7 +257,7 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
         if (how == HB_H2_REFUSED) {
             x->res->refused++;
             if (++slot_of(c, x)->refusals <= MAX_REFUSALS) {
-                slot_of(c, x)->place = BX_WAITING;
+                set_place(c, x, BX_WAITING);
                 return;
             }
         }
@@ -318,7 +327,7 @@ static void take(bthread *t, bconn *c, int64_t now)
     }
     slot_of(c, x)->refusals = 0;
     slot_of(c, x)->goaways = 0;
-    slot_of(c, x)->place = BX_WAITING;
+    set_place(c, x, BX_WAITING);
     x->tx = t->b->h2reqs[x->variant].body_len; /* (the log's bytes_sent: the body's) */
     H(c)->active++;
     if ((uint32_t)H(c)->active > x->res->streams_max_used)
@@ -334,10 +343,13 @@ static void submit_waiting(bthread *t, bconn *c, int64_t now)
      * (a first stream sent alone would run out of step with the others for
      * the connection's life: twice the reads and writes per request). The
      * wait is part of the first exchange's connect time. */
-    if (depth_of(t->b) > 1 && !hb_h2_stats_of(H(c)->h2)->settings)
+    if (H(c)->waiting == 0 || (depth_of(t->b) > 1 && !hb_h2_stats_of(H(c)->h2)->settings))
         return;
+    /* (Only while some wait: no scan of every slot on every read.) */
     FOR_TAKEN(c, x)
     {
+        if (H(c)->waiting == 0)
+            return;
         if (slot_of(c, x)->place != BX_WAITING)
             continue;
         if (c->served == 0 && x->connect_ns > 0)
@@ -346,7 +358,7 @@ static void submit_waiting(bthread *t, bconn *c, int64_t now)
             return;
         slot_of(c, x)->strm = hb_h2_submit(H(c)->h2, (&t->b->h2reqs[x->variant]), x, &x->stream);
         if (slot_of(c, x)->strm != NULL) {
-            slot_of(c, x)->place = BX_OPEN;
+            set_place(c, x, BX_OPEN);
         } else if (errno == ENOMEM) {
             hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
             note_error(x, "%s", "out of memory");

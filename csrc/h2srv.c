@@ -27,8 +27,10 @@ typedef struct h2s_stream {
     hb_plan plan;
     char method[16];
     size_t mlen;
-    char *path; /* malloc'ed */
+    char *path; /* malloc'ed, pcap bytes, kept while the record is spare */
+    size_t pcap;
     size_t plen;
+    int pathed; /* the :path came (the first one counts) */
     char ctype[256];
     uint32_t list_size, fields;
     int status;      /* an error found while reading the request (431, 414, 413, 503) */
@@ -53,11 +55,13 @@ struct hb_h2s {
     int64_t now;
     h2s_stream *streams; /* every stream's record (the session frees its own
                           * streams without a word when deleted) */
-    int delays;          /* of which waiting out a /delay */
-    int awaiting;        /* of which whose request is not whole */
-    int sending;         /* of which whose response is not all sent */
-    int64_t data_at;     /* the last DATA given to send, or response submitted */
-    int64_t idle_since;  /* when the last stream closed (or the session began) */
+    h2s_stream *spare;   /* records of closed streams, for the next (through next) */
+    int nspare;
+    int delays;         /* of which waiting out a /delay */
+    int awaiting;       /* of which whose request is not whole */
+    int sending;        /* of which whose response is not all sent */
+    int64_t data_at;    /* the last DATA given to send, or response submitted */
+    int64_t idle_since; /* when the last stream closed (or the session began) */
     /* Floods, counted over the current second. */
     int64_t window;
     unsigned rst, ping, settings, empty_data, priority, unknown, acks;
@@ -77,6 +81,39 @@ struct hb_h2s {
 
 #define H2S_COUNT(h, field) __atomic_add_fetch(&(h)->sh->field, 1, __ATOMIC_RELAXED)
 
+/* Records of closed streams a session keeps for its next ones, so that a
+ * stream allocates nothing (HTTP/1.1's path allocates nothing per
+ * request either); a burst above it is freed as it closes. */
+#define H2S_SPARE 128
+/* A spare record's body buffer keeps at most this much. */
+#define H2S_SPARE_BODY 65536
+
+static void stream_destroy(h2s_stream *st)
+{
+    hb_buf_free(&st->body);
+    free(st->path);
+    free(st);
+}
+
+/* A record for a new stream: a spare one emptied (its buffers kept), else
+ * a new one. NULL when out of memory. */
+static h2s_stream *stream_new(hb_h2s *h)
+{
+    h2s_stream *st = h->spare;
+    if (st == NULL)
+        return calloc(1, sizeof *st);
+    h->spare = st->next;
+    h->nspare--;
+    char *path = st->path;
+    size_t pcap = st->pcap;
+    hb_buf body = st->body;
+    memset(st, 0, sizeof *st);
+    st->path = path;
+    st->pcap = pcap;
+    st->body = body;
+    return st;
+}
+
 static void stream_free(hb_h2s *h, h2s_stream *st)
 {
     if (st->prev != NULL)
@@ -92,9 +129,15 @@ static void stream_free(hb_h2s *h, h2s_stream *st)
     if (st->plan.file_fd >= 0)
         close(st->plan.file_fd);
     hb_srv_release(h->sh, &st->reserved);
-    hb_buf_free(&st->body);
-    free(st->path);
-    free(st);
+    if (h->nspare >= H2S_SPARE) {
+        stream_destroy(st);
+        return;
+    }
+    hb_buf_clear(&st->body);
+    hb_buf_shrink(&st->body, H2S_SPARE_BODY);
+    st->next = h->spare;
+    h->spare = st;
+    h->nspare++;
 }
 
 /* ---- responses */
@@ -223,12 +266,13 @@ static void route(hb_h2s *h, h2s_stream *st)
     st->routed = 1;
     if (st->status != 0)
         return;
-    if (st->mlen == 0 || st->path == NULL) {
+    if (st->mlen == 0 || !st->pathed) {
         st->status = 400;
         st->why = "the request lacks :method or :path\n";
         return;
     }
-    hb_route(&h->sh->st, st->method, st->mlen, st->path, st->plen, &st->plan);
+    hb_route(&h->sh->st, st->method, st->mlen, st->path != NULL ? st->path : "", st->plen,
+             &st->plan);
     if (st->plan.src == HB_SRC_ECHO && st->ctype[0] == 0)
         snprintf(st->ctype, sizeof st->ctype, "application/octet-stream");
 }
@@ -273,14 +317,14 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
     hb_h2s *h = arg;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    h2s_stream *st = calloc(1, sizeof *st);
+    h2s_stream *st = stream_new(h);
     if (st == NULL)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     st->id = f->hd.stream_id;
     st->plan.file_fd = -1;
     st->since = h->now; /* the request's deadline runs from its first frame */
     if (nghttp2_session_set_stream_user_data(s, st->id, st) != 0) {
-        free(st);
+        stream_destroy(st);
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     st->next = h->streams;
@@ -298,20 +342,26 @@ static void take_field(h2s_stream *st, const uint8_t *name, size_t nlen, const u
     if (nlen == 7 && memcmp(name, ":method", 7) == 0 && vlen < sizeof st->method) {
         memcpy(st->method, value, vlen);
         st->mlen = vlen;
-    } else if (nlen == 5 && memcmp(name, ":path", 5) == 0 && st->path == NULL) {
+    } else if (nlen == 5 && memcmp(name, ":path", 5) == 0 && !st->pathed) {
         if (vlen > HB_MAX_LINE) {
             st->status = 414;
             st->why = "the path is longer than the server accepts\n";
             return;
         }
-        st->path = malloc(vlen ? vlen : 1);
-        if (st->path == NULL) {
-            st->status = 503;
-            st->why = "out of memory\n";
-            return;
+        if (vlen > st->pcap) {
+            char *p = realloc(st->path, vlen);
+            if (p == NULL) {
+                st->status = 503;
+                st->why = "out of memory\n";
+                return;
+            }
+            st->path = p;
+            st->pcap = vlen;
         }
-        memcpy(st->path, value, vlen);
+        if (vlen > 0)
+            memcpy(st->path, value, vlen);
         st->plen = vlen;
+        st->pathed = 1;
     } else if (nlen == 12 && memcmp(name, "content-type", 12) == 0) {
         size_t n = vlen < sizeof st->ctype - 1 ? vlen : sizeof st->ctype - 1;
         memcpy(st->ctype, value, n);
@@ -490,6 +540,11 @@ void hb_h2s_free(hb_h2s *h)
         nghttp2_session_del(h->s);
     while (h->streams != NULL)
         stream_free(h, h->streams);
+    while (h->spare != NULL) {
+        h2s_stream *st = h->spare;
+        h->spare = st->next;
+        stream_destroy(st);
+    }
     free(h);
 }
 
