@@ -169,6 +169,26 @@ def test_a_strict_peer_gets_every_route(server: httpbench.Server) -> None:
     assert 9 not in bodies
 
 
+def test_a_streams_record_kept_for_the_next_carries_nothing_over(server: httpbench.Server) -> None:
+    """Closed streams' records serve the session's next ones (issue 42):
+    on one connection, paths long and short in turn, an echo and a GET
+    after it, more streams than the records kept (128), each answered by
+    its own path and body, none by the one before's."""
+    c = httpbench.Connection("127.0.0.1", server.port, http2=True)
+    long_query = "&pad=" + "p" * 3000
+    for i in range(300):
+        n = (i * 37) % 4000
+        path = f"/rnd?c={n}" + (long_query if i % 3 == 0 else "")
+        r = c.request("GET", path)
+        assert r.status == 200 and len(r.body) == n, (i, path[:20])
+        if i % 50 == 0:
+            body = bytes([i % 256]) * (100 + i)
+            e = c.request("POST", "/echo", body=body)
+            assert e.status == 200 and e.body == body
+    assert c.request("GET", "/nothing-here").status == 404
+    c.close()
+
+
 def test_http2_off_is_http1_only() -> None:
     with httpbench.Server(http2=False) as srv:
         c = httpbench.Connection("127.0.0.1", srv.port, http2=True)
