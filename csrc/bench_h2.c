@@ -453,8 +453,10 @@ static void refill(bthread *t, bconn *c, int64_t now)
     if (want > 0)
         end_unticketed(t, c); /* (SETTINGS came and no ticket was left) */
     if (H(c)->active == 0 && c->sock.fd < 0) {
+        /* (No more such sockets than tickets are left for them: each
+         * opened here carries one at least, if the thread's own take them.) */
         if (want == 0 && opens_unticketed(b) && c->state == BC_IDLE && !ending &&
-            hb_bp_tickets_left(b, now)) {
+            hb_bp_tickets_left(b, now) > (uint64_t)t->unticketed) {
             H(c)->unticketed = 1;
             H(c)->began = now;
             t->unticketed++;

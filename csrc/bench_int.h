@@ -400,9 +400,10 @@ void hb_br_forget(bthread *t);
 /* A ticket for one more request at now (a warmup's, or the run's); 0 when
  * none is left or the run is ending. */
 int hb_bp_ticket(hb_bench *b, int64_t now);
-/* Whether hb_bp_ticket could still give a ticket now (a relaxed look:
- * another thread may take the last first). */
-int hb_bp_tickets_left(const hb_bench *b, int64_t now);
+/* How many tickets hb_bp_ticket could still give now (UINT64_MAX: no
+ * count bounds them; a relaxed look: another thread may take them
+ * first). */
+uint64_t hb_bp_tickets_left(const hb_bench *b, int64_t now);
 /* Under a shape: when slot c's n-th request is due, INT64_MAX when never. */
 int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n);
 /* Under a shape of connections: now when slot c may run, else when it may

@@ -21,19 +21,23 @@ int hb_bp_ticket(hb_bench *b, int64_t now)
     return __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
 }
 
-int hb_bp_tickets_left(const hb_bench *b, int64_t now)
+uint64_t hb_bp_tickets_left(const hb_bench *b, int64_t now)
 {
     if (stopped((hb_bench *)b))
         return 0;
     if (b->warming) {
         if (b->cfg.warmup_seconds > 0)
-            return now < b->warm_end;
+            return now < b->warm_end ? UINT64_MAX : 0;
         uint64_t n = b->cfg.warmup_requests ? b->cfg.warmup_requests : (uint64_t)b->cfg.concurrency;
-        return __atomic_load_n(&b->warm_tickets, __ATOMIC_RELAXED) < n;
+        uint64_t taken = __atomic_load_n(&b->warm_tickets, __ATOMIC_RELAXED);
+        return taken < n ? n - taken : 0;
     }
     if (b->end && now >= b->end)
         return 0;
-    return b->cfg.requests == 0 || __atomic_load_n(&b->tickets, __ATOMIC_RELAXED) < b->cfg.requests;
+    if (b->cfg.requests == 0)
+        return UINT64_MAX;
+    uint64_t taken = __atomic_load_n(&b->tickets, __ATOMIC_RELAXED);
+    return taken < b->cfg.requests ? b->cfg.requests - taken : 0;
 }
 
 /* Under a shape: when slot c's n-th request is due (see shape.h), or
