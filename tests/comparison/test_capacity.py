@@ -258,8 +258,9 @@ def test_a_client_that_cannot_keep_up_ends_the_search_saying_so(tmp_path):
     assert out.returncode == 1, out.stderr
     assert "the client, not the server, set the limit" in out.stdout, out.stdout
     c = httpbench.CapacityResult.from_dict(json.loads((tmp_path / "c.json").read_text()))
-    assert c.limited_by == "client" and [s.repeat for s in c.steps][-2:] == [0, 1]
-    assert all(s.client and not s.counts for s in c.steps[-2:])
+    seen = [(s.target, s.achieved, s.repeat, s.client, s.why) for s in c.steps]
+    assert c.limited_by == "client" and [s.repeat for s in c.steps][-2:] == [0, 1], seen
+    assert all(s.client and not s.counts for s in c.steps[-2:]), seen
 
 
 @pytest.mark.timing
