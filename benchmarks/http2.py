@@ -6,12 +6,14 @@ and HTTP/2 against HTTP/1.1, in one run.
 Client on CPU 0, server on CPU 1; each figure the median of R interleaved
 rounds. Servers: nginx with http2 (one worker, access_log off, the same
 2 KiB file) over TLS (h2 by ALPN) and on a plain port (h2c by prior
-knowledge), and the embedded server (h2c).
+knowledge), and the embedded server over both (its own certificate).
 - httpbench against h2load (-t 1) at (connections, streams) = (1, 1),
   (10, 10), (50, 100): req/s and the client's CPU per request (h2load's
   from wait4, the whole process; httpbench's loop threads' own, from its
-  JSON), and their ratio. The goal: httpbench's CPU per request at most
-  0.8 of h2load's, at h2load's req/s or more, at (10, 10) and (50, 100).
+  JSON), and their ratio; under each point, every round's pair of ratios
+  (CPU, req/s), in order. The goal (issue 42): httpbench's CPU per
+  request at most 0.8 of h2load's, at h2load's req/s or more, at every
+  point.
 - The embedded server against nginx under h2load -c50 -m10: req/s.
 - HTTP/2 against HTTP/1.1 for the same client and server (the embedded
   one): 10 connections keep-alive, pipelined 10 deep, and HTTP/2 with 10
@@ -96,6 +98,9 @@ def against_h2load(name: str, url: str, n: int, rounds: int, tmp: str) -> None:
         p_rps, p_cpu = med([x[0] for x in peer]), med([x[1] for x in peer])
         print(f"  {f'({c}, {m})':<10}{p_rps:>14,.0f}{p_cpu:>8.2f}{o_rps:>17,.0f}{o_cpu:>8.2f}"
               f"{o_cpu / p_cpu:>11.2f}{o_rps / p_rps:>13.2f}")
+        each = "  ".join(f"{o[1] / p[1]:.2f}/{o[0] / p[0]:.2f}"
+                         for o, p in zip(ours, peer, strict=True))
+        print(f"  {'':<10}rounds (CPU/req/s ratios): {each}")
 
 
 def servers_under_h2load(n: int, rounds: int, tmp: str) -> None:
@@ -192,6 +197,9 @@ def main() -> int:
                 against_h2load("nginx h2 (TLS)", f"https://127.0.0.1:{port}{TARGET}", n, rounds,
                                tmp)
                 against_h2load("nginx h2c", f"http://127.0.0.1:{plain}{TARGET}", n, rounds, tmp)
+        with embedded(1, "--tls", "--cert", pki["server"], "--key", pki["server_key"]) as port:
+            against_h2load("embedded h2 (TLS)", f"https://127.0.0.1:{port}{TARGET}", n, rounds,
+                           tmp)
         with embedded(1) as port:
             against_h2load("embedded h2c", f"http://127.0.0.1:{port}{TARGET}", n, rounds, tmp)
         servers_under_h2load(n, rounds, tmp)

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "h2.h"
 
+#include "h2mem.h"
 #include "h2ver.h"
 #include "parser.h"
 
@@ -161,6 +162,7 @@ typedef struct h2_chunk {
 
 struct hb_h2 {
     nghttp2_session *s;
+    hb_h2mem mem; /* the session's blocks (after s: freed after it) */
     hb_h2_hooks hooks;
     void *owner;
     hb_h2_config cfg;
@@ -169,9 +171,10 @@ struct hb_h2 {
     hb_h2_stream *free_list;
     int open;
     int broken;
-    int got_bytes;      /* something came: the HTTP/1 check is done */
-    int block_final;    /* the header block being decoded is a final head */
-    uint32_t block_len; /* its size so far, as RFC 7541 section 4.1 counts */
+    int got_bytes;          /* something came: the HTTP/1 check is done */
+    hb_h2_stream *block_st; /* the stream whose header block is being decoded */
+    int block_final;        /* that block is a final head */
+    uint32_t block_len;     /* its size so far, as RFC 7541 section 4.1 counts */
     uint32_t block_fields;
     int32_t rst_id; /* the stream the RST_STREAM being handled is for */
     hb_buf pending; /* frames made inside hb_h2_input, for hb_h2_output */
@@ -220,9 +223,9 @@ static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 {
-    (void)s;
-    (void)f;
     hb_h2 *h = arg;
+    /* Looked up once a block, not once a field (a map lookup each). */
+    h->block_st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
     h->block_final = 0;
     h->block_len = 0;
     h->block_fields = 0;
@@ -243,7 +246,9 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
                  h->cfg.max_header_list, h->cfg.max_fields);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
     }
-    hb_h2_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    (void)s;
+    (void)f;
+    hb_h2_stream *st = h->block_st;
     if (st == NULL || st->user == NULL)
         return 0;
     if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
@@ -324,6 +329,8 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
     h->open--;
     void *user = st->user;
     int st_ended = st->ended;
+    if (h->block_st == st)
+        h->block_st = NULL; /* (no field of its comes after its close) */
     stream_give(h, st);
     if (user == NULL)
         return 0; /* cancelled */
@@ -395,6 +402,7 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
     nghttp2_option *opt = NULL;
     if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0)
         goto fail;
+    hb_h2mem_init(&h->mem);
     h->hooks = *hooks;
     h->owner = owner;
     h->cfg = *cfg;
@@ -414,7 +422,7 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
         goto fail;
     nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
     hb_h2_limit_continuations(opt);
-    if (nghttp2_session_client_new2(&h->s, cb, h, opt) != 0)
+    if (nghttp2_session_client_new3(&h->s, cb, h, opt, hb_h2mem_nghttp2(&h->mem)) != 0)
         goto fail;
     nghttp2_option_del(opt);
     opt = NULL;
@@ -444,6 +452,7 @@ void hb_h2_free(hb_h2 *h)
     if (h == NULL)
         return;
     nghttp2_session_del(h->s); /* (NULL is fine) */
+    hb_h2mem_release(&h->mem);
     hb_buf_free(&h->pending);
     while (h->chunks != NULL) {
         h2_chunk *next = h->chunks->next;

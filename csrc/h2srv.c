@@ -1,6 +1,7 @@
 /* h2srv.c: the embedded server's HTTP/2 session on libnghttp2 (h2srv.h). */
 #include "h2srv.h"
 
+#include "h2mem.h"
 #include "h2ver.h"
 #include "parser.h"
 #include "route.h"
@@ -51,6 +52,7 @@ typedef struct h2s_stream {
 
 struct hb_h2s {
     nghttp2_session *s;
+    hb_h2mem mem; /* the session's blocks (freed after it) */
     hb_srv_shared *sh;
     int64_t now;
     h2s_stream *streams; /* every stream's record (the session frees its own
@@ -497,6 +499,7 @@ hb_h2s *hb_h2s_new(hb_srv_shared *sh)
     nghttp2_session_callbacks *cb = NULL;
     if (h == NULL || nghttp2_session_callbacks_new(&cb) != 0)
         goto fail;
+    hb_h2mem_init(&h->mem);
     h->sh = sh;
     h->preface_left = 24;
     h->idle_since = hb_now_ns();
@@ -511,7 +514,7 @@ hb_h2s *hb_h2s_new(hb_srv_shared *sh)
     int rc = nghttp2_option_new(&opt);
     if (rc == 0) {
         hb_h2_limit_continuations(opt);
-        rc = nghttp2_session_server_new2(&h->s, cb, h, opt);
+        rc = nghttp2_session_server_new3(&h->s, cb, h, opt, hb_h2mem_nghttp2(&h->mem));
         nghttp2_option_del(opt);
     }
     nghttp2_session_callbacks_del(cb);
@@ -545,6 +548,7 @@ void hb_h2s_free(hb_h2s *h)
         h->spare = st->next;
         stream_destroy(st);
     }
+    hb_h2mem_release(&h->mem);
     free(h);
 }
 

@@ -5,7 +5,7 @@
  * SETTINGS (RFC 9113 section 3.4).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -o fuzz_h2srv tests/c/fuzz_h2srv.c \
- *       csrc/session.c csrc/h2srv.c csrc/head.c csrc/relay.c csrc/route.c csrc/parser.c \
+ *       csrc/session.c csrc/h2srv.c csrc/h2mem.c csrc/head.c csrc/relay.c csrc/route.c csrc/parser.c \
  *       csrc/buf.c csrc/net.c -lnghttp2
  *   ./fuzz_h2srv -max_total_time=60 tests/c/corpus_h2srv
  *

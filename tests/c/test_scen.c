@@ -6,22 +6,11 @@
  *   ./test_scen            prints "N passed, N failed"
  */
 #include "../../csrc/scen.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int passed, failed;
-
-static void check(const char *what, int ok)
-{
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL %s\n", what);
-    }
-}
 
 /* Whether needle is found in body fed whole, byte by byte, and split once
  * at every offset, each way agreeing with want. */
@@ -98,6 +87,5 @@ int main(void)
     for (int i = 0; i < 1000; i++)
         in_range &= hb_scen_variant(&uses, 5, 1, &g) < 5;
     check("drawn", in_range);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return checks_done();
 }
