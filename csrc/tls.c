@@ -287,6 +287,13 @@ static int client_settings(hb_tls *t, const hb_tls_config *cfg, char *err, size_
     } else {
         SSL_CTX_set_cert_verify_callback(t->ctx, trust_any, NULL);
     }
+    /* Read ahead: one read() takes what the socket holds, up to the
+     * record buffer OpenSSL keeps anyway (several records of responses),
+     * where without it each record costs a read() of its header and one of
+     * its body; SSL_has_pending (the transport's `pending`) then tells
+     * the loop more is buffered, so it reads on without a system call and
+     * writes its next requests once, not once a record. */
+    SSL_CTX_set_read_ahead(t->ctx, 1);
     if (cfg->resume) {
         SSL_CTX_set_session_cache_mode(t->ctx,
                                        SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
