@@ -350,10 +350,16 @@ def test_no_leak_over_ten_thousand_connections_with_streams() -> None:
     client's sessions and the server's made and freed each time), then
     1,000 connections' worth of streams: the process's RSS and descriptors
     end where they began (LeakSanitizer is off in the sanitizer run, so
-    this bound is the check)."""
+    this bound is the check). Both shapes run once before the count: the
+    first run of 100 connections takes about 8 MiB that stays with glibc's
+    arenas (a full run measured 8,244 KiB with the baseline before it, the
+    build before the session allocator 8,240 by hand), and ten rounds of
+    both after it stayed within 1.2 MiB: that first use is no leak."""
     with httpbench.Server() as srv:
         url = srv.url("/rnd?c=512")
         httpbench.run(url, requests=1000, concurrency=10, http2=True, keepalive=False,
+                      progress=False)
+        httpbench.run(url, requests=2000, concurrency=100, http2=True, streams=10,
                       progress=False)
         fds, rss = len(os.listdir('/proc/self/fd')), _rss_kib()
         r = httpbench.run(url, requests=10_000, concurrency=10, http2=True, keepalive=False,
@@ -362,7 +368,7 @@ def test_no_leak_over_ten_thousand_connections_with_streams() -> None:
         many = httpbench.run(url, requests=20_000, concurrency=100, http2=True, streams=10,
                              progress=False)
         assert many.complete == 20_000
-        assert srv.stats()["h2_connections"] == 1000 + 10_000 + 100
+        assert srv.stats()["h2_connections"] == 1000 + 100 + 10_000 + 100
     assert len(os.listdir('/proc/self/fd')) <= fds
     assert _rss_kib() - rss < 8 * 1024, (rss, _rss_kib())
 
