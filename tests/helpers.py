@@ -32,7 +32,7 @@ import httpbench
 __all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
            "free_port", "wait_for_port", "find_nginx", "nginx", "make_pki", "server_context",
            "tinyproxy", "read_messages", "OK", "exact", "python", "hb", "side_by_side",
-           "grep_each"]
+           "grep_each", "wait_for_requests"]
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
@@ -583,3 +583,12 @@ def burner(cpu: int) -> Iterator[None]:
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def wait_for_requests(srv: Any, n: int, proc: subprocess.Popen) -> None:
+    """Until a run's requests reach the server srv (httpbench.Server: a
+    start can be slow under one CPU or a sanitizer), or the run ended by
+    itself."""
+    deadline = time.monotonic() + 20
+    while srv.stats()["requests"] < n and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)

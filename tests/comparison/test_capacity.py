@@ -51,11 +51,14 @@ def test_capacity_of_a_known_service_time():
         c = httpbench.capacity(srv.url("/delay?ms=20"), slo="p99<40ms", start=300,
                                stage_s=1.0, concurrency=10)
     assert 450 <= c.rate <= 550, c.report()
-    held = [s for s in c.steps if s.held]
-    assert held and max(s.target for s in held) == c.rate
-    assert any(not s.held for s in c.steps)
+    # A stage's verdict is its last measurement's: a breach is measured
+    # again, and a third decides when two disagree (a taskset -c 0 run saw
+    # 495.6 breach, hold, breach: broken, though one of its steps held).
+    verdict = {s.target: s.held for s in c.steps}
+    assert max(t for t, held in verdict.items() if held) == c.rate, c.report()
+    assert not all(verdict.values())
     # Bisected to within 5%: the lowest rate that broke above the capacity.
-    assert min(s.target for s in c.steps if not s.held and s.target > c.rate) <= c.rate * 1.05
+    assert min(t for t, held in verdict.items() if not held and t > c.rate) <= c.rate * 1.05
     assert "capacity: " in c.report() and "held" in c.report()
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import httpbench
 from httpbench.agents import run_agent
-from helpers import OK, exact, python
+from helpers import OK, exact, python, wait_for_requests
 
 
 def test_ctrl_c_during_the_warmup_ends_the_whole_run(tmp_path):
@@ -41,7 +41,9 @@ def test_ctrl_c_during_the_warmup_on_the_command_line_prints_and_exits_1(tmp_pat
         p = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-t", "30",
                               "--warmup", "30s", srv.url("/rnd?c=10")], cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)
+        # Once the warmup's requests come (a fixed second was too short for
+        # the import under a sanitizer on a shared CPU).
+        wait_for_requests(srv, 1, p)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=10)
     assert p.returncode == 1, err
@@ -101,7 +103,16 @@ def test_ctrl_c_during_an_agent_run_resolves_every_request(tmp_path, agent, dela
         import json, os, signal, threading, time, httpbench
         from httpbench.agents import run_agent
         with httpbench.Server() as srv:
-            threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            def interrupt():
+                # Once the agent's three connections are in (a fixed second
+                # was too short for aiohttp's start under a sanitizer on a
+                # shared CPU: nothing was in flight to cancel).
+                deadline = time.monotonic() + 20
+                while srv.stats()["connections"] < 3 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                time.sleep(0.5)
+                os.kill(os.getpid(), signal.SIGINT)
+            threading.Thread(target=interrupt, daemon=True).start()
             t0 = time.monotonic()
             r = run_agent({agent!r}, srv.url("/delay?ms={delay_ms}"), requests=None,
                           duration=60, concurrency=3)

@@ -42,7 +42,7 @@ def test_http2_over_tls_writes_once_a_batch_not_once_a_record(tmp_path):
             "strace", "-f", "-c", "-e", "trace=read,write", "-o", str(out), sys.executable,
             "-m", "httpbench", "-q", "--insecure", "--http2", "--streams", "100", "-c", "50",
             "--threads", "1", "-n", str(n), f"https://127.0.0.1:{port}/rnd?c=2048"]),
-            capture_output=True, text=True, timeout=300)
+            capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     summary = out.read_text()
     writes, reads = calls(summary, "write"), calls(summary, "read")
