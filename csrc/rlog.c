@@ -239,14 +239,15 @@ static void *writer_main(void *arg)
     hb_rlog *l = arg;
     uint64_t pending = 0;
     for (;;) {
-        int stopping = __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
-        uint64_t took = drain(l, &pending);
-        /* A writer slow on purpose (tests), in slices, so a close is
-         * not kept waiting. */
+        /* A writer slow on purpose (tests): it sleeps before each pass,
+         * the first too, so the rings alone bound what it takes while the
+         * run lasts; in slices, so a close is not kept waiting. */
         for (int64_t slept = 0;
              slept < l->cfg.delay_ns && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
              slept += 1000000)
             nap(1000000);
+        int stopping = __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
+        uint64_t took = drain(l, &pending);
         if (stopping && took == 0)
             break; /* the loop threads had ended before: nothing more comes */
         if (took == 0) {

@@ -57,7 +57,7 @@ typedef struct {
     int noutcomes;
     double sample;    /* the fraction of records kept, (0, 1] */
     uint64_t seed;    /* of the sampling */
-    int64_t delay_ns; /* tests: the writer sleeps this long per batch (0: none) */
+    int64_t delay_ns; /* tests: the writer sleeps this long before each pass (0: none) */
 } hb_rlog_config;
 
 typedef struct hb_rlog hb_rlog;
