@@ -36,13 +36,17 @@ _SHORTFALL = 0.9
 _MAX_STEPS = 60
 
 
-# A breach does not count when the client bound its stage by these: it
-# measured the client. ("connections", every connection busy when requests
-# fell due, is the server's capacity at this concurrency: it counts.) A
-# stage that held counts whatever the client's state (held includes
-# reaching the rate): its latency runs from the schedule (corrected), so
-# the client's lateness and its own time are inside it, and the server
-# alone did at least as well.
+# A breach does not count when the client bound its stage by these and
+# could have caused it: it measured the client. ("connections", every
+# connection busy when requests fell due, is the server's capacity at this
+# concurrency: it counts.) A busy CPU ("cpu") explains any breach; late
+# sends ("schedule") explain a shortfall, and a latency breach only when
+# the statistic less the sends' lateness (its p99) would have held: 2 ms
+# late cannot explain a p99 over 500 ms, nor the server's 5xx answers or
+# failures (an error rate). A stage that held counts whatever the
+# client's state (held includes reaching the rate): its latency runs from
+# the schedule (corrected), so the client's lateness and its own time are
+# inside it, and the server alone did at least as well.
 _CLIENT_REASONS = ("cpu", "schedule")
 
 
@@ -51,17 +55,24 @@ def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
     errors = r.failed + sum(n for code, n in r.status_counts.items() if 500 <= code <= 599)
     total = r.complete + r.failed
     why = ""
+    client = r.client.reason if r.client is not None and r.client.reason in _CLIENT_REASONS \
+        else ""
+    late = r.client.late_p99 if r.client is not None and r.client.late_p99 is not None else 0.0
+    # Whether the client's late sends could explain the breach found (above).
+    explains = client == "cpu"
     for stat, limit in bounds:
         value = r.latency.mean if stat == "mean" else r.latency.percentile(PERCENT[stat])
         if value >= limit:
             why = f"{stat} {value * 1e3:.2f} ms"
+            explains = explains or value - late < limit
             break
     if not why and total and errors / total > max_error_rate:
         why = f"error rate {errors / total:.4f}"
     if not why and r.rps < _SHORTFALL * target:
         why = f"reached {r.rps:,.0f}/s"
-    client = r.client.reason if r.client is not None and r.client.reason in _CLIENT_REASONS \
-        else ""
+        explains = True
+    if why and not explains:
+        client = ""
     return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why,
                         repeat, client)
 

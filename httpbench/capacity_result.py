@@ -49,8 +49,10 @@ class CapacityStep:
     held (`why` says what broke, "" when it held). repeat: 0 for a rate's
     first measurement, 1 and 2 for the repeats that confirm a breach or
     check a client that could not keep up; client: why the client bound
-    this measurement ("cpu", "schedule"; "" when it did not). `counts`
-    says whether its verdict counts."""
+    this measurement ("cpu", "schedule"; "" when it did not, or when its
+    late sends could not explain the breach: an error rate, or a latency
+    over the bound by more than their lateness). `counts` says whether its
+    verdict counts."""
 
     target: float
     achieved: float
