@@ -13,6 +13,7 @@ import time
 import pytest
 
 import httpbench
+from httpbench._ledger import GRACE_S
 from httpbench.agents import run_agent
 from helpers import OK, exact, python, wait_for_requests
 
@@ -111,17 +112,22 @@ def test_ctrl_c_during_an_agent_run_resolves_every_request(tmp_path, agent, dela
                 while srv.stats()["connections"] < 3 and time.monotonic() < deadline:
                     time.sleep(0.02)
                 time.sleep(0.5)
+                killed.append(time.monotonic())
                 os.kill(os.getpid(), signal.SIGINT)
+            killed = []
             threading.Thread(target=interrupt, daemon=True).start()
-            t0 = time.monotonic()
             r = run_agent({agent!r}, srv.url("/delay?ms={delay_ms}"), requests=None,
                           duration=60, concurrency=3)
-            print(json.dumps([time.monotonic() - t0, r.issued, r.complete, r.failed,
+            print(json.dumps([time.monotonic() - killed[0], r.issued, r.complete, r.failed,
                               r.cancelled, r.interrupted]))
     """, tmp_path)
     assert r.returncode == 0, r.stderr
     elapsed, issued, complete, failed, got_cancelled, interrupted = json.loads(r.stdout)
-    assert interrupted and elapsed < 4
+    # Ended within the grace (1 s) of the Ctrl-C, and a margin for the
+    # agent's own close, not after the duration. (Timed from the Ctrl-C:
+    # from the start, aiohttp's start under the sanitizer on a shared CPU
+    # made it 4.0-4.3 s.)
+    assert interrupted and elapsed < GRACE_S + 2
     assert issued == complete + failed + got_cancelled
     assert got_cancelled == cancelled and failed == 0
 
