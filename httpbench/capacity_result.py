@@ -98,8 +98,16 @@ class CapacityResult:
     def bounds(self) -> tuple[float | None, float | None]:
         """(the highest rate that held, or None; the lowest that broke,
         confirmed, or None)."""
-        held = [s.target for s in self.steps if s.held]
-        broke = [s.target for s in self.steps if s.counts and not s.held]
+        # A stage's verdict is its last measurement that counts (a breach
+        # measured again, a third deciding): breach, hold, breach broke.
+        verdict: dict[int, CapacityStep] = {}
+        stage = -1
+        for s in self.steps:
+            stage += s.repeat == 0 or stage < 0
+            if s.counts:
+                verdict[stage] = s
+        held = [s.target for s in verdict.values() if s.held]
+        broke = [s.target for s in verdict.values() if not s.held]
         low = min((t for t in broke if t > max(held, default=0.0)), default=None)
         return (max(held) if held else None, low)
 

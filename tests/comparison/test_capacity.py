@@ -454,3 +454,22 @@ def test_which_breaches_a_bound_client_excuses():
     # Not bound: "connections" is the server's verdict at this concurrency.
     s = judged("connections", late=0.0, slo=p99 * 0.5)
     assert not s.held and s.client == "" and s.counts
+
+
+def test_the_bounds_are_the_stages_verdicts_not_their_measurements():
+    """A stage measured breach, hold, breach broke: its hold is not the
+    highest that held (a full run: bounds (405, ...) against a capacity
+    of 394). A measurement that does not count (the client's) decides
+    nothing."""
+    def step(target: float, held: bool, repeat: int = 0, client: str = ""):
+        return httpbench.CapacityStep(target, target, 0.001, 0.01, 0, 100, held,
+                                      "" if held else "p99 70 ms", repeat, client)
+
+    steps = [step(320, True), step(400, True), step(500, False), step(500, False, 1),
+             step(447, False), step(447, True, 1), step(447, True, 2),
+             step(473, False), step(473, True, 1), step(473, False, 2),
+             step(460, False), step(460, False, 1, "cpu"), step(460, True, 2)]
+    c = httpbench.CapacityResult(460.0, "p99<60ms", 0.001, steps, "http://x/")
+    assert c.bounds == (460, 473)
+    assert httpbench.CapacityResult(0.0, "p99<60ms", 0.001, [step(50, False), step(50, False, 1)],
+                                    "http://x/").bounds == (None, 50)
