@@ -3,6 +3,7 @@
 #include "h2.h"
 
 #include "h2mem.h"
+#include "h2msg.h"
 #include "h2ver.h"
 #include "parser.h"
 
@@ -149,6 +150,8 @@ struct hb_h2_stream {
     size_t body_sent;
     int32_t id;
     int ended; /* its response's END_STREAM came: the response is whole */
+    int bad;   /* its response broke a rule of h2msg.h's: reset, BROKEN */
+    hb_h2m msg;
     hb_h2_stream *next_free;
 };
 
@@ -226,17 +229,31 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
     hb_h2 *h = arg;
     /* Looked up once a block, not once a field (a map lookup each). */
     h->block_st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    if (h->block_st != NULL)
+        hb_h2m_block(&h->block_st->msg);
     h->block_final = 0;
     h->block_len = 0;
     h->block_fields = 0;
     return 0;
 }
 
-static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name, size_t nlen,
-                     const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
+/* The stream's response broke a rule (defect, h2msg.h's words): it is
+ * reset, and closes BROKEN with that said. */
+static void stream_broken(hb_h2 *h, hb_h2_stream *st, const char *defect)
 {
+    st->bad = 1;
+    snprintf(h->error, sizeof h->error, "malformed HTTP/2 response: %s", defect);
+    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_PROTOCOL_ERROR);
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name_p, size_t nlen,
+                     const uint8_t *value_p, size_t vlen, uint8_t flags, void *arg)
+{
+    (void)s;
+    (void)f;
     (void)flags;
     hb_h2 *h = arg;
+    const char *name = (const char *)name_p, *value = (const char *)value_p;
     h->st.header_bytes_decoded += nlen + vlen;
     h->block_len += (uint32_t)(nlen + vlen + 32);
     h->block_fields += nlen == 0 || name[0] != ':';
@@ -246,26 +263,31 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
                  h->cfg.max_header_list, h->cfg.max_fields);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
     }
-    (void)s;
-    (void)f;
     hb_h2_stream *st = h->block_st;
-    if (st == NULL || st->user == NULL)
+    if (st == NULL || st->user == NULL || st->bad)
         return 0;
-    if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
-        int status = hb_parse_status_code((const char *)value, vlen);
-        if (status < 0) {
-            /* nghttp2 passes any three digits but 101: 000, 099 and 600
-             * are no status codes (RFC 9110 section 15), as over HTTP/1.1. */
+    int bad_status;
+    const char *defect = hb_h2m_field(&st->msg, name, nlen, value, vlen, &bad_status);
+    if (defect != NULL) {
+        st->bad = 1;
+        if (bad_status)
+            /* nghttp2 passes any three digits: 000, 099 and 600 are no
+             * status codes (RFC 9110 section 15), as over HTTP/1.1. */
             snprintf(h->error, sizeof h->error, "invalid status code: :status \"%.*s\"",
-                     (int)(vlen < 16 ? vlen : 16), (const char *)value);
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
-        }
+                     (int)(vlen < 16 ? vlen : 16), value);
+        else
+            snprintf(h->error, sizeof h->error, "malformed HTTP/2 response: %s (%.*s)", defect,
+                     (int)(nlen < 40 ? nlen : 40), name);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
+    }
+    if (nlen == 7 && name[0] == ':') {
+        int status = st->msg.block_status;
         h->block_final = status >= 200;
         if (h->block_final && h->hooks.head != NULL)
             h->hooks.head(h->owner, st->user, status);
     }
     if (h->block_final && h->hooks.field != NULL)
-        h->hooks.field(h->owner, st->user, (const char *)name, nlen, (const char *)value, vlen);
+        h->hooks.field(h->owner, st->user, name, nlen, value, vlen);
     return 0;
 }
 
@@ -275,25 +297,40 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
     (void)flags;
     hb_h2 *h = arg;
     hb_h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
-    if (st != NULL && st->user != NULL && h->hooks.data != NULL)
+    if (st == NULL || st->user == NULL || st->bad)
+        return 0;
+    const char *defect = hb_h2m_data(&st->msg, n);
+    if (defect != NULL)
+        stream_broken(h, st, defect);
+    else if (h->hooks.data != NULL)
         h->hooks.data(h->owner, st->user, (const char *)p, n);
     return 0;
 }
 
+/* A header block or DATA frame received whole: the block's rules, and at
+ * END_STREAM the response's (h2msg.h). */
+static void message_frame(hb_h2 *h, const nghttp2_frame *f)
+{
+    hb_h2_stream *st = nghttp2_session_get_stream_user_data(h->s, f->hd.stream_id);
+    if (st == NULL || st->user == NULL || st->bad)
+        return;
+    int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    const char *defect = f->hd.type == NGHTTP2_HEADERS ? hb_h2m_block_end(&st->msg, end) : NULL;
+    if (defect == NULL && end)
+        defect = hb_h2m_end(&st->msg);
+    if (defect != NULL)
+        stream_broken(h, st, defect);
+    else if (end)
+        st->ended = 1;
+}
+
 static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 {
+    (void)s;
     hb_h2 *h = arg;
     switch (f->hd.type) {
     case NGHTTP2_HEADERS:
-    case NGHTTP2_DATA:
-        /* (Called only once nghttp2's checks of the message passed: a
-         * length unlike its DATA resets the stream instead.) */
-        if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
-            hb_h2_stream *st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
-            if (st != NULL)
-                st->ended = 1;
-        }
-        break;
+    case NGHTTP2_DATA: message_frame(h, f); break;
     case NGHTTP2_RST_STREAM:
         h->st.resets++;
         h->rst_id = f->hd.stream_id; /* its close follows at once */
@@ -328,14 +365,16 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *
     h->rst_id = 0;
     h->open--;
     void *user = st->user;
-    int st_ended = st->ended;
+    int st_ended = st->ended, st_bad = st->bad;
     if (h->block_st == st)
         h->block_st = NULL; /* (no field of its comes after its close) */
     stream_give(h, st);
     if (user == NULL)
         return 0; /* cancelled */
     int how;
-    if (st_ended)
+    if (st_bad)
+        how = HB_H2_BROKEN; /* (closed at its END_STREAM before the reset went) */
+    else if (st_ended)
         how = HB_H2_DONE; /* RFC 9113 section 8.1: a RST_STREAM after a whole response
                            * (NO_ERROR: stop sending the request) does not undo it */
     else if (rst)
@@ -421,6 +460,8 @@ hb_h2 *hb_h2_new(const hb_h2_config *cfg, const hb_h2_hooks *hooks, void *owner)
     if (nghttp2_option_new(&opt) != 0)
         goto fail;
     nghttp2_option_set_peer_max_concurrent_streams(opt, 1);
+    /* The response's rules are h2msg.c's, at a fraction of the cost. */
+    nghttp2_option_set_no_http_messaging(opt, 1);
     hb_h2_limit_continuations(opt);
     if (nghttp2_session_client_new3(&h->s, cb, h, opt, hb_h2mem_nghttp2(&h->mem)) != 0)
         goto fail;
@@ -477,6 +518,8 @@ hb_h2_stream *hb_h2_submit(hb_h2 *h, const hb_h2_req *req, void *stream, int32_t
     st->req = req;
     st->body_sent = 0;
     st->ended = 0;
+    st->bad = 0;
+    hb_h2m_start(&st->msg, req->head);
     hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     int32_t rc =
         HB_H2_SUBMIT_REQUEST(h->s, NULL, req->nva, req->nnv, req->body != NULL ? &body : NULL, st);

@@ -71,6 +71,8 @@ class H2Server:
                  three characters, "600" or "099")
     continuations  every request answered 200 with its head in a HEADERS frame
                  and `fields` CONTINUATION frames
+    answer       every request answered with the raw frames `answer(its stream
+                 id)` returns, as they are (malformed messages)
     slowfirst    as ok, but the first connection's SETTINGS (and all it
                  says) come `delay` seconds late: a server slow to take up one
                  connection (a saturated nginx with multi_accept off)
@@ -81,10 +83,12 @@ class H2Server:
     def __init__(self, mode: str = "ok", *, every: int = 3, code: int = 2,
                  streams: int = 100, body: bytes = b"x" * 2048, fields: int = 1,
                  value_len: int = 10, status: str = "413", delay: float = 0.0,
+                 answer: Callable[[int], bytes] | None = None,
                  context: ssl.SSLContext | None = None) -> None:
         self.mode, self.every, self.code, self.streams = mode, every, code, streams
         self.delay = delay
         self.status = status
+        self.answer = answer
         self.body, self.fields, self.value_len = body, fields, value_len
         self.context = context
         if context is not None:
@@ -216,6 +220,14 @@ class H2Server:
             with self.lock:
                 self.answered += 1
             return frame(1, 0x5, sid, block)  # END_HEADERS | END_STREAM
+        self._raw_frames(sock, b"", answer)
+
+    def _raw_answer(self, sock: Any) -> None:
+        def answer(sid: int) -> bytes:
+            assert self.answer is not None
+            with self.lock:
+                self.answered += 1
+            return self.answer(sid)
         self._raw_frames(sock, b"", answer)
 
     def _raw_continuations(self, sock: Any) -> None:

@@ -5,7 +5,7 @@
  * open = submitted - closed.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -o fuzz_h2c tests/c/fuzz_h2c.c \
- *       csrc/h2.c csrc/h2mem.c csrc/parser.c csrc/buf.c -lnghttp2
+ *       csrc/h2.c csrc/h2mem.c csrc/h2msg.c csrc/parser.c csrc/buf.c -lnghttp2
  *   ./fuzz_h2c -max_total_time=60 tests/c/corpus_h2c
  *
  * Built with -DHB_FUZZ_MAIN instead, it replays the files it is given.

@@ -59,6 +59,11 @@ def test_http2_sessions_allocator_reuses_blocks_and_keeps_their_bytes(tmp_path):
               timeout=60)
 
 
+def test_http2_responses_rules(tmp_path):
+    unit_test(tmp_path, "test_h2msg", "tests/c/test_h2msg.c", "csrc/h2msg.c", "csrc/parser.c",
+              minimum=55, timeout=120)
+
+
 def test_scenario_picks_and_body_check(tmp_path):
     unit_test(tmp_path, "test_scen", "tests/c/test_scen.c", "csrc/scen.c", libs=("-lm",),
               minimum=78, timeout=60)
@@ -67,8 +72,8 @@ def test_scenario_picks_and_body_check(tmp_path):
 # The timing loop and what it links (fuzz_loop and test_states build it whole).
 LOOP = ["csrc/bench.c", "csrc/bench_exch.c", "csrc/bench_h1.c", "csrc/bench_h2.c",
         "csrc/bench_loop.c", "csrc/bench_pace.c", "csrc/bench_result.c", "csrc/bench_sock.c",
-        "csrc/buf.c", "csrc/h2.c", "csrc/h2mem.c", "csrc/hist.c", "csrc/net.c", "csrc/parser.c",
-        "csrc/rlog.c", "csrc/scen.c", "csrc/shape.c", "csrc/tls.c", "csrc/tunnel.c"]
+        "csrc/buf.c", "csrc/h2.c", "csrc/h2mem.c", "csrc/h2msg.c", "csrc/hist.c", "csrc/net.c",
+        "csrc/parser.c", "csrc/rlog.c", "csrc/scen.c", "csrc/shape.c", "csrc/tls.c", "csrc/tunnel.c"]
 
 
 def test_each_state_machine_walked_through_its_table(tmp_path):
