@@ -16,17 +16,12 @@
 /* ---- requests */
 
 /* RFC 9113 section 8.2.2: fields that mean something to one connection
- * only are not sent (TE is, when it says trailers); Host becomes
- * :authority; Proxy-Authorization was the proxy's, on the CONNECT. */
+ * only are not sent (h2msg.h); Host becomes :authority;
+ * Proxy-Authorization was the proxy's, on the CONNECT. */
 static int field_dropped(const char *name, size_t len, const char *value, size_t vlen)
 {
-    static const char *const DROPPED[] = {"connection",          "keep-alive", "proxy-connection",
-                                          "transfer-encoding",   "upgrade",    "host",
-                                          "proxy-authorization", NULL};
-    for (int i = 0; DROPPED[i] != NULL; i++)
-        if (hb_name_is(name, len, DROPPED[i], strlen(DROPPED[i])))
-            return 1;
-    return hb_name_is(name, len, "te", 2) && !hb_name_is(value, vlen, "trailers", 8);
+    return hb_h2m_connection_specific(name, len, value, vlen) || hb_name_is(name, len, "host", 4) ||
+           hb_name_is(name, len, "proxy-authorization", 19);
 }
 
 static void nv_set(nghttp2_nv *nv, const char *name, size_t nlen, const char *value, size_t vlen)

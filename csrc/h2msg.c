@@ -141,16 +141,15 @@ static int named(const char *name, size_t nlen, const char *lower, size_t len)
     return nlen == len && memcmp(name, lower, len) == 0;
 }
 
-/* RFC 9113 section 8.2.2: fields that mean something to one connection
- * only; TE may say trailers. */
-static int connection_specific(const char *name, size_t nlen, const char *value, size_t vlen)
+int hb_h2m_connection_specific(const char *name, size_t nlen, const char *value, size_t vlen)
 {
     switch (nlen) {
-    case 2: return named(name, nlen, "te", 2) && !hb_name_is(value, vlen, "trailers", 8);
-    case 7: return named(name, nlen, "upgrade", 7);
-    case 10: return named(name, nlen, "connection", 10) || named(name, nlen, "keep-alive", 10);
-    case 16: return named(name, nlen, "proxy-connection", 16);
-    case 17: return named(name, nlen, "transfer-encoding", 17);
+    case 2: return hb_name_is(name, nlen, "te", 2) && !hb_name_is(value, vlen, "trailers", 8);
+    case 7: return hb_name_is(name, nlen, "upgrade", 7);
+    case 10:
+        return hb_name_is(name, nlen, "connection", 10) || hb_name_is(name, nlen, "keep-alive", 10);
+    case 16: return hb_name_is(name, nlen, "proxy-connection", 16);
+    case 17: return hb_name_is(name, nlen, "transfer-encoding", 17);
     default: return 0;
     }
 }
@@ -230,7 +229,7 @@ const char *hb_h2m_field(hb_h2m *m, const char *name, size_t nlen, const char *v
         if (!value_ok(value, vlen))
             return "a field value with a control character or whitespace at an end";
     }
-    if (connection_specific(name, nlen, value, vlen))
+    if (hb_h2m_connection_specific(name, nlen, value, vlen))
         return "a connection-specific field";
     if (!m->trailers && named(name, nlen, "content-length", 14))
         return content_length(m, value, vlen);

@@ -46,6 +46,11 @@ const char *hb_h2m_data(hb_h2m *m, size_t n);
  * when the response is whole, or the defect (a body unlike its length). */
 const char *hb_h2m_end(hb_h2m *m);
 
+/* RFC 9113 section 8.2.2: whether the field means something to one
+ * connection only (TE may say trailers), any case: such a field is not
+ * sent over HTTP/2, and a response that has one is malformed. */
+int hb_h2m_connection_specific(const char *name, size_t nlen, const char *value, size_t vlen);
+
 /* Whether a field value keeps RFC 9113 section 8.2.1 and RFC 9110 section
  * 5.5 as nghttp2 reads them: no control character but HTAB, no DEL, no
  * whitespace at either end. */
