@@ -14,11 +14,13 @@ void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
     x->t_intended = t->b->paced ? c->next_at : now;
     if (t->b->paced) {
         /* How late against its schedule; and whether because its
-         * connection was still busy when it was due (its last exchange
-         * ended after that), not because the thread was late to wake. */
+         * connection was still busy when it was due, not because the
+         * thread was late to wake. */
         hb_hist_record(&x->res->late, (uint64_t)(now > c->next_at ? now - c->next_at : 0));
-        if (c->free_at > c->next_at)
+        if (hb_bp_busy_when_due(t, c))
             x->res->late_busy += (uint64_t)n;
+        else if (now > c->next_at)
+            hb_bp_late(t, c->next_at, now);
     }
     hb_bp_advance(t, c);
     x->t_start = now;

@@ -236,7 +236,7 @@ static void h1_start(bthread *t, bconn *c, int64_t now)
         t->rate_waiting++;
         return;
     }
-    if (!hb_bp_ticket(b, now)) {
+    if (!hb_bp_ticket_for(t, c, now)) {
         hb_bc_enter(c, BC_IDLE);
         return;
     }

@@ -446,7 +446,7 @@ static void refill(bthread *t, bconn *c, int64_t now)
             }
             break;
         }
-        if (!hb_bp_ticket(b, now))
+        if (!hb_bp_ticket_for(t, c, now))
             break;
         take(t, c, now);
     }

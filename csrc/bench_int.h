@@ -56,6 +56,11 @@
  * tick only bounds how late a timeout or a stop is noticed, and 50 ms is
  * well inside what either needs; rate starts do not wait for it. */
 #define TICK_NS 50000000LL
+/* Under a rate: the thread late to act by this much or more was stalled
+ * (hb_bp_late), not merely slow to wake: ten times the wake-up latency of
+ * a busy VM here (0.1 ms at the median), and the lateness at which the
+ * verdict calls sends late (httpbench/bound.py's LATE_P99_BOUND). */
+#define STALL_NS 1000000LL
 /* After a stop or the end of a duration, how long requests in flight may
  * take to finish; those still in flight then are cancelled. */
 
@@ -245,11 +250,13 @@ struct bthread {
     int64_t interval; /* rate: ns between one connection's starts */
     bconn **ready;    /* connections between requests, to start again */
     int nready;
-    int rate_waiting; /* connections in BC_RATE */
-    int draining;     /* connections in BC_DRAIN */
-    int retrying;     /* connections in BC_RETRY */
-    int unticketed;   /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
-    hb_response r;    /* scratch for the parser */
+    int rate_waiting;   /* connections in BC_RATE */
+    int64_t stall_from; /* rate: the thread's last stretch late to act (hb_bp_late) */
+    int64_t stall_to;
+    int draining;   /* connections in BC_DRAIN */
+    int retrying;   /* connections in BC_RETRY */
+    int unticketed; /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
+    hb_response r;  /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
     hb_scen_rng rng;      /* picks by weight, random variants */
@@ -400,6 +407,21 @@ void hb_br_forget(bthread *t);
 /* A ticket for one more request at now (a warmup's, or the run's); 0 when
  * none is left or the run is ending. */
 int hb_bp_ticket(hb_bench *b, int64_t now);
+/* hb_bp_ticket for connection c's next request, which a paced run also
+ * gives in the grace after its end to a request that fell due before the
+ * end while c was free (the thread woke late: it is sent late, and
+ * counted late, rather than left unsent as if its connection had been
+ * busy). */
+int hb_bp_ticket_for(bthread *t, const bconn *c, int64_t now);
+/* Under a rate or a shape: whether c was busy (no room for its next
+ * request) when that request fell due at c->next_at: its last exchange
+ * ended after that, and the thread was not itself late then (a stall it
+ * catches up on after: an answer it read late may have come in time). */
+int hb_bp_busy_when_due(const bthread *t, const bconn *c);
+/* The thread could not act from `from` until now: it woke late from a
+ * wait, or sent a request due then on a free connection only now; a
+ * stall when that is STALL_NS or more, else nothing. */
+void hb_bp_late(bthread *t, int64_t from, int64_t now);
 /* How many tickets hb_bp_ticket could still give now (UINT64_MAX: no
  * count bounds them; a relaxed look: another thread may take them
  * first). */

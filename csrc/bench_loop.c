@@ -133,13 +133,25 @@ static void epoll_loop(bthread *t)
             t->unticketed == 0)
             return;
         int n;
+        int64_t slept = now; /* (the last the loop knew: a stall may come before the wait) */
+        int timed = 0;
         if (t->nready > 0)
             n = epoll_wait(t->ep, events, BENCH_EVENTS, 0);
         else if (due == INT64_MAX)
             n = epoll_wait(t->ep, events, BENCH_EVENTS, -1);
-        else
+        else {
             n = wait_ns(t->ep, events, due - hb_now_ns());
+            timed = 1;
+        }
         now = hb_now_ns();
+        if (timed && now - due >= STALL_NS) {
+            /* Woken a stall late: what it reads now may have come in the
+             * stall, which is taken to have begun as long before the
+             * missed wake-up as it ran past it, and after the loop last
+             * knew the time. */
+            int64_t from = due - (now - due);
+            hb_bp_late(t, from > slept ? from : slept, now);
+        }
         int ticked = 0;
         for (int i = 0; i < n; i++) {
             if (events[i].data.ptr == NULL)

@@ -21,6 +21,49 @@ int hb_bp_ticket(hb_bench *b, int64_t now)
     return __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
 }
 
+int hb_bp_ticket_for(bthread *t, const bconn *c, int64_t now)
+{
+    hb_bench *b = t->b;
+    /* An open loop's unsent are the requests due while every connection
+     * was busy (bench_result.c): one due on a free connection that the
+     * thread reached only after the end is late, not unsent (as many as
+     * fell due in the thread's stall, each when the one before is over),
+     * within the grace the run's last answers have (a stall past it leaves
+     * them unsent: the run is over). */
+    int owed = b->paced && !b->warming && b->end && now >= b->end &&
+               now - b->end < HB_BENCH_GRACE_NS && c->next_at < b->end &&
+               !hb_bp_busy_when_due(t, c) && !stopped(b);
+    if (!owed)
+        return hb_bp_ticket(b, now);
+    return b->cfg.requests == 0 ||
+           __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
+}
+
+int hb_bp_busy_when_due(const bthread *t, const bconn *c)
+{
+    int64_t due = c->next_at;
+    return due < c->free_at && !(due >= t->stall_from && due < t->stall_to);
+}
+
+void hb_bp_late(bthread *t, int64_t from, int64_t now)
+{
+    /* One stretch, grown while lateness overlaps it (a stall's catch-up:
+     * each send due within it), else the newest. A wake-up a little late
+     * is no stall: an answer read then may have come late too, and its
+     * connection's next request, due meanwhile, is judged busy as ever. */
+    if (now - from < STALL_NS)
+        return;
+    if (from > t->stall_to) {
+        t->stall_from = from;
+        t->stall_to = now;
+        return;
+    }
+    if (from < t->stall_from)
+        t->stall_from = from;
+    if (now > t->stall_to)
+        t->stall_to = now;
+}
+
 uint64_t hb_bp_tickets_left(const hb_bench *b, int64_t now)
 {
     if (stopped((hb_bench *)b))
@@ -102,6 +145,7 @@ void hb_bp_schedule(bthread *t)
      * N/R seconds at any concurrency. */
     t->nready = 0;
     t->rate_waiting = 0;
+    t->stall_from = t->stall_to = 0;
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
         /* A carrier's session open since a warmup (HTTP/2's) goes on open. */

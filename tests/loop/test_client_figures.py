@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,16 +49,18 @@ _CLIENT = """
 
 
 def _client_run(port: int, tmp_path: Path, seconds: float = 2.0) -> httpbench.Result:
-    """A closed-loop run from a child pinned to CPU 0, 200 connections:
-    enough that when the loop gets its CPU back from the burner it always
-    has answers to read. Measured here with the burner: at 10 and at 50
-    connections the loop sent its requests after each slice and then waited
-    5-15% of the run for the answers (the server's CPU, idle meanwhile, is
-    slow to wake in this VM), though the burner halved its req/s; at 200,
-    busy 0.988-0.996 in every run."""
-    out = subprocess.run(pinned(0, [sys.executable, "-c", _CLIENT.replace("\n    ", "\n")
-                                    .format(port=port, seconds=seconds)]),
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    """A closed-loop run from a child pinned to CPU 0 at nice 10, 200
+    connections: beside a busy loop at the normal priority it gets a tenth
+    of the CPU in short slices far apart, so every answer is in when it
+    runs again and it never waits for the server. At an equal share (nice
+    0) its slices were long enough to answer all 200 and then wait for the
+    server, whose CPU, idle meanwhile, is slow to wake in this VM: busy
+    0.988-0.996 here, 0.89 on a CI runner (the capacity test's client
+    beside a burner, the same: tests/comparison/test_capacity.py)."""
+    argv = ["nice", "-n", "10", sys.executable, "-c",
+            _CLIENT.replace("\n    ", "\n").format(port=port, seconds=seconds)]
+    out = subprocess.run(pinned(0, argv), capture_output=True, text=True, cwd=tmp_path,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     return httpbench.Result.from_json(out.stdout.strip().splitlines()[-1])
 
@@ -79,35 +83,93 @@ def test_a_client_sharing_its_cpu_with_a_burner_is_bound_by_cpu(tmp_path):
     assert text.index("Client:") > text.index("Percentage of the requests")
 
 
+# A wake-up probe: sleeps to each 1/2000 s from its start and notes how late
+# it woke (CLOCK_MONOTONIC, the loop's clock), until SIGTERM; prints the
+# due instants and lateness.
+_PROBE = """
+import signal, sys, time
+class Stop(Exception):
+    pass
+def stop(*_):
+    raise Stop
+signal.signal(signal.SIGTERM, stop)
+step, seen = 1 / 2000, []
+due = time.monotonic() + step
+print("ready", flush=True)
+try:
+    while True:
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        seen.append((due, time.monotonic() - due))
+        due += step
+except Stop:
+    pass
+print("\\n".join(f"{d:.9f} {late:.9f}" for d, late in seen), flush=True)
+"""
+
+_PACED = """
+import json, time, httpbench
+t0 = time.monotonic()
+r = httpbench.run("http://127.0.0.1:{port}/rnd?c=100", duration=2, rate=2000,
+                  concurrency=100, threads=1, progress=False)
+t1 = time.monotonic()
+print(t0, t1)
+print(json.dumps(r.to_dict()))
+"""
+
+# The probe's 99th percentile under which CPU 0 counts as quiet: half the
+# loop's own bound for its sends (LATE_P99_BOUND).
+QUIET_P99 = 0.0005
+
+
 @TWO_CPUS
 @pytest.mark.timing
 def test_an_open_loop_that_keeps_up_is_not_bound(tmp_path):
     """At a rate well inside what both can do, on CPUs of their own (the
-    client's child pinned to CPU 0, the server to CPU 1): not bound, on
-    schedule, nothing unsent. 4,000 sends, so that the 99th percentile of
-    their lateness is the 40th latest: at 500 a second (1,000 sends) it was
-    the 10th, and three wake-ups a few ms late on a shared runner once made
-    the run "schedule"-bound, truly but not for this test's reason. 100
-    connections, each due every 50 ms: with 10 (every 5 ms) a full run saw
-    94 requests fall due on a connection still busy (the server's answers
-    up to 12 ms late in this VM), "connections", truly but not this
-    test's reason either: an open loop meant to keep its schedule has
-    connections to spare."""
-    code = """
-import json, httpbench
-r = httpbench.run("http://127.0.0.1:{port}/rnd?c=100", duration=2, rate=2000,
-                  concurrency=100, threads=1, progress=False)
-print(json.dumps(r.to_dict()))
-"""
+    client's child pinned to CPU 0, the server to CPU 1): nothing unsent,
+    no send late for a busy connection, and its sends as timely as the
+    machine's: a probe on the same CPU, waking at the same 2,000 a second
+    over the same window, measures what the machine gave (this VM: its
+    p99 0.2-12 ms from one minute to the next, the loop's within 1.35x of
+    it). Where the probe saw CPU 0 quiet, the run is not bound and says it
+    is on schedule; where it did not, the loop's verdict is at most
+    "schedule" and the report says so: a busy machine's late wake-ups are
+    the machine's, and "schedule" is the verdict that names them (the last
+    CI run: the loop's p99 13 ms, "schedule"). 100 connections, each due
+    every 50 ms: with 10 (every 5 ms) a full run saw 94 requests fall due
+    on a connection still busy while the server's answers came up to 12 ms
+    late."""
     with served_on(1) as port:
-        out = subprocess.run(pinned(0, [sys.executable, "-c", code.format(port=port)]),
-                             capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        probe = subprocess.Popen(pinned(0, [sys.executable, "-c", _PROBE]), stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            assert probe.stdout is not None and probe.stdout.readline() == "ready\n"
+            out = subprocess.run(pinned(0, [sys.executable, "-c", _PACED.format(port=port)]),
+                                 capture_output=True, text=True, cwd=tmp_path, timeout=120)
+            probe.terminate()
+            seen, _ = probe.communicate(timeout=30)
+        finally:
+            probe.kill()
+            probe.wait()
     assert out.returncode == 0, out.stderr
-    r = httpbench.Result.from_json(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    t0, t1 = map(float, lines[-2].split())
+    late = sorted(float(v) for d, v in (line.split() for line in seen.split("\n") if line)
+                  if t0 <= float(d) <= t1)
+    assert len(late) > 3000  # (the probe covered the run)
+    machine_p99 = late[len(late) * 99 // 100]
+    r = httpbench.Result.from_json(lines[-1])
     c = r.client
-    assert c is not None and not c.bound and c.reason == "" and c.unsent == 0, c
-    assert c.busy_max < BUSY_BOUND and c.late_p99 is not None and c.late_p99 < 0.002
-    assert ", on schedule (late p50" in r.report() and "Warning" not in r.report()
+    assert c is not None and c.unsent == 0 and c.late_busy == 0 and c.busy_max < BUSY_BOUND, c
+    assert c.late_p99 is not None and c.late_p99 <= 2 * machine_p99 + 0.001, (c, machine_p99)
+    if machine_p99 < QUIET_P99:
+        assert not c.bound and c.reason == "" and c.late_p99 < 0.002, (c, machine_p99)
+        assert ", on schedule (late p50" in r.report() and "Warning" not in r.report()
+    else:
+        assert c.reason in ("", "schedule"), (c, machine_p99)
+        assert c.bound == (c.reason == "schedule")
+        assert ("its sends were late against the schedule" in r.report()) == c.bound
 
 
 def test_an_open_loop_slower_than_its_rate_counts_every_due_request(srv):
@@ -137,6 +199,51 @@ def test_an_open_loop_slower_than_its_rate_counts_every_due_request(srv):
                       progress=False)
     assert s.client is not None and s.client.unsent > 0
     assert abs(s.client.unsent + s.issued - 500) <= 2  # a ramp from 0 to 1,000 over 1 s
+
+
+_STALLED = """
+import json, sys, httpbench
+print("go", flush=True)
+r = httpbench.run(sys.argv[1], duration=float(sys.argv[2]), rate=200, concurrency=2, threads=1,
+                  progress=False)
+print(json.dumps(r.to_dict()))
+"""
+
+
+@pytest.mark.parametrize("duration, stop_at, stop_for", [(3.0, 0.8, 0.8), (2.0, 1.5, 0.9)],
+                         ids=["mid-run", "across-the-end"])
+def test_a_client_stopped_by_the_machine_is_late_not_busy(srv, tmp_path, duration, stop_at,
+                                                           stop_for):
+    """The client's process held off its CPU (SIGSTOP, the extreme of a
+    machine that does not run it in time) while requests fall due on its
+    two free connections: on waking it sends them, each late by the stall
+    and none counted as due on a busy connection, so the verdict is
+    "schedule", not "connections"; held across the run's end (and woken
+    within the grace its last answers have), the ones due before the end
+    are still sent (late), not left unsent. The code before counted the
+    catch-up sends late_busy (each connection's last exchange ended after
+    the next one's due time) and the ones due before the end unsent."""
+    proc = subprocess.Popen([sys.executable, "-c", _STALLED, srv.url("/rnd?c=100"), str(duration)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "go\n"
+        time.sleep(stop_at)
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(stop_for)
+        proc.send_signal(signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    r = httpbench.Result.from_json(out.strip().splitlines()[-1])
+    exact(r)
+    c = r.client
+    assert c is not None and c.late_max is not None
+    assert c.late_max >= stop_for / 2, c  # (the stall: its due requests waited for it)
+    assert c.unsent == 0 and r.issued == 200 * duration and r.complete == r.issued, c
+    assert c.late_busy == 0 and c.bound and c.reason == "schedule", c
+    assert "its sends were late against the schedule" in r.report()
 
 
 def test_a_closed_loop_has_no_schedule_to_be_late_on(srv):
