@@ -360,7 +360,12 @@ def test_a_stage_that_held_counts_though_the_client_was_late(tmp_path):
         if c.steps[i].repeat:
             before = c.steps[i - 1]
             assert before.target == c.steps[i].target and not before.held, out
-    assert c.rate > 250 and c.limited_by != "client", out
+    # It climbed past its first stage, and did not end at a stage that held.
+    # Where it ended: the server's limit, or the client's, at the top, where
+    # the 32 connections of 20 ms near their 1,600/s and the stalls idle
+    # them a quarter of the time (a request due in a stall is the client's
+    # lateness, not a busy connection's: test_client_figures.py).
+    assert c.rate > 250 and (c.limited_by != "client" or not c.steps[-1].held), out
 
 
 @pytest.mark.timing
