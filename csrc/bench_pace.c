@@ -4,6 +4,13 @@
 #define _GNU_SOURCE
 #include "bench_int.h"
 
+/* One of the run's tickets (requests=N bounds them). */
+static int run_ticket(hb_bench *b)
+{
+    return b->cfg.requests == 0 ||
+           __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
+}
+
 int hb_bp_ticket(hb_bench *b, int64_t now)
 {
     if (b->warming) {
@@ -16,9 +23,7 @@ int hb_bp_ticket(hb_bench *b, int64_t now)
     }
     if (stopped(b) || (b->end && now >= b->end))
         return 0;
-    if (b->cfg.requests == 0)
-        return 1;
-    return __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
+    return run_ticket(b);
 }
 
 int hb_bp_ticket_for(bthread *t, const bconn *c, int64_t now)
@@ -33,10 +38,7 @@ int hb_bp_ticket_for(bthread *t, const bconn *c, int64_t now)
     int owed = b->paced && !b->warming && b->end && now >= b->end &&
                now - b->end < HB_BENCH_GRACE_NS && c->next_at < b->end &&
                !hb_bp_busy_when_due(t, c) && !stopped(b);
-    if (!owed)
-        return hb_bp_ticket(b, now);
-    return b->cfg.requests == 0 ||
-           __atomic_fetch_add(&b->tickets, 1, __ATOMIC_RELAXED) < b->cfg.requests;
+    return owed ? run_ticket(b) : hb_bp_ticket(b, now);
 }
 
 int hb_bp_busy_when_due(const bthread *t, const bconn *c)
