@@ -468,9 +468,13 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
     h1conn *h = h1(c);
     for (int reads = 0;; reads++) {
         /* Enough for one wake-up: the socket stays readable (the epoll set
-         * is level-triggered; a lone connection comes back from its tick). */
-        if (reads == READS_PER_WAKE)
+         * is level-triggered; a lone connection comes back from its tick),
+         * or the transport holds what it read ahead (the loop comes back). */
+        if (reads == READS_PER_WAKE) {
+            if (c->sock.tp->pending && c->sock.tp->pending(&c->sock))
+                hb_bl_unread(t, c);
             return;
+        }
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
         if (t->blocking)
             now = hb_now_ns(); /* the wait was in recv */

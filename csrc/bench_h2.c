@@ -590,7 +590,8 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
         return;
     H(c)->now = now;
     hb_bench_result *res = &t->res[0];
-    for (int reads = 0; reads < READS_PER_WAKE; reads++) {
+    int reads;
+    for (reads = 0; reads < READS_PER_WAKE; reads++) {
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
         if (n > 0) {
             res->bytes_received += (uint64_t)n;
@@ -626,6 +627,8 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
                            : "connection reset before the HTTP/2 stream ended");
         return;
     }
+    if (reads == READS_PER_WAKE && c->sock.tp->pending && c->sock.tp->pending(&c->sock))
+        hb_bl_unread(t, c);
     refill(t, c, now);
 }
 

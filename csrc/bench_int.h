@@ -157,6 +157,7 @@ typedef struct bconn {
     int global;          /* this slot's index over all threads */
     int next_req;        /* order by sequence: the next request */
     int in_ready;        /* on the thread's ready stack */
+    int unread;          /* its transport holds bytes no epoll event will tell of */
     int due;             /* open, waiting in start_due for its intended start */
     uint64_t done_total; /* responses over the run, every socket (per-connection req/s) */
     struct bthread *thr;
@@ -256,6 +257,7 @@ struct bthread {
     int draining;   /* connections in BC_DRAIN */
     int retrying;   /* connections in BC_RETRY */
     int unticketed; /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
+    int unread;     /* connections marked unread (hb_bl_unread) */
     hb_response r;  /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
@@ -486,6 +488,11 @@ void hb_bs_leave_retry(bthread *t, bconn *c);
 /* Runs t's connections until its tickets are spent and nothing is in
  * flight: in recv for a lone connection, else in epoll. */
 void hb_bl_run(bthread *t);
+/* c stopped reading at READS_PER_WAKE while its transport still holds
+ * bytes (TLS read ahead: whole records in OpenSSL's buffer, the socket
+ * empty): no epoll event would bring it back, so the loop calls its
+ * handler again, after this wake-up's events, as if it were readable. */
+void hb_bl_unread(bthread *t, bconn *c);
 
 /* ---- bench_h2.c: what HTTP/2 needs before the run */
 

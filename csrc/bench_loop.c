@@ -11,6 +11,32 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
     hb_bc_state_of(c, c->state)->on_event(t, c, events, now);
 }
 
+void hb_bl_unread(bthread *t, bconn *c)
+{
+    /* (The lone loop calls its connection's handler again anyway.) */
+    if (!c->unread && !t->blocking) {
+        c->unread = 1;
+        t->unread++;
+    }
+}
+
+/* The connections marked unread read on (a scan of them all: this is the
+ * rare wake-up that filled READS_PER_WAKE with bytes still held). One
+ * that closed meanwhile has nothing held; a socket opened since in its
+ * place takes the call as a level-triggered epoll's spurious one. */
+static void read_unread(bthread *t)
+{
+    for (int i = 0; i < t->nconns && t->unread > 0; i++) {
+        bconn *c = &t->conns[i];
+        if (!c->unread)
+            continue;
+        c->unread = 0;
+        t->unread--;
+        if (c->sock.fd >= 0 && c->sock.tp->pending && c->sock.tp->pending(&c->sock))
+            on_event(t, c, EPOLLIN, hb_now_ns()); /* (CLOCK below) */
+    }
+}
+
 /* The next of the ready stack starts. */
 static void start_next(bthread *t, int64_t now)
 {
@@ -135,7 +161,7 @@ static void epoll_loop(bthread *t)
         int n;
         int64_t slept = now; /* (the last the loop knew: a stall may come before the wait) */
         int timed = 0;
-        if (t->nready > 0)
+        if (t->nready > 0 || t->unread > 0)
             n = epoll_wait(t->ep, events, BENCH_EVENTS, 0);
         else if (due == INT64_MAX)
             n = epoll_wait(t->ep, events, BENCH_EVENTS, -1);
@@ -167,6 +193,8 @@ static void epoll_loop(bthread *t)
             (void)got;
             tick(t, now);
         }
+        if (t->unread > 0)
+            read_unread(t);
     }
 }
 

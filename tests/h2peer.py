@@ -20,6 +20,7 @@ import h2.errors
 import h2.events
 import h2.settings
 import hpack
+from helpers import TLSStream
 
 __all__ = ["H2Server", "PREFACE", "frame", "split_block"]
 
@@ -88,6 +89,19 @@ def _encode_big_values(encoder: Any, headers: Any, huffman: bool = True) -> byte
     return bytes(out)
 
 
+class _FrameRecords(TLSStream):
+    """TLS whose sendall puts each HTTP/2 frame in a record of its own and
+    writes the records of one call at once."""
+
+    def sendall(self, data: bytes) -> None:
+        sealed = []
+        while data:
+            end = 9 + int.from_bytes(data[:3], "big")
+            sealed.append(self.sealed(data[:end]))
+            data = data[end:]
+        self.raw.sendall(b"".join(sealed))
+
+
 class H2Server:
     """Listens on 127.0.0.1 (over TLS with `context`, ALPN h2) and serves
     each connection by `mode`:
@@ -122,6 +136,10 @@ class H2Server:
                  says) come `delay` seconds late: a server slow to take up one
                  connection (a saturated nginx with multi_accept off)
 
+    With `records` (over TLS), each frame goes in a TLS record of its own and
+    the records of one send in one write: a burst of many small records, as
+    a server that writes frame by frame sends them.
+
     Counts what it served in `answered` and the connections in `accepted`.
     """
 
@@ -129,7 +147,8 @@ class H2Server:
                  streams: int = 100, body: bytes = b"x" * 2048, fields: int = 1,
                  value_len: int = 10, status: str = "413", delay: float = 0.0,
                  answer: Callable[[int], bytes] | None = None,
-                 context: ssl.SSLContext | None = None) -> None:
+                 context: ssl.SSLContext | None = None, records: bool = False) -> None:
+        self.records = records
         self.mode, self.every, self.code, self.streams = mode, every, code, streams
         self.delay = delay
         self.status = status
@@ -185,7 +204,9 @@ class H2Server:
             if late:
                 time.sleep(self.delay)
             sock: Any = raw
-            if self.context is not None:
+            if self.context is not None and self.records:
+                sock = _FrameRecords(raw, self.context)
+            elif self.context is not None:
                 sock = self.context.wrap_socket(raw, server_side=True)
             handler: Callable[[Any], None] = getattr(self, f"_raw_{self.mode}", self._h2)
             handler(sock)

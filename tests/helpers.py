@@ -236,7 +236,7 @@ def read_messages(sock: socket.socket, count: int) -> list[bytes]:
     return out
 
 
-class _TLSStream:
+class TLSStream:
     """A server side of TLS over a raw socket through memory BIOs, so that a
     script decides exactly which encrypted bytes leave: a record can be cut
     short, close_notify sent mid-body, or the socket closed without it."""
@@ -309,6 +309,8 @@ class ScriptedServer:
       ("close_notify",)    send TLS's close_notify, then close
       ("send_cut", data, n)  the records carrying data, only their first n
                            bytes (a record cut short), then close
+      ("send_records", chunks)  each chunk in a record of its own, all the
+                           records in one write (so they arrive together)
     After its last step a script waits for the client to close. Connections
     beyond the scripts are closed at once.
     """
@@ -351,7 +353,7 @@ class ScriptedServer:
         if conn.family != socket.AF_UNIX:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            io: Any = conn if self.tls is None else _TLSStream(conn, self.tls)
+            io: Any = conn if self.tls is None else TLSStream(conn, self.tls)
             for step in script:
                 kind = step[0]
                 if kind == "recv":
@@ -368,6 +370,8 @@ class ScriptedServer:
                     io.close_notify()
                     conn.close()
                     return
+                elif kind == "send_records":
+                    conn.sendall(b"".join(io.sealed(chunk) for chunk in step[1]))
                 elif kind == "send_cut":
                     conn.sendall(io.sealed(step[1])[: step[2]])
                     conn.close()
