@@ -170,6 +170,7 @@ struct hb_h2 {
     int open;
     int broken;
     int got_bytes;          /* something came: the HTTP/1 check is done */
+    hb_h2_stream *last;     /* the stream stream_of found last (NULL: none) */
     hb_h2_stream *block_st; /* the stream whose header block is being decoded */
     int block_final;        /* that block is a final head */
     uint32_t block_len;     /* its size so far, as RFC 7541 section 4.1 counts */
@@ -199,9 +200,26 @@ static hb_h2_stream *stream_take(hb_h2 *h)
 
 static void stream_give(hb_h2 *h, hb_h2_stream *st)
 {
+    if (h->last == st)
+        h->last = NULL;
     st->user = NULL;
     st->next_free = h->free_list;
     h->free_list = st;
+}
+
+/* The record of stream id, or NULL. A response's frames come together and
+ * a DATA frame is asked for twice (its chunk, then the frame whole): the
+ * last one found is kept, a comparison where nghttp2's map is a hash
+ * lookup. Valid while the record is (stream_give forgets it); ids are
+ * never reused within a session. */
+static hb_h2_stream *stream_of(hb_h2 *h, int32_t id)
+{
+    if (h->last != NULL && h->last->id == id)
+        return h->last;
+    hb_h2_stream *st = nghttp2_session_get_stream_user_data(h->s, id);
+    if (st != NULL)
+        h->last = st;
+    return st;
 }
 
 static void set_error(hb_h2 *h, const char *fmt, const char *what)
@@ -223,7 +241,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
 {
     hb_h2 *h = arg;
     /* Looked up once a block, not once a field (a map lookup each). */
-    h->block_st = nghttp2_session_get_stream_user_data(s, f->hd.stream_id);
+    (void)s;
+    h->block_st = stream_of(h, f->hd.stream_id);
     if (h->block_st != NULL)
         hb_h2m_block(&h->block_st->msg);
     h->block_final = 0;
@@ -291,7 +310,8 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
 {
     (void)flags;
     hb_h2 *h = arg;
-    hb_h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
+    (void)s;
+    hb_h2_stream *st = stream_of(h, id);
     if (st == NULL || st->user == NULL || st->bad)
         return 0;
     const char *defect = hb_h2m_data(&st->msg, n);
@@ -306,7 +326,7 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t 
  * END_STREAM the response's (h2msg.h). */
 static void message_frame(hb_h2 *h, const nghttp2_frame *f)
 {
-    hb_h2_stream *st = nghttp2_session_get_stream_user_data(h->s, f->hd.stream_id);
+    hb_h2_stream *st = stream_of(h, f->hd.stream_id);
     if (st == NULL || st->user == NULL || st->bad)
         return;
     int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
@@ -352,8 +372,9 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code, void *arg)
 {
+    (void)s;
     hb_h2 *h = arg;
-    hb_h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
+    hb_h2_stream *st = stream_of(h, id);
     if (st == NULL)
         return 0;
     int rst = h->rst_id == id;
