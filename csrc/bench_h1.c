@@ -471,8 +471,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
          * is level-triggered; a lone connection comes back from its tick),
          * or the transport holds what it read ahead (the loop comes back). */
         if (reads == READS_PER_WAKE) {
-            if (c->sock.tp->pending && c->sock.tp->pending(&c->sock))
-                hb_bl_unread(t, c);
+            hb_bl_unread(t, c);
             return;
         }
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
@@ -487,8 +486,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
             take_bytes(t, c, t->scratch, (size_t)n, now);
             /* A short read emptied the socket, unless the transport holds
              * more (a TLS record read whole but not yet handed out). */
-            if (c->state != H1_READING ||
-                (n < SCRATCH && !(c->sock.tp->pending && c->sock.tp->pending(&c->sock))))
+            if (c->state != H1_READING || (n < SCRATCH && !hb_sock_pending(&c->sock)))
                 return;
             continue;
         }

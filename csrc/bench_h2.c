@@ -627,7 +627,7 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
                            : "connection reset before the HTTP/2 stream ended");
         return;
     }
-    if (reads == READS_PER_WAKE && c->sock.tp->pending && c->sock.tp->pending(&c->sock))
+    if (reads == READS_PER_WAKE)
         hb_bl_unread(t, c);
     refill(t, c, now);
 }

@@ -488,10 +488,10 @@ void hb_bs_leave_retry(bthread *t, bconn *c);
 /* Runs t's connections until its tickets are spent and nothing is in
  * flight: in recv for a lone connection, else in epoll. */
 void hb_bl_run(bthread *t);
-/* c stopped reading at READS_PER_WAKE while its transport still holds
- * bytes (TLS read ahead: whole records in OpenSSL's buffer, the socket
- * empty): no epoll event would bring it back, so the loop calls its
- * handler again, after this wake-up's events, as if it were readable. */
+/* c stopped reading at READS_PER_WAKE: if its transport still holds bytes
+ * (TLS read ahead: whole records in OpenSSL's buffer, the socket empty),
+ * no epoll event would bring it back, so the loop calls its handler
+ * again, after this wake-up's events, as if it were readable. */
 void hb_bl_unread(bthread *t, bconn *c);
 
 /* ---- bench_h2.c: what HTTP/2 needs before the run */

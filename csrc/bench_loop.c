@@ -14,7 +14,7 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
 void hb_bl_unread(bthread *t, bconn *c)
 {
     /* (The lone loop calls its connection's handler again anyway.) */
-    if (!c->unread && !t->blocking) {
+    if (!c->unread && !t->blocking && hb_sock_pending(&c->sock)) {
         c->unread = 1;
         t->unread++;
     }
@@ -32,7 +32,7 @@ static void read_unread(bthread *t)
             continue;
         c->unread = 0;
         t->unread--;
-        if (c->sock.fd >= 0 && c->sock.tp->pending && c->sock.tp->pending(&c->sock))
+        if (c->sock.fd >= 0 && hb_sock_pending(&c->sock))
             on_event(t, c, EPOLLIN, hb_now_ns()); /* (CLOCK below) */
     }
 }

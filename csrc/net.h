@@ -157,6 +157,14 @@ struct hb_sock {
     void *before_arg;
 };
 
+/* Whether bytes already read from s's socket wait inside its transport
+ * (tp->pending; none for a transport without it). Inline: a reader asks
+ * after each short read. */
+static inline int hb_sock_pending(hb_sock *s)
+{
+    return s->tp->pending != NULL && s->tp->pending(s);
+}
+
 /* Plain TCP: TCP_NODELAY, close-on-exec, no SIGPIPE. */
 extern const hb_transport hb_net_tcp;
 

@@ -295,7 +295,7 @@ static fill_result sess_fill(hb_sess *s, size_t *got)
      * only say so; the driver calls again when more comes. Unless the
      * transport holds bytes it read (a TLS record's rest), which no wait
      * for readable would hear of. */
-    s->drained = (size_t)n < room && !(s->sock.tp->pending && s->sock.tp->pending(&s->sock));
+    s->drained = (size_t)n < room && !hb_sock_pending(&s->sock);
     *got = (size_t)n;
     return FILL_DATA;
 }
@@ -910,8 +910,7 @@ static hb_want sess_h2(hb_sess *s, int64_t now)
     }
     s->wake_at = hb_h2s_wake(s->h2s);
     h2_deadline(s);
-    if (s->blocking && s->wake_at != 0 &&
-        !(s->sock.tp->pending != NULL && s->sock.tp->pending(&s->sock))) {
+    if (s->blocking && s->wake_at != 0 && !hb_sock_pending(&s->sock)) {
         /* A thread of its own waits for the client or the /delay in
          * ppoll: a socket's receive timeout counts in jiffies (4 ms here),
          * too coarse for a delay the client measures. */
