@@ -29,22 +29,25 @@ struct hb_h2mem_block {
 };
 
 #define LARGE HB_H2MEM_CLASSES
-#define SMALLEST 32u /* class 0's size; class k holds 32 << k */
+/* Classes 0 .. FINE-1 step by STEP bytes (16, 32, ... 512); the classes
+ * above double (1024, 2048, 4096). */
+#define STEP 16u
+#define FINE 32u
 
 static size_t class_size(uint32_t cls)
 {
-    return (size_t)SMALLEST << cls;
+    return cls < FINE ? (size_t)STEP * (cls + 1) : (size_t)(STEP * FINE) << (cls - FINE + 1);
 }
 
 /* The class that holds n bytes; LARGE above the largest. */
 static uint32_t class_of(size_t n)
 {
-    if (n <= SMALLEST)
-        return 0;
+    if (n <= STEP * FINE)
+        return n == 0 ? 0 : (uint32_t)((n - 1) / STEP);
     if (n > class_size(HB_H2MEM_CLASSES - 1))
         return LARGE;
-    /* The bits of n - 1 say the power of two at or above n. */
-    return (uint32_t)(64 - __builtin_clzll((unsigned long long)(n - 1))) - 5;
+    /* The bits of n - 1 say the power of two at or above n (1024: 10). */
+    return FINE + (uint32_t)(64 - __builtin_clzll((unsigned long long)(n - 1))) - 10;
 }
 
 static void *mem_malloc(size_t n, void *arg)

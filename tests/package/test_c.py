@@ -55,7 +55,7 @@ def test_the_loops_pacing_tickets_and_due_instants(tmp_path):
 
 
 def test_http2_sessions_allocator_reuses_blocks_and_keeps_their_bytes(tmp_path):
-    unit_test(tmp_path, "test_h2mem", "tests/c/test_h2mem.c", "csrc/h2mem.c", minimum=39,
+    unit_test(tmp_path, "test_h2mem", "tests/c/test_h2mem.c", "csrc/h2mem.c", minimum=48,
               timeout=60)
 
 
