@@ -28,8 +28,9 @@
  * class of 256 each went to whichever came next. At 50 connections x 100
  * streams, perf then sampled 8x as often at the library's first read of a
  * stream's record when its response's HEADERS came (a cold line), and
- * the client spent 0.15 us a request more (docs/benchmarks.md). A class
- * a size keeps each kind of block with its kind, as glibc's bins do. */
+ * the client spent 0.12-0.15 us a request more (two A/Bs;
+ * docs/benchmarks.md). A class a size keeps each kind of block with its
+ * kind, as glibc's bins do. */
 #define HB_H2MEM_CLASSES 35
 /* The most freed blocks a class keeps for reuse. */
 #define HB_H2MEM_KEEP 256
