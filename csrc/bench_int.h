@@ -247,9 +247,13 @@ struct bthread {
     int nconns;
     int first_conn; /* the index of conns[0] over all threads */
     int inflight;
-    int blocking;     /* one connection, closed loop: wait in recv, not epoll */
-    int64_t interval; /* rate: ns between one connection's starts */
-    bconn **ready;    /* connections between requests, to start again */
+    int blocking;      /* one connection, closed loop: wait in recv, not epoll */
+    int naps;          /* closed loop over HTTP/2: may nap before it waits (bench_loop.c) */
+    int64_t answer_ns; /* the answers' time, start to end (a moving mean; 0: none yet) */
+    int64_t nap_late;  /* how far past its asking a nap ends (a moving mean) */
+    int64_t wait_ns;   /* how long its waits in epoll last (a moving mean) */
+    int64_t interval;  /* rate: ns between one connection's starts */
+    bconn **ready;     /* connections between requests, to start again */
     int nready;
     int rate_waiting;   /* connections in BC_RATE */
     int64_t stall_from; /* rate: the thread's last stretch late to act (hb_bp_late) */
@@ -445,6 +449,19 @@ void hb_bp_schedule(bthread *t);
 /* Under a rate or a shape: the requests t's connections were due to start
  * before `end` by their schedules (0 in a closed loop). */
 uint64_t hb_bp_due_before(const bthread *t, int64_t end);
+
+/* How long a closed loop over HTTP/2 naps before it waits for answers
+ * (bench_loop.c's NAP): at most NAP_SHARE of the answers' time answer_ns,
+ * capped at NAP_MAX_NS, less late_ns (how far past its asking a nap ends);
+ * 0 (no nap) when that leaves less than NAP_MIN_NS. An answer that comes
+ * in a nap waits in the socket, so the nap and its lateness together stay
+ * within the share. */
+#define NAP_SHARE 100
+#define NAP_MAX_NS 100000
+#define NAP_MIN_NS 2000
+int64_t hb_bp_nap_ns(int64_t answer_ns, int64_t late_ns);
+/* The answers' moving mean (about the last 16) after one that took took_ns. */
+int64_t hb_bp_answer_mean(int64_t mean_ns, int64_t took_ns);
 
 /* ---- bench_exch.c: an exchange's start and judgement, whatever carries it */
 

@@ -186,3 +186,17 @@ uint64_t hb_bp_due_before(const bthread *t, int64_t end)
     }
     return due;
 }
+
+int64_t hb_bp_nap_ns(int64_t answer_ns, int64_t late_ns)
+{
+    int64_t bound = answer_ns / NAP_SHARE;
+    if (bound > NAP_MAX_NS)
+        bound = NAP_MAX_NS;
+    int64_t ask = bound - (late_ns > 0 ? late_ns : 0);
+    return ask >= NAP_MIN_NS ? ask : 0;
+}
+
+int64_t hb_bp_answer_mean(int64_t mean_ns, int64_t took_ns)
+{
+    return mean_ns == 0 ? took_ns : mean_ns + (took_ns - mean_ns) / 16;
+}

@@ -166,12 +166,43 @@ static void vus(void)
     check("vus: running now", hb_bp_vus_next(&r.b, &r.t[0].conns[0], 5000000000), 5000000000);
 }
 
+/* The naps of a closed loop over HTTP/2: a hundredth of the answers'
+ * time, capped, less how late naps end; none under the least worth it. */
+static void naps(void)
+{
+    check("nap: 5 ms answers", hb_bp_nap_ns(5000000, 0), 50000);
+    check("nap: 5 ms answers, naps 20 us late", hb_bp_nap_ns(5000000, 20000), 30000);
+    check("nap: 30 ms answers, capped", hb_bp_nap_ns(30000000, 0), NAP_MAX_NS);
+    check("nap: capped, less lateness", hb_bp_nap_ns(30000000, 10000), NAP_MAX_NS - 10000);
+    check("nap: 200 us answers: the least", hb_bp_nap_ns(200000, 0), NAP_MIN_NS);
+    check("nap: 150 us answers: none", hb_bp_nap_ns(150000, 0), 0);
+    check("nap: 1 ms answers, naps 20 us late: none", hb_bp_nap_ns(1000000, 20000), 0);
+    check("nap: no answer yet", hb_bp_nap_ns(0, 0), 0);
+    check("nap: lateness below zero counts as none", hb_bp_nap_ns(5000000, -5000), 50000);
+    /* The nap and its lateness within the share, whatever the lateness. */
+    int within_share = 1;
+    for (int64_t answer = 0; answer <= 50000000; answer += 99991)
+        for (int64_t late = 0; late <= 200000; late += 997) {
+            int64_t ask = hb_bp_nap_ns(answer, late);
+            if (ask != 0 && (ask + late > answer / NAP_SHARE || ask < NAP_MIN_NS))
+                within_share = 0;
+        }
+    check("nap: ask + lateness <= answer / 100", within_share, 1);
+    check("answer mean: the first is itself", hb_bp_answer_mean(0, 7000), 7000);
+    check("answer mean: a sixteenth of the way", hb_bp_answer_mean(1600000, 3200000), 1700000);
+    int64_t mean = 0;
+    for (int i = 0; i < 200; i++)
+        mean = hb_bp_answer_mean(mean, i < 100 ? 1000000 : 4000000);
+    within("answer mean: follows a change within 200 answers", mean, 4000000, 4000000 / 100);
+}
+
 int main(void)
 {
     tickets();
     rate();
     shape();
     vus();
+    naps();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

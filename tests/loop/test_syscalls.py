@@ -60,3 +60,39 @@ def test_http2_over_tls_writes_once_a_batch_not_once_a_record(tmp_path):
     assert writes < n / 25, summary
     # (2 KiB responses, TLS records of up to 16 KiB read ahead.)
     assert reads < n / 3, summary
+
+
+def _naps(tmp_path, url: str, n: int, c: int, *flags: str) -> list[int]:
+    """The loop's naps (clock_nanosleep relative to CLOCK_MONOTONIC, under
+    a second: CPython's own sleeps are absolute), their lengths in ns, in
+    a run of n requests over c connections pinned to CPU 0."""
+    out = tmp_path / "strace.txt"
+    run = subprocess.run(helpers.pinned(0, [
+        "strace", "-f", "-e", "trace=clock_nanosleep", "-o", str(out), sys.executable, "-m",
+        "httpbench", "-q", "-n", str(n), "-c", str(c), "--threads", "1", *flags, url]),
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return [int(m.group(1)) for m in re.finditer(
+        r"clock_nanosleep\(CLOCK_MONOTONIC, 0, \{tv_sec=0, tv_nsec=(\d+)\}", out.read_text())]
+
+
+def test_http2_naps_where_answers_come_faster_than_it_wakes(tmp_path):
+    """nginx h2c (one worker, on CPU 1) at (50, 100): answers come every few
+    microseconds, each a wake-up of the loop, so it naps before it waits
+    (185 naps in 20,000 requests here), none over 100 us. At (1, 1) answers
+    take tens of microseconds, too short for a nap within 1% of them: none.
+    Over HTTP/1.1, none."""
+    if not _strace_works():
+        pytest.skip("strace cannot trace here (ptrace not permitted)")
+    h2c = helpers.free_port()
+    with helpers.nginx(1, http2=True, h2c_port=h2c) as server:
+        if server is None:
+            pytest.skip("nginx missing")
+        url = f"http://127.0.0.1:{h2c}/rnd"
+        many = _naps(tmp_path, url, 20_000, 50, "--http2", "--streams", "100")
+        assert len(many) >= 10, many
+        assert max(many) <= 100_000, many
+        assert _naps(tmp_path, url, 2_000, 1, "--http2", "--streams", "1") == []
+    with helpers.nginx(1) as server:
+        assert server is not None
+        assert _naps(tmp_path, f"http://127.0.0.1:{server[0]}/rnd", 20_000, 50) == []
