@@ -194,7 +194,8 @@ void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
         sec->buckets[hb_tl_index((uint64_t)(now - ex->t_intended))]++;
     }
     hb_br_timed(ex, now);
-    t->answer_ns = hb_bp_answer_mean(t->answer_ns, now - ex->t_start); /* (NAP) */
+    if (t->naps) /* (the answers' time the loop's naps go by: NAP) */
+        t->answer_ns = hb_bp_answer_mean(t->answer_ns, now - ex->t_start);
     if (kept)
         res->keepalive_requests++;
 }
