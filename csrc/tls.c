@@ -83,6 +83,19 @@ static void note_openssl(const SSL *ssl, const char *fallback)
     ERR_clear_error();
 }
 
+/* Empties this thread's error queue, as SSL_get_error needs before each
+ * call (SSL_get_error(3)), at the price of a look where it is empty
+ * already, as it nearly always is. ERR_clear_error itself walks all 16
+ * slots and frees two strings in each: 32 calls of CRYPTO_free for an
+ * empty queue. Called before every read and write (1.2 times a request
+ * over HTTP/2 at 10 x 10 streams against nginx), it was 2.3% of the
+ * client's CPU there; without it, 5.41 -> 5.31 us a request (5 rounds). */
+static void clear_errors(void)
+{
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
+}
+
 /* ------------------------------------------------------------ contexts */
 
 static int is_address(const char *name)
@@ -526,7 +539,7 @@ static int tls_connect_done(hb_sock *s)
 static int tls_handshake(hb_sock *s)
 {
     tls_conn *c = s->ctx;
-    ERR_clear_error();
+    clear_errors();
     errno = 0;
     int rc = SSL_do_handshake(c->ssl);
     if (rc == 1) {
@@ -600,7 +613,7 @@ static ssize_t tls_read(hb_sock *s, void *buf, size_t len)
             return rc;
     }
     size_t n;
-    ERR_clear_error();
+    clear_errors();
     errno = 0;
     int rc = SSL_read_ex(c->ssl, buf, len, &n);
     if (rc == 1) {
@@ -654,7 +667,7 @@ static ssize_t tls_writev(hb_sock *s, const struct iovec *iov, int iovcnt, int f
         const void *p = gather(iov, iovcnt, total, stage, &n);
         if (n == 0)
             return (ssize_t)total;
-        ERR_clear_error();
+        clear_errors();
         errno = 0;
         int rc = SSL_write_ex(c->ssl, p, n, &w);
         if (rc == 1) {
