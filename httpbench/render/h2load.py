@@ -1,7 +1,8 @@
-"""`httpbench h2load`'s report: h2load 1.52's layout (its h2load.cc: the
-"finished in" line, the requests, the status codes, the traffic with the
-header space savings, and the min/max/mean/sd/+/- sd table), then, after
-a blank line, what httpbench adds."""
+"""`httpbench h2load`'s report: h2load 1.52's layout (its h2load.cc: over
+TLS the first connection's protocol, cipher, key exchange and ALPN
+protocol; the "finished in" line, the requests, the status codes, the
+traffic with the header space savings, and the min/max/mean/sd/+/- sd
+table), then, after a blank line, what httpbench adds."""
 
 from __future__ import annotations
 
@@ -71,9 +72,24 @@ def _row(label: str, cells: Iterable[str], within: float | None) -> str:
     return f"{label:<16}: " + "  ".join(f"{c:>10}" for c in cells) + tail
 
 
+def _tls_lines(r: Result) -> Iterable[str]:
+    """h2load's lines for the first TLS connection (it prints them when
+    that handshake ends; here they come with the report): the protocol,
+    the cipher, the server's key exchange and the ALPN protocol."""
+    if not r.tls_protocol:
+        return
+    protocol, cipher = (r.tls_protocol.split(",") + [""])[:2]
+    yield f"TLS Protocol: {protocol}"
+    yield f"Cipher: {cipher}"
+    if r.tls_temp_key:
+        yield f"Server Temp Key: {r.tls_temp_key}"
+    yield f"Application protocol: {'h2' if r.http_version == '2' else 'http/1.1'}"
+
+
 def _lines(r: Result) -> Iterable[str]:
     t = r.time_taken
     rps = r.complete / t if t > 0 else 0.0
+    yield from _tls_lines(r)
     yield ""
     yield (f"finished in {format_duration(t)}, {rps:.2f} req/s, "
            f"{utos_funit(r.bytes_received / t if t > 0 else 0)}B/s")

@@ -117,6 +117,43 @@ def test_over_tls_and_on_the_embedded_server(tmp_path, pki):
             exact(real, ours)
 
 
+TLS_LINES = ("TLS Protocol: ", "Cipher: ", "Server Temp Key: ", "Application protocol: ")
+
+
+def tls_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(TLS_LINES)]
+
+
+@needs_h2load
+def test_over_tls_it_negotiates_what_h2load_negotiates_and_says_so(tmp_path, pki):
+    """h2load's cipher lists are its own (AES-128-GCM first over TLS 1.2,
+    where httpbench's default is OpenSSL's, AES-256-GCM first): nginx, which
+    takes the client's first over TLS 1.2, gave the two different ciphers,
+    and so different work. The mode offers h2load's lists unless told, and
+    prints h2load's four lines of the first handshake."""
+    tls = (f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};")
+    with nginx(tls=tls, http2=True) as up, httpbench.Server(
+            tls=True, certfile=pki["server"], keyfile=pki["server_key"]) as srv:
+        if up is None:
+            pytest.skip("nginx not installed")
+        for url in (f"https://127.0.0.1:{up[0]}/rnd", srv.url("/rnd")):
+            for args in (["-n", "20", "-c", "2"], ["--h1", "-n", "20", "-c", "2"],
+                         ["-n", "20", "-c", "2", "--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384",
+                          "--tls13-ciphers", "TLS_AES_256_GCM_SHA384"]):
+                real, ours = both(args, url, tmp_path)
+                assert len(tls_lines(real)) == 4 and tls_lines(ours) == tls_lines(real), (
+                    url, args, real, ours)
+        # (The defaults are h2load's: AES-128 over nginx's TLS 1.2; the
+        # plain command line keeps OpenSSL's order there.)
+        real, _ = both(["-n", "2"], f"https://127.0.0.1:{up[0]}/rnd", tmp_path)
+        if "TLS Protocol: TLSv1.2" not in tls_lines(real):
+            return  # (an nginx with TLS 1.3: both orders start with AES-128 there)
+        assert "Cipher: ECDHE-ECDSA-AES128-GCM-SHA256" in tls_lines(real)
+        plain = httpbench.run(f"https://127.0.0.1:{up[0]}/rnd", requests=2, verify=False,
+                              progress=False)
+        assert plain.tls_protocol.split(",")[1] == "ECDHE-ECDSA-AES256-GCM-SHA384"
+
+
 @pytest.mark.timing
 @needs_h2load
 def test_a_duration_agrees_per_response(tmp_path):
