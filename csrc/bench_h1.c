@@ -276,7 +276,7 @@ static void h1_refused(bthread *t, bconn *c, int64_t now)
     begin_reading(c);
     h->refused = 1;
     h->got_bytes = 1;
-    current(c)->t_first = now;
+    hb_br_first_byte(c, current(c), now);
     take_bytes(t, c, p, n, now);
 }
 
@@ -454,7 +454,7 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
                 return;
             if (n > 0) {
                 h->got_bytes = 1; /* the next response has begun */
-                current(c)->t_first = now;
+                hb_br_first_byte(c, current(c), now);
             }
             continue; /* the pipeline's next response, from the bytes left */
         }
@@ -480,7 +480,7 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         if (n > 0) {
             if (!h->got_bytes) {
                 h->got_bytes = 1;
-                current(c)->t_first = now;
+                hb_br_first_byte(c, current(c), now);
             }
             current(c)->res->bytes_received += (uint64_t)n;
             take_bytes(t, c, t->scratch, (size_t)n, now);

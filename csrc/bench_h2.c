@@ -188,7 +188,7 @@ static void on_head(void *owner, void *stream, int status)
     bexch *x = stream;
     x->status = status;
     if (x->t_first == 0)
-        x->t_first = H(c)->now;
+        hb_br_first_byte(c, x, H(c)->now);
 }
 
 static void on_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,

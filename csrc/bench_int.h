@@ -147,6 +147,7 @@ typedef struct bconn {
                       * so a run without one keeps its connections small */
     unsigned events;
     int64_t t_connect;   /* when the socket's connect began */
+    int64_t t_unheard;   /* the same, until its first response byte came (then 0) */
     int64_t t_handshake; /* when the handshake began */
     int64_t next_try;    /* BC_RETRY: when to connect again */
     int64_t backoff;     /* and the wait after that */
@@ -379,6 +380,10 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
  * recorded (hb_br_done does it; a response that failed a check or its
  * length has a latency too, as ab's and Locust's do). */
 void hb_br_timed(bexch *ex, int64_t now);
+/* The first byte of exchange ex's response came at now, on c: its time
+ * to first byte, and c's from its connect's start when it is the first
+ * since (h2load's "time to 1st byte", one a connection). */
+void hb_br_first_byte(bconn *c, bexch *ex, int64_t now);
 /* Exchange ex completed at now: counted (non_2xx unless ok2xx; a keep-alive
  * request when kept) and timed. */
 void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept);

@@ -172,6 +172,15 @@ void hb_br_timed(bexch *ex, int64_t now)
     hb_hist_record(&res->processing, (uint64_t)(now - ex->t_start - ex->connect_ns));
 }
 
+void hb_br_first_byte(bconn *c, bexch *ex, int64_t now)
+{
+    ex->t_first = now;
+    if (c->t_unheard != 0) {
+        hb_hist_record(&ex->res->first_byte, (uint64_t)(now - c->t_unheard));
+        c->t_unheard = 0;
+    }
+}
+
 /* Exchange ex completed at now: counted (non_2xx unless ok2xx; a
  * keep-alive request when kept) and timed, from its intended start
  * (corrected), its start, its first byte, less its connect. */
@@ -278,6 +287,7 @@ void hb_br_init(hb_bench_result *r)
     hb_hist_init(&r->waiting);
     hb_hist_init(&r->processing);
     hb_hist_init(&r->tls_handshake);
+    hb_hist_init(&r->first_byte);
     hb_hist_init(&r->late);
     r->document_length = -1;
 }
@@ -302,6 +312,7 @@ void hb_br_add(hb_bench_result *out, const hb_bench_result *r)
     hb_hist_merge(&out->waiting, &r->waiting);
     hb_hist_merge(&out->processing, &r->processing);
     hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
+    hb_hist_merge(&out->first_byte, &r->first_byte);
     hb_hist_merge(&out->late, &r->late);
     if (out->error[0] == 0 && r->error[0] != 0)
         memcpy(out->error, r->error, sizeof out->error);

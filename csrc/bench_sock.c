@@ -283,6 +283,7 @@ void hb_bs_begin_connect(bthread *t, bconn *c, int64_t now)
     if (c->opened++ > 0)
         c->xs[0].res->reconnects++;
     c->t_connect = now;
+    c->t_unheard = now;
     c->backoff = 0;
     c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
     c->addr_tries = 0;

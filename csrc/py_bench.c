@@ -534,9 +534,13 @@ static const result_field RESULT_SECONDS[] = {
     RESULT_AT("conn_rps_sd", conn_rps_sd),
 };
 static const result_field RESULT_HISTOGRAMS[] = {
-    RESULT_AT("latency", total),         RESULT_AT("latency_uncorrected", uncorrected),
-    RESULT_AT("connect_time", connect),  RESULT_AT("waiting", waiting),
-    RESULT_AT("processing", processing), RESULT_AT("tls_handshake", tls_handshake),
+    RESULT_AT("latency", total),
+    RESULT_AT("latency_uncorrected", uncorrected),
+    RESULT_AT("connect_time", connect),
+    RESULT_AT("waiting", waiting),
+    RESULT_AT("processing", processing),
+    RESULT_AT("tls_handshake", tls_handshake),
+    RESULT_AT("conn_first_byte", first_byte),
 };
 static const result_field RESULT_TEXTS[] = {
     RESULT_AT("server_software", server),    RESULT_AT("first_error", error),

@@ -24,8 +24,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # set no SETTINGS_MAX_CONCURRENT_STREAMS) and the `retries` count; 13 the
 # client's own figures (`client`: busy, lateness, unsent, bound and why)
 # and the `late_busy` count; 14 a latency's `state_z` (its state compressed,
-# without `histogram` and `state`), as a pytest baseline keeps it.
-SCHEMA = 14
+# without `histogram` and `state`), as a pytest baseline keeps it; 15
+# conn_first_byte (each connection's connect to its first response byte).
+SCHEMA = 15
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

@@ -211,7 +211,8 @@ MERGE_RULES: dict[str, tuple[str, Any]] = {
     "document_length": ("measured", lambda v: next((x for x in v if x is not None), None)),
     "server_software": ("measured", lambda v: next((x for x in v if x), "")),
     **{name: ("all", _histograms) for name in ("latency", "latency_uncorrected", "connect_time",
-                                                "processing", "waiting", "tls_handshake")},
+                                                "processing", "waiting", "tls_handshake",
+                                                "conn_first_byte")},
 }
 
 
@@ -301,6 +302,9 @@ class Result:
     tls_full_handshakes: int = 0
     tls_resumed_handshakes: int = 0
     tls_handshake: Latency = dataclasses.field(default_factory=Latency)
+    # Each connection's time from its connect's start to its first
+    # response byte (h2load's "time to 1st byte": one a connect).
+    conn_first_byte: Latency = dataclasses.field(default_factory=Latency)
     # The Unix socket connected to instead of host:port ("" over TCP).
     unix_socket: str = ""
     # Requests in flight per connection (1: no pipelining).

@@ -117,7 +117,9 @@ def _lines(r: Result) -> Iterable[str]:
     yield _row("time for request", cells, _within_sd(lat, lat.mean, lat.stdev))
     lo, hi, mean, sd, within = _connects(r.connect_time)
     yield _row("time for connect", [format_duration(x) for x in (lo, hi, mean, sd)], within)
-    w = r.waiting
+    # h2load's is each client's: from its connect's start to its first
+    # response byte (h2load.cc's ttfb, less connect_start_time).
+    w = r.conn_first_byte
     cells = [format_duration(x) for x in (w.min, w.max, w.mean, w.stdev)] if w.count \
         else ["0us"] * 4
     yield _row("time to 1st byte", cells, _within_sd(w, w.mean, w.stdev))

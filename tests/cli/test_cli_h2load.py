@@ -117,6 +117,34 @@ def test_over_tls_and_on_the_embedded_server(tmp_path, pki):
             exact(real, ours)
 
 
+def seconds(text: str) -> float:
+    """h2load's format_duration read back: 482us, 30.44ms, 1.20s."""
+    for unit, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * scale
+    raise AssertionError(text)
+
+
+@needs_h2load
+def test_time_to_1st_byte_is_each_clients_from_its_connect_as_h2loads(tmp_path):
+    """h2load's `time to 1st byte` is each client's, from its connect's
+    start to its first response byte: never less than its connect (a TLS
+    handshake included), and one a connection. Over TLS against the
+    embedded server (HTTP/2 and --h1) and on a route that answers after
+    30 ms, beside the real h2load; each request's own wait for its first
+    byte (tens of microseconds here) would be under the connect."""
+    with httpbench.Server(tls=True) as srv:
+        for args, path in ((["-n", "40", "-c", "4", "-m", "2"], "/rnd?c=100"),
+                           (["--h1", "-n", "40", "-c", "4"], "/rnd?c=100"),
+                           (["-n", "8", "-c", "2"], "/delay?ms=30")):
+            for out in both(args, srv.url(path), tmp_path):
+                f = parse(out)
+                connect, ttfb = [[seconds(x) for x in f[k]] for k in ("connect", "ttfb")]
+                assert ttfb[0] >= connect[0] and ttfb[2] >= connect[2], out
+                if "delay" in path:
+                    assert ttfb[0] >= 0.030, out
+
+
 TLS_LINES = ("TLS Protocol: ", "Cipher: ", "Server Temp Key: ", "Application protocol: ")
 
 

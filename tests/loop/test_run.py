@@ -183,6 +183,21 @@ def test_keepalive_off_connects_every_time(server):
     assert r.connect_time.max > 0 and r.connect_time.count == 200
 
 
+@pytest.mark.parametrize("how", [{}, {"keepalive": False}, {"http2": True, "streams": 3}],
+                         ids=["keep-alive", "close", "http2"])
+def test_each_connection_times_its_first_byte_from_its_connect(server, how):
+    """conn_first_byte: one a connect, from its start to the first byte of
+    its first response (h2load's time to 1st byte), so never under that
+    request's connect and wait; here the server answers after 30 ms."""
+    r = httpbench.run(server.url("/delay?ms=30"), requests=6, concurrency=2, progress=False,
+                      **how)
+    assert r.complete == 6 and r.failed == 0
+    first = r.conn_first_byte
+    assert first.count == r.connects == (6 if how.get("keepalive") is False else 2)
+    assert first.min >= 0.030 and first.min >= r.connect_time.max * 0.996
+    assert first.max <= r.latency.max * 1.004
+
+
 @pytest.mark.timing
 def test_known_delay_is_reported_as_that_delay(server):
     r = httpbench.run(server.url("/delay?ms=50"), requests=20, concurrency=1, progress=False)
