@@ -419,11 +419,18 @@ void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out)
     result_common(b, out);
 }
 
-/* Forgets a warmup: every figure of t back to nothing. */
+/* Forgets a warmup: every figure of t back to nothing, its connections'
+ * too (their responses, for their req/s over the measured part; a first
+ * byte still awaited from a connect in the warmup is not timed, as h2load
+ * times no client its warmup opened). */
 void hb_br_forget(bthread *t)
 {
     for (int k = 0; k < t->b->nreqs; k++)
         hb_br_init(&t->res[k]);
+    for (int k = 0; t->conns != NULL && k < t->nconns; k++) {
+        t->conns[k].done_total = 0;
+        t->conns[k].t_unheard = 0;
+    }
     if (t->pub != NULL)
         hb_br_publish(t);
     if (t->timeline != NULL)

@@ -207,6 +207,21 @@ def test_known_delay_is_reported_as_that_delay(server):
     assert r.latency.p50 <= 0.050 * 1.004 + 0.0005
 
 
+@pytest.mark.parametrize("how", [{"requests": 300, "warmup": 3000},
+                                 {"duration": 0.3, "warmup": 0.3, "http2": True, "streams": 4}],
+                         ids=["requests", "seconds-http2"])
+def test_a_warmup_is_left_out_of_each_connections_figures(server, how):
+    """Each connection's req/s is of the measured part alone (its
+    responses over the run's length: their sum over the connections is the
+    run's), and a connection the warmup opened has no first byte timed (as
+    h2load times none its warmup opened)."""
+    r = httpbench.run(server.url("/rnd?c=10"), concurrency=2, progress=False, **how)
+    assert r.complete > 0 and r.failed == 0 and r.connects == 0
+    assert r.conn_rps_mean * 2 * r.time_taken == pytest.approx(r.complete, rel=1e-9)
+    assert r.conn_rps_max * r.time_taken <= r.complete
+    assert r.conn_first_byte.count == 0
+
+
 def test_warmup_is_left_out(server):
     before = served(server)
     r = httpbench.run(server.url("/rnd?c=1"), requests=50, warmup=100, concurrency=2,
