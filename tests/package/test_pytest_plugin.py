@@ -98,8 +98,8 @@ def test_a_baseline_of_two_tests_is_small_and_reads_back_whole(project):
     path = project.path / ".httpbench" / "base.json"
     assert path.stat().st_size <= 50_000, path.stat().st_size
     saved = json.loads(path.read_text())
-    assert saved["schema"] == 14 and len(saved["runs"]) == 3  # (test_twice runs twice)
-    from httpbench.result import Result
+    from httpbench.result import SCHEMA, Result
+    assert saved["schema"] == SCHEMA and len(saved["runs"]) == 3  # (test_twice runs twice)
     fast = saved["runs"]["test_bench.py::test_fast"]
     assert "state" not in fast["latency"] and "histogram" not in fast["latency"]
     back = Result.from_dict({k: v for k, v in fast.items() if k != "rounds"})
