@@ -112,6 +112,12 @@ typedef struct {
     /* Whether bytes already read from the socket wait inside the transport
      * (a waiter for readable would not hear of them): read again first. */
     int (*pending)(hb_sock *s);
+    /* After a read that returned less than it asked for: whether the
+     * socket was found empty and nothing waits inside the transport, so
+     * that another read could only fail with EAGAIN. NULL: a short read
+     * says so itself (plain TCP). A transport that reads records (TLS)
+     * hands out one a call, short whatever the socket holds. */
+    int (*drained)(hb_sock *s);
     /* After a call failed with EPROTO: why, as text (valid until the next
      * call on s). */
     const char *(*error)(hb_sock *s);
@@ -163,6 +169,13 @@ struct hb_sock {
 static inline int hb_sock_pending(hb_sock *s)
 {
     return s->tp->pending != NULL && s->tp->pending(s);
+}
+
+/* Whether a read of s that returned less than it asked for left nothing
+ * to read (tp->drained; a short read itself for a transport without it). */
+static inline int hb_sock_drained(hb_sock *s)
+{
+    return s->tp->drained == NULL || s->tp->drained(s);
 }
 
 /* Plain TCP: TCP_NODELAY, close-on-exec, no SIGPIPE. */

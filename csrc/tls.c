@@ -44,6 +44,7 @@ typedef struct {
     unsigned seen_peer : 1; /* the peer's first byte was looked at */
     unsigned opened : 1;    /* the handshake is done */
     unsigned broken : 1;    /* a fatal error: no close_notify, no more calls */
+    unsigned emptied : 1;   /* client: the last read from the socket was short */
     unsigned char first;    /* client: the server's first byte, once seen_peer */
 } tls_conn;
 
@@ -389,23 +390,28 @@ const char *hb_tls_library(void)
 
 /* ------------------------------------------------------------ sockets */
 
-/* Client, during the handshake: keeps the server's first byte as OpenSSL
- * reads it from the socket, so that a failed handshake with a plain HTTP
- * server names it rather than OpenSSL's "wrong version number". (Looking
- * before OpenSSL reads would race it: its read follows the ClientHello's
- * write within one call, and a fast server answers in between.) */
-static long keep_first_byte(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
-                            int ret, size_t *processed)
+/* Client: watches OpenSSL's reads from the socket. During the handshake
+ * it keeps the server's first byte, so that a failed handshake with a
+ * plain HTTP server names it rather than OpenSSL's "wrong version number".
+ * (Looking before OpenSSL reads would race it: its read follows the
+ * ClientHello's write within one call, and a fast server answers in
+ * between.) After it, it notes whether a read came back short, which
+ * empties a TCP socket: tls_drained then spares the loop a read that
+ * could only fail with EAGAIN (read-ahead asks for the record buffer's
+ * room, several records, so a record handed out says nothing itself). */
+static long watch_reads(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
+                        int ret, size_t *processed)
 {
-    (void)len;
     (void)argi;
     (void)argl;
-    if (oper == (BIO_CB_READ | BIO_CB_RETURN) && ret > 0 && processed != NULL && *processed > 0) {
-        tls_conn *c = (tls_conn *)BIO_get_callback_arg(b);
-        if (!c->seen_peer) {
-            c->seen_peer = 1;
-            c->first = (unsigned char)argp[0];
-        }
+    if (oper != (BIO_CB_READ | BIO_CB_RETURN))
+        return ret;
+    tls_conn *c = (tls_conn *)BIO_get_callback_arg(b);
+    size_t got = ret > 0 && processed != NULL ? *processed : 0;
+    c->emptied = got < len;
+    if (got > 0 && !c->seen_peer) {
+        c->seen_peer = 1;
+        c->first = (unsigned char)argp[0];
     }
     return ret;
 }
@@ -438,7 +444,7 @@ static int conn_new(hb_sock *s)
             goto nomem;
         BIO *rbio = SSL_get_rbio(c->ssl);
         BIO_set_callback_arg(rbio, (char *)c);
-        BIO_set_callback_ex(rbio, keep_first_byte);
+        BIO_set_callback_ex(rbio, watch_reads);
     }
     s->ctx = c;
     return 0;
@@ -544,7 +550,6 @@ static int tls_handshake(hb_sock *s)
     int rc = SSL_do_handshake(c->ssl);
     if (rc == 1) {
         c->opened = 1;
-        BIO_set_callback_ex(SSL_get_rbio(c->ssl), NULL); /* the handshake's alone */
         return 0;
     }
     rc = (int)outcome(s, c, rc, OP_HANDSHAKE);
@@ -709,6 +714,12 @@ static int tls_pending(hb_sock *s)
     return SSL_has_pending(c->ssl);
 }
 
+static int tls_drained(hb_sock *s)
+{
+    tls_conn *c = s->ctx;
+    return c->emptied && !SSL_has_pending(c->ssl);
+}
+
 static const char *tls_error(hb_sock *s)
 {
     (void)s;
@@ -788,6 +799,7 @@ const hb_transport hb_net_tls = {
     .close = tls_close,
     .handshake = tls_handshake,
     .pending = tls_pending,
+    .drained = tls_drained,
     .error = tls_error,
     .describe = tls_describe,
     .alpn = tls_alpn,
