@@ -1,7 +1,8 @@
 """The loop's system calls, counted by strace: over TLS a read hands over
-one record, so the loop reads on until the socket is empty (with OpenSSL
-reading ahead, a short read of the socket says so) and writes the
-requests the responses freed once, not once a record."""
+one record, so while streams are open the loop reads on to EAGAIN (with
+OpenSSL reading ahead) and writes the requests the responses freed once,
+not once a record; with none open it stops where OpenSSL's read of the
+socket came back short."""
 
 import re
 import shutil
