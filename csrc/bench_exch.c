@@ -17,10 +17,8 @@ void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
          * connection was still busy when it was due, not because the
          * thread was late to wake. */
         hb_hist_record(&x->res->late, (uint64_t)(now > c->next_at ? now - c->next_at : 0));
-        if (hb_bp_busy_when_due(t, c))
+        if (hb_bp_sent_late(t, c, now))
             x->res->late_busy += (uint64_t)n;
-        else if (now > c->next_at)
-            hb_bp_late(t, c->next_at, now);
     }
     hb_bp_advance(t, c);
     x->t_start = now;

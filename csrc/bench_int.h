@@ -259,11 +259,12 @@ struct bthread {
     int rate_waiting;   /* connections in BC_RATE */
     int64_t stall_from; /* rate: the thread's last stretch late to act (hb_bp_late) */
     int64_t stall_to;
-    int draining;   /* connections in BC_DRAIN */
-    int retrying;   /* connections in BC_RETRY */
-    int unticketed; /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
-    int unread;     /* connections marked unread (hb_bl_unread) */
-    hb_response r;  /* scratch for the parser */
+    int64_t stall_len; /* how late the thread was seen to be in it (its catch-up's bound) */
+    int draining;      /* connections in BC_DRAIN */
+    int retrying;      /* connections in BC_RETRY */
+    int unticketed;    /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
+    int unread;        /* connections marked unread (hb_bl_unread) */
+    hb_response r;     /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
     hb_scen_rng rng;      /* picks by weight, random variants */
@@ -433,6 +434,14 @@ int hb_bp_busy_when_due(const bthread *t, const bconn *c);
  * wait, or sent a request due then on a free connection only now; a
  * stall when that is STALL_NS or more, else nothing. */
 void hb_bp_late(bthread *t, int64_t from, int64_t now);
+/* Under a rate or a shape: c's request due at c->next_at goes out now.
+ * Returns whether it was late for its busy connection (hb_bp_busy_when_due);
+ * else, if late, the thread was: a stall (hb_bp_late), grown by a send
+ * due inside it on a connection whose last exchange ended after that (the
+ * stall's catch-up: an answer read late) only while that send is late by
+ * no more than the stall itself and STALL_NS. A send later than that
+ * waited for its busy connection and leaves the stall as it is. */
+int hb_bp_sent_late(bthread *t, const bconn *c, int64_t now);
 /* How many tickets hb_bp_ticket could still give now (UINT64_MAX: no
  * count bounds them; a relaxed look: another thread may take them
  * first). */

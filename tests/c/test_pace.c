@@ -196,6 +196,53 @@ static void naps(void)
     within("answer mean: follows a change within 200 answers", mean, 4000000, 4000000 / 100);
 }
 
+/* One connection under a rate, each exchange taking `took` ns, its
+ * requests due every `every` ns from `first` and each sent once due and
+ * once the last is over (from `start` on): how many of n were judged late
+ * for their busy connection (hb_bp_sent_late). */
+static int busy_sends(bthread *t, int64_t first, int64_t every, int64_t took, int64_t start, int n)
+{
+    bconn c;
+    memset(&c, 0, sizeof c);
+    int busy = 0;
+    int64_t at = start;
+    for (int k = 0; k < n; k++) {
+        c.next_at = first + k * every;
+        if (at < c.next_at)
+            at = c.next_at;
+        busy += hb_bp_sent_late(t, &c, at);
+        c.free_at = at + took;
+        at = c.free_at;
+    }
+    return busy;
+}
+
+static void stalls(void)
+{
+    const int64_t ms = 1000000;
+    bthread t;
+    /* A slow start (the first send 10 ms late on its free connection),
+     * then a server slower than the rate (20 ms an exchange, due every
+     * 4 ms): the first is the thread's lateness, the next few fall inside
+     * that stall, and every one after waited for its busy connection. The
+     * stall grown by each send kept them all inside it: none busy. */
+    memset(&t, 0, sizeof t);
+    int busy = busy_sends(&t, 0, 4 * ms, 20 * ms, 10 * ms, 100);
+    within("slow start, slow server: the sends past the stall are busy", busy, 97, 1);
+    /* The thread held off its CPU for 800 ms (the loop woke that late
+     * from a wait due at 100 ms): the 80 requests due meanwhile go out
+     * back to back on waking, 0.1 ms each, each due before the last one's
+     * answer was read; none is busy, nor the ones due during the catch-up. */
+    memset(&t, 0, sizeof t);
+    hb_bp_late(&t, 100 * ms, 900 * ms);
+    busy = busy_sends(&t, 100 * ms, 10 * ms, ms / 10, 900 * ms, 100);
+    check("a stall's catch-up: none busy", busy, 0);
+    /* A wake-up 0.5 ms late is no stall: a busy connection stays busy. */
+    memset(&t, 0, sizeof t);
+    busy = busy_sends(&t, 0, 4 * ms, 20 * ms, ms / 2, 100);
+    within("no stall, slow server: all but the first busy", busy, 99, 0);
+}
+
 int main(void)
 {
     tickets();
@@ -203,6 +250,7 @@ int main(void)
     shape();
     vus();
     naps();
+    stalls();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
