@@ -588,14 +588,12 @@ static void broken(bthread *t, bconn *c, int64_t now)
  * answers that came while the records read ahead were handled (stopping
  * where OpenSSL's read of the socket came back short cost 1.01 of
  * h2load's CPU a request at (10, 10) against 0.91); with none open that
- * short read (hb_sock_drained) means the read to EAGAIN would find
- * nothing the server was sending: it is spared (one read a request at
- * (1, 1)). */
+ * short read (tp->drained) means the read to EAGAIN would find nothing
+ * the server was sending: it is spared (one read a request at (1, 1)). */
 static int read_enough(bconn *c)
 {
-    if (c->sock.tp->drained == NULL)
-        return 1;
-    return H(c)->active == H(c)->waiting && hb_sock_drained(&c->sock);
+    const hb_transport *tp = c->sock.tp;
+    return tp->drained == NULL || (H(c)->active == H(c)->waiting && tp->drained(&c->sock));
 }
 
 static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)

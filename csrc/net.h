@@ -171,13 +171,6 @@ static inline int hb_sock_pending(hb_sock *s)
     return s->tp->pending != NULL && s->tp->pending(s);
 }
 
-/* Whether a read of s that returned less than it asked for left nothing
- * to read (tp->drained; a short read itself for a transport without it). */
-static inline int hb_sock_drained(hb_sock *s)
-{
-    return s->tp->drained == NULL || s->tp->drained(s);
-}
-
 /* Plain TCP: TCP_NODELAY, close-on-exec, no SIGPIPE. */
 extern const hb_transport hb_net_tcp;
 
