@@ -160,7 +160,14 @@ typedef struct bconn {
     int in_ready;        /* on the thread's ready stack */
     int unread;          /* its transport holds bytes no epoll event will tell of */
     int due;             /* open, waiting in start_due for its intended start */
-    uint64_t done_total; /* responses over the run, every socket (per-connection req/s) */
+    /* Its req/s as h2load reckons a client's: responses over the run,
+     * every socket, over its own time, from its first connect in the
+     * measured part (or that part's start, for a socket the warmup
+     * opened) to its last close, or while open its last exchange's end
+     * once requests=N are all taken, or the run's end. */
+    uint64_t done_total;
+    int64_t t_began;  /* 0: no socket yet in the measured part */
+    int64_t t_closed; /* 0 while a socket is open */
     struct bthread *thr;
 } bconn;
 

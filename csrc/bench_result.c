@@ -328,18 +328,36 @@ static void result_common(hb_bench *b, hb_bench_result *out)
     out->elapsed = (double)(b->last_outcome - b->start) / 1e9;
 }
 
-/* Each connection's responses over the run's length, as h2load reports
- * them: min, max, mean and the standard deviation (Welford's). */
+/* When c's own time ended, as h2load's client's does: at its last close
+ * (one in the teardown, after the run's end, does not count); open, when
+ * requests=N were all taken, at its last exchange's end (it had nothing
+ * left to do: h2load's client disconnects then); else at the run's end. */
+static int64_t conn_until(const hb_bench *b, const bconn *c)
+{
+    int64_t end = b->last_outcome;
+    int spent = b->cfg.requests > 0 && b->tickets >= b->cfg.requests;
+    if (c->t_closed != 0 && c->t_closed < end)
+        return c->t_closed;
+    return spent && c->free_at > c->t_began ? c->free_at : end;
+}
+
+/* Each connection's req/s as h2load reports them (min, max, mean and the
+ * standard deviation, Welford's): its responses over its own time, from
+ * its first connect in the measured part (bconn.t_began) to conn_until;
+ * one that never opened there, or has no time, is left out, as h2load
+ * leaves out a client with no time. */
 static void conn_rates(hb_bench *b, hb_bench_result *out)
 {
     double mean = 0, m2 = 0, lo = 0, hi = 0;
     uint64_t n = 0;
-    if (out->elapsed <= 0)
-        return;
     for (int i = 0; i < b->nthreads; i++) {
         const bthread *t = &b->threads[i];
         for (int k = 0; t->conns != NULL && k < t->nconns; k++) {
-            double r = (double)t->conns[k].done_total / out->elapsed;
+            const bconn *c = &t->conns[k];
+            int64_t until = conn_until(b, c);
+            if (c->t_began == 0 || until - c->t_began < 1)
+                continue;
+            double r = (double)c->done_total / ((double)(until - c->t_began) / 1e9);
             lo = n == 0 || r < lo ? r : lo;
             hi = n == 0 || r > hi ? r : hi;
             n++;
@@ -420,7 +438,8 @@ void hb_bench_collect_request(hb_bench *b, int i, hb_bench_result *out)
 }
 
 /* Forgets a warmup: every figure of t back to nothing, its connections'
- * too (their responses, for their req/s over the measured part; a first
+ * too (their responses, and their time from the measured part's start
+ * for an open socket, for their req/s over the measured part; a first
  * byte still awaited from a connect in the warmup is not timed, as h2load
  * times no client its warmup opened). */
 void hb_br_forget(bthread *t)
@@ -428,8 +447,10 @@ void hb_br_forget(bthread *t)
     for (int k = 0; k < t->b->nreqs; k++)
         hb_br_init(&t->res[k]);
     for (int k = 0; t->conns != NULL && k < t->nconns; k++) {
-        t->conns[k].done_total = 0;
-        t->conns[k].t_unheard = 0;
+        bconn *c = &t->conns[k];
+        c->done_total = 0;
+        c->t_unheard = 0;
+        c->t_began = c->sock.fd >= 0 ? t->b->start : 0;
     }
     if (t->pub != NULL)
         hb_br_publish(t);

@@ -90,6 +90,8 @@ void hb_bs_watch_wants(bthread *t, bconn *c)
 
 void hb_bs_close(bconn *c)
 {
+    if (c->sock.fd >= 0)
+        c->t_closed = hb_now_ns();
     hb_sock_close(&c->sock); /* also takes it out of the epoll set */
     c->events = 0;
     c->served = 0;
@@ -284,6 +286,9 @@ void hb_bs_begin_connect(bthread *t, bconn *c, int64_t now)
         c->xs[0].res->reconnects++;
     c->t_connect = now;
     c->t_unheard = now;
+    if (c->t_began == 0)
+        c->t_began = now;
+    c->t_closed = 0;
     c->backoff = 0;
     c->addr = __atomic_load_n(&t->b->addr_good, __ATOMIC_RELAXED);
     c->addr_tries = 0;

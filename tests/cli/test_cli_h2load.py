@@ -145,6 +145,19 @@ def test_time_to_1st_byte_is_each_clients_from_its_connect_as_h2loads(tmp_path):
                     assert ttfb[0] >= 0.030, out
 
 
+@needs_h2load
+def test_each_clients_req_s_is_over_its_own_time_as_h2loads(tmp_path):
+    """h2load's `req/s` row is each client's responses over its own time,
+    from its connect to its disconnect: five requests of 50 ms over two
+    connections make one of three and one of two, each 20 a second of its
+    own time (over the run's 150 ms the second's would be 13.3)."""
+    with httpbench.Server() as srv:
+        outs = both(["-n", "5", "-c", "2"], srv.url("/delay?ms=50"), tmp_path)
+    for out in outs:
+        lo, hi, mean, _ = (float(x) for x in parse(out)["rps"])
+        assert 17.0 <= lo <= mean <= hi <= 20.1, out
+
+
 TLS_LINES = ("TLS Protocol: ", "Cipher: ", "Server Temp Key: ", "Application protocol: ")
 
 

@@ -98,6 +98,20 @@ def test_connections_ramp_with_concurrency_stages():
     assert Result.from_json(r.to_json()).concurrency_stages == shape
 
 
+def test_each_connections_req_s_is_over_its_own_time():
+    """As h2load reckons a client's: responses over the time from its
+    connect to its close (or the run's end). Over a ramp of four
+    connections, one every half second, each completes 10 a second of its
+    own time (100 ms a request), though the last opened ran a third of the
+    run (over the run's length its rate would be 3.3)."""
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/delay?ms=100"), concurrency_stages=[(2, 4), (1, 4)],
+                          progress=False)
+    assert r.failed == 0 and r.complete >= 60
+    assert 9.0 <= r.conn_rps_min <= r.conn_rps_mean <= r.conn_rps_max <= 10.1
+    assert r.conn_rps_sd < 0.5
+
+
 def test_concurrency_stages_arguments_are_checked(srv):
     url = srv.url("/")
     for kwargs in (dict(duration=3), dict(requests=10), dict(rate=5.0), dict(concurrency=4),
