@@ -1,15 +1,26 @@
 """The progress a run shows while it lasts, read from Python a few times a
-second outside the timed path: a tqdm bar, a live line, or ab's lines."""
+second outside the timed path: a tqdm bar, a live line, ab's lines, or a
+function of the caller's."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Any, Literal
 
-__all__ = ["Progress", "Reporter"]
+__all__ = ["Progress", "Reporter", "check_progress"]
 
-Progress = bool | Literal["auto"]
+# True, False, "auto", or a function called with (complete, failed) a few
+# times a second while the run lasts and once as it ends.
+Progress = bool | Literal["auto"] | Callable[[int, int], None]
+
+
+def check_progress(progress: object) -> None:
+    """A ValueError naming `progress` unless it is one of Progress's."""
+    if not (progress is True or progress is False or progress == "auto" or callable(progress)):
+        raise ValueError(f"progress: True, False, 'auto' or a function of (complete, failed), "
+                         f"not {progress!r}")
 
 
 def _in_notebook() -> bool:
@@ -22,11 +33,16 @@ class Reporter:
     """Progress outside the timed path, read from Python a few times a
     second while the C loop runs: a tqdm bar in a notebook or on a terminal
     when tqdm is installed, else a live line on a terminal, and ab's
-    "Completed N requests" lines elsewhere. The bar's total is what was
-    planned: the requests, or for a run by duration alone its seconds."""
+    "Completed N requests" lines elsewhere; or, given a function, that
+    function with the counts (the drop-in modes print their tools' lines
+    so). The bar's total is what was planned: the requests, or for a run by
+    duration alone its seconds."""
 
     def __init__(self, mode: Progress, total: int | None, seconds: float | None,
                  stream: IO[str]) -> None:
+        self.call = mode if callable(mode) else None
+        if callable(mode):
+            mode = False
         tty = stream.isatty()
         self.bar: Any = None
         # A run by duration alone is measured in seconds on the bar.
@@ -54,7 +70,9 @@ class Reporter:
 
     def update(self, complete: int, failed: int) -> None:
         done = complete + failed
-        if self.bar is not None:
+        if self.call is not None:
+            self.call(complete, failed)
+        elif self.bar is not None:
             now = time.monotonic()
             if self.seconds is not None:
                 # The bar counts seconds: the rate and the count go beside it.
@@ -85,6 +103,9 @@ class Reporter:
                 self.next_line += self.step
 
     def close(self, complete: int, failed: int) -> None:
+        if self.call is not None:
+            self.call(complete, failed)
+            return
         if self.bar is not None:
             self.update(complete, failed)
             self.bar.close()

@@ -13,7 +13,7 @@ from . import _check
 from ._request import (Headers, Path, basic_auth, cpus_here, host_field, parse_url,
                        tls_context, url_credentials, with_header)
 from .local import Coordinator, run_local, schedule_length
-from .progress import Progress, Reporter
+from .progress import Progress, Reporter, check_progress
 from .result import Result
 from .scenario import Scenario
 from .spec import DEFAULT_DURATION, RunSpec
@@ -87,7 +87,10 @@ def run(
     timeout bounds each request (None: no limit); warmup (an int:
     requests, a float: seconds) runs first and is left out. Every request
     issued ends complete, failed or cancelled; Ctrl-C returns the partial
-    result with interrupted=True.
+    result with interrupted=True. progress ("auto": a tqdm bar or a live
+    line on a terminal, ab's lines elsewhere; True, False; or a function
+    called with (complete, failed) a few times a second and once at the
+    end) is written to stream (stderr unless given).
 
     https:// speaks TLS, verified (verify, cafile, server_hostname) unlike
     ab and wrk; tls_min/tls_max, ciphers, ciphersuites, certfile/keyfile
@@ -111,6 +114,7 @@ def run(
     SettingError (a ValueError) naming the argument, before anything is
     sent; docs/arguments.md has every argument's default and range.
     """
+    check_progress(progress)
     # Each setting by name (spec.py declares them; a test holds this
     # signature to the declaration).
     spec = RunSpec.from_arguments(

@@ -120,6 +120,23 @@ def ab_parser() -> argparse.ArgumentParser:
                        "[http[s]://]hostname[:port]/path")
 
 
+class Heartbeat:
+    """ab's progress lines (its heartbeatres, ab.c's main): past 150
+    requests, "Completed N requests" on stderr at every tenth of them, but
+    never more often than every 100; the run's end adds "Finished N
+    requests" (write_report). Called with the counts as the run goes."""
+
+    def __init__(self, requests: int) -> None:
+        self.every = max(100, requests // 10)
+        self.next = self.every
+
+    def __call__(self, complete: int, failed: int) -> None:
+        while self.next <= complete + failed:
+            sys.stderr.write(f"Completed {self.next} requests\n")
+            self.next += self.every
+        sys.stderr.flush()
+
+
 def _seconds(flag: str, text: str) -> float:
     """ab reads -t and -s as whole seconds (atoi): 5, or 5s. Any other unit
     would be read by ab as that many seconds, so it is refused, not
@@ -168,7 +185,8 @@ def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[
         socket_buffer=None if args.opt_b is None else whole("-b", args.opt_b, 1,
                                                             _check.MAX_SOCKET_BUFFER),
         # ab's progress: a line each tenth, past 150 requests, unless -q.
-        progress=not args.opt_q and (requests or 0) > 150, stream=sys.stderr,
+        progress=Heartbeat(requests) if requests is not None and requests > 150 and not args.opt_q
+        else False,
         proxy=proxy, **tls, **output_options(args))
     kwargs["_verbosity"] = verbosity
     layout = AbLayout(keepalive=args.opt_k, confidence=not args.opt_S,
@@ -193,7 +211,9 @@ def ab_main(argv: Sequence[str]) -> int:
           flush=True)
 
     def write_report(r: Result, out: IO[str]) -> None:
-        if not kwargs["progress"]:
+        if kwargs["progress"]:
+            print(f"Finished {r.complete + r.failed} requests", file=sys.stderr, flush=True)
+        else:
             print(".....done", file=sys.stdout, flush=True)
         if verbosity >= 2 and r.first_head:
             out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))

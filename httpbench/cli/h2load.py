@@ -134,6 +134,24 @@ def h2load_parser() -> argparse.ArgumentParser:
                              "underneath.", EXAMPLES, FLAGS, "<URI>")
 
 
+class Progress:
+    """h2load's progress lines (Worker::report_progress): "progress: P%
+    done" on stdout at every tenth of the requests (each one below 10),
+    not under -D. h2load's first thread prints them for its own share;
+    here they are the run's, as a one-thread h2load prints them. Called
+    with the counts as the run goes."""
+
+    def __init__(self, requests: int) -> None:
+        self.requests = requests
+        self.every = max(1, requests // 10)
+        self.next = self.every
+
+    def __call__(self, complete: int, failed: int) -> None:
+        while self.next <= complete + failed and self.next <= self.requests:
+            print(f"progress: {self.next * 100 // self.requests}% done", flush=True)
+            self.next += self.every
+
+
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The URL and run()'s arguments from h2load's flags."""
     if args.url is None:
@@ -173,7 +191,8 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=whole("-t", args.opt_threads, 1, _check.MAX_THREADS), keepalive=True,
-        rate=rate, progress=False, http2=http2, streams=streams if http2 else 1,
+        rate=rate, progress=Progress(requests) if requests is not None else False,
+        http2=http2, streams=streams if http2 else 1,
         pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
         verify=False, ciphers=args.opt_ciphers or (H2LOAD_CIPHERS if target.tls else None),
         ciphersuites=args.opt_tls13_ciphers or (H2LOAD_TLS13_CIPHERS if target.tls else None),

@@ -73,17 +73,20 @@ def _row(label: str, cells: Iterable[str], within: float | None) -> str:
 
 
 def _tls_lines(r: Result) -> Iterable[str]:
-    """h2load's lines for the first TLS connection (it prints them when
-    that handshake ends; here they come with the report): the protocol,
-    the cipher, the server's key exchange and the ALPN protocol."""
-    if not r.tls_protocol:
-        return
-    protocol, cipher = (r.tls_protocol.split(",") + [""])[:2]
-    yield f"TLS Protocol: {protocol}"
-    yield f"Cipher: {cipher}"
-    if r.tls_temp_key:
-        yield f"Server Temp Key: {r.tls_temp_key}"
-    yield f"Application protocol: {'h2' if r.http_version == '2' else 'http/1.1'}"
+    """h2load's lines for the first connection (it prints them as that
+    connection opens; here they come with the report): over TLS the
+    protocol, the cipher and the server's key exchange; then the
+    application protocol (h2 or http/1.1 by ALPN, h2c in clear)."""
+    if r.tls_protocol:
+        protocol, cipher = (r.tls_protocol.split(",") + [""])[:2]
+        yield f"TLS Protocol: {protocol}"
+        yield f"Cipher: {cipher}"
+        if r.tls_temp_key:
+            yield f"Server Temp Key: {r.tls_temp_key}"
+    if not r.tls_protocol and r.complete == 0:
+        return  # (no connection known to have opened)
+    h2 = "h2" if r.tls_protocol else "h2c"
+    yield f"Application protocol: {h2 if r.http_version == '2' else 'http/1.1'}"
 
 
 def _lines(r: Result) -> Iterable[str]:

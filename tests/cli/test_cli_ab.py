@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 import httpbench
-from helpers import hb, nginx, side_by_side
+from helpers import hb, nginx, side_by_side, tool_env
 from httpbench.cli.ab import FLAGS
 from httpbench.cli.flags import markdown
 
@@ -104,6 +105,37 @@ def concurrency(args: list[str]) -> int:
 
 
 TIMED = [["-t", "1", "-c", "4", "-k"], ["-t", "1s", "-c", "2"], ["-c", "3", "-t", "1", "-k", "-q"]]
+
+
+def progress_lines(args: list[str], url: str, cwd: Path) -> tuple[list[str], list[str]]:
+    """What ab and `httpbench ab` write to stderr: ab's progress lines."""
+    real = subprocess.run([str(AB), *args, url], capture_output=True, text=True, cwd=cwd,
+                          env=tool_env(), timeout=120)
+    ours = hb("ab", *args, url, cwd=cwd, timeout=120)
+    assert real.returncode == 0 and ours.returncode == 0, (real.stderr, ours.stderr)
+    return real.stderr.splitlines(), ours.stderr.splitlines()
+
+
+@needs_ab
+def test_progress_lines_are_abs(tmp_path):
+    """ab's heartbeat: past 150 requests "Completed N requests" on stderr
+    at every tenth (never more often than every 100), then "Finished N
+    requests"; none with -q or at 150 or fewer (its "(be patient)....." on
+    stdout then). Under -t, a line every 5,000 (a tenth of the 50,000 it
+    plans), and Finished with the count it completed."""
+    with httpbench.Server() as srv:
+        url = srv.url("/rnd?c=100")
+        for args in (["-n", "1000"], ["-n", "500", "-c", "5"], ["-n", "2345", "-k", "-c", "3"],
+                     ["-n", "151"], ["-n", "150"], ["-n", "1000", "-q"]):
+            real, ours = progress_lines(args, url, tmp_path)
+            assert ours == real, (args, real, ours)
+        assert progress_lines(["-n", "1000"], url, tmp_path)[1][-2:] == [
+            "Completed 1000 requests", "Finished 1000 requests"]
+        ours = hb("ab", "-t", "1", "-k", url, cwd=tmp_path)
+    n = int(grep(ours.stdout)["Complete requests"] or 0)
+    assert ours.stderr.splitlines() == [f"Completed {k} requests"
+                                        for k in range(5000, n + 1, 5000)] + [
+        f"Finished {n} requests"], ours.stderr
 
 
 @pytest.mark.timing

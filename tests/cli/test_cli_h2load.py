@@ -158,6 +158,25 @@ def test_each_clients_req_s_is_over_its_own_time_as_h2loads(tmp_path):
         assert 17.0 <= lo <= mean <= hi <= 20.1, out
 
 
+@needs_h2load
+def test_progress_and_application_protocol_lines_are_h2loads(tmp_path):
+    """Under -n, "progress: P% done" at each tenth of the requests (each
+    one below ten: 8%, 16%, ... for 25), and the first connection's
+    "Application protocol" (h2c, or http/1.1 with --h1): the same lines as
+    h2load's with one thread (theirs come before the progress lines);
+    under -D no progress lines, as h2load."""
+    with httpbench.Server() as srv:
+        url = srv.url("/rnd?c=100")
+        for args in (["-n", "1000", "-c", "2", "-m", "2"], ["-n", "25", "-c", "2"],
+                     ["--h1", "-n", "300", "-c", "3"]):
+            real, ours = (sorted(line for line in out.split("finished in")[0].splitlines()
+                                 if line.startswith(("progress:", "Application protocol:")))
+                          for out in both(args, url, tmp_path))
+            assert ours == real and len(real) > 10, (args, real, ours)
+        timed = hb("h2load", "-D", "1", "-c", "2", url, cwd=tmp_path).stdout
+    assert "progress:" not in timed and "Application protocol: h2c" in timed, timed
+
+
 TLS_LINES = ("TLS Protocol: ", "Cipher: ", "Server Temp Key: ", "Application protocol: ")
 
 

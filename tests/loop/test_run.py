@@ -446,6 +446,22 @@ def test_progress_lines_off_a_terminal(server, tmp_path):
     assert "Completed 1000 requests" in text and "Finished 1000 requests" in text
 
 
+def test_progress_to_a_function(server):
+    """A function for progress gets (complete, failed) as the run goes and
+    once as it ends, with the run's counts; anything else that is not
+    True, False or "auto" is refused by name before anything is sent."""
+    seen: list[tuple[int, int]] = []
+    r = httpbench.run(server.url("/delay?ms=2"), duration=0.8, concurrency=2,
+                      progress=lambda complete, failed: seen.append((complete, failed)))
+    assert len(seen) >= 3 and seen == sorted(seen), seen
+    assert seen[-1] == (r.complete, r.failed) and 0 < seen[0][0] < r.complete
+    before = server.stats()["requests"]
+    for bad in ("yes", 1, 0.5, None):
+        with pytest.raises(ValueError, match="progress"):
+            httpbench.run(server.url("/"), requests=1, progress=bad)  # type: ignore[arg-type]
+    assert server.stats()["requests"] == before
+
+
 def test_byte_counts_are_the_wire_bytes(scripted):
     """Total transferred is every response byte read, heads included, as ab
     counts it; HTML transferred the bodies; bytes sent every request byte."""
