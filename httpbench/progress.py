@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, Literal
 
-__all__ = ["Progress", "Reporter", "check_progress"]
+__all__ = ["Milestones", "Progress", "Reporter", "check_progress"]
 
 # True, False, "auto", or a function called with (complete, failed) a few
 # times a second while the run lasts and once as it ends.
@@ -21,6 +21,24 @@ def check_progress(progress: object) -> None:
     if not (progress is True or progress is False or progress == "auto" or callable(progress)):
         raise ValueError(f"progress: True, False, 'auto' or a function of (complete, failed), "
                          f"not {progress!r}")
+
+
+class Milestones:
+    """A line at every `every` requests done, up to `total` (None: no
+    bound), each made by `line` from its count and written to `out`: ab's
+    "Completed N requests", h2load's "progress: P% done". Called with the
+    counts, as a progress function is."""
+
+    def __init__(self, every: int, total: int | None, line: Callable[[int], str],
+                 out: IO[str]) -> None:
+        self.every, self.total, self.line, self.out = every, total, line, out
+        self.next = every
+
+    def __call__(self, complete: int, failed: int) -> None:
+        while self.next <= complete + failed and (self.total is None or self.next <= self.total):
+            self.out.write(self.line(self.next) + "\n")
+            self.next += self.every
+        self.out.flush()
 
 
 def _in_notebook() -> bool:
@@ -61,10 +79,10 @@ class Reporter:
                     self.bar = tqdm(total=total, unit="req", file=stream, dynamic_ncols=True)
         self.done = 0
         self.live = self.bar is None and (mode is True or (mode == "auto" and tty))
-        self.lines = mode == "auto" and not tty and total is not None and total >= 10
+        lines = mode == "auto" and not tty and total is not None and total >= 10
+        self.lines = Milestones(max(1, (total or 0) // 10), total,
+                                lambda n: f"Completed {n} requests", stream) if lines else None
         self.total, self.stream = total, stream
-        self.step = max(1, (total or 0) // 10)
-        self.next_line = self.step
         self.t0 = time.monotonic()
         self.last = (self.t0, 0)
 
@@ -97,10 +115,8 @@ class Reporter:
             total = f"/{self.total}" if self.total else ""
             self.stream.write(f"\r{done}{total} done, {rps:,.0f} req/s, {failed} failed   ")
             self.stream.flush()
-        elif self.lines:
-            while done >= self.next_line and self.next_line <= (self.total or 0):
-                self.stream.write(f"Completed {self.next_line} requests\n")
-                self.next_line += self.step
+        elif self.lines is not None:
+            self.lines(complete, failed)
 
     def close(self, complete: int, failed: int) -> None:
         if self.call is not None:
@@ -112,7 +128,7 @@ class Reporter:
             return
         if self.live:
             self.stream.write("\r" + " " * 60 + "\r")
-        elif self.lines:
-            self.update(complete, failed)
+        elif self.lines is not None:
+            self.lines(complete, failed)
             self.stream.write(f"Finished {complete + failed} requests\n")
         self.stream.flush()

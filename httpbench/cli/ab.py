@@ -14,6 +14,7 @@ from typing import IO, Any
 from .. import _check
 from .._url import split_url
 from .._version import __version__
+from ..progress import Milestones
 from ..render.ab import AbLayout, ab_report
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
@@ -120,21 +121,13 @@ def ab_parser() -> argparse.ArgumentParser:
                        "[http[s]://]hostname[:port]/path")
 
 
-class Heartbeat:
+def heartbeat(requests: int) -> Milestones:
     """ab's progress lines (its heartbeatres, ab.c's main): past 150
     requests, "Completed N requests" on stderr at every tenth of them, but
     never more often than every 100; the run's end adds "Finished N
-    requests" (write_report). Called with the counts as the run goes."""
-
-    def __init__(self, requests: int) -> None:
-        self.every = max(100, requests // 10)
-        self.next = self.every
-
-    def __call__(self, complete: int, failed: int) -> None:
-        while self.next <= complete + failed:
-            sys.stderr.write(f"Completed {self.next} requests\n")
-            self.next += self.every
-        sys.stderr.flush()
+    requests" (write_report)."""
+    return Milestones(max(100, requests // 10), None, lambda n: f"Completed {n} requests",
+                      sys.stderr)
 
 
 def _seconds(flag: str, text: str) -> float:
@@ -185,7 +178,7 @@ def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[
         socket_buffer=None if args.opt_b is None else whole("-b", args.opt_b, 1,
                                                             _check.MAX_SOCKET_BUFFER),
         # ab's progress: a line each tenth, past 150 requests, unless -q.
-        progress=Heartbeat(requests) if requests is not None and requests > 150 and not args.opt_q
+        progress=heartbeat(requests) if requests is not None and requests > 150 and not args.opt_q
         else False,
         proxy=proxy, **tls, **output_options(args))
     kwargs["_verbosity"] = verbosity

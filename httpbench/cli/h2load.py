@@ -6,11 +6,13 @@ something else."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
 from .. import _check
 from .._url import split_url
+from ..progress import Milestones
 from ..render.h2load import h2load_report
 from ..result import Result
 from .common import UsageError, parse_headers, parse_time, read_body_file
@@ -134,22 +136,13 @@ def h2load_parser() -> argparse.ArgumentParser:
                              "underneath.", EXAMPLES, FLAGS, "<URI>")
 
 
-class Progress:
+def progress_lines(requests: int) -> Milestones:
     """h2load's progress lines (Worker::report_progress): "progress: P%
     done" on stdout at every tenth of the requests (each one below 10),
     not under -D. h2load's first thread prints them for its own share;
-    here they are the run's, as a one-thread h2load prints them. Called
-    with the counts as the run goes."""
-
-    def __init__(self, requests: int) -> None:
-        self.requests = requests
-        self.every = max(1, requests // 10)
-        self.next = self.every
-
-    def __call__(self, complete: int, failed: int) -> None:
-        while self.next <= complete + failed and self.next <= self.requests:
-            print(f"progress: {self.next * 100 // self.requests}% done", flush=True)
-            self.next += self.every
+    here they are the run's, as a one-thread h2load prints them."""
+    return Milestones(max(1, requests // 10), requests,
+                      lambda n: f"progress: {n * 100 // requests}% done", sys.stdout)
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -191,7 +184,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=whole("-t", args.opt_threads, 1, _check.MAX_THREADS), keepalive=True,
-        rate=rate, progress=Progress(requests) if requests is not None else False,
+        rate=rate, progress=progress_lines(requests) if requests is not None else False,
         http2=http2, streams=streams if http2 else 1,
         pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
         verify=False, ciphers=args.opt_ciphers or (H2LOAD_CIPHERS if target.tls else None),
