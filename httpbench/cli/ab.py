@@ -19,7 +19,7 @@ from ..render.ab import AbLayout, ab_report
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)
-from .execute import execute_mode, output_options
+from .execute import execute_mode, output_options, report_stream
 from .flags import Flag, checked, given_last, mode_parser, whole
 
 PROG = "httpbench ab"
@@ -199,15 +199,16 @@ def ab_main(argv: Sequence[str]) -> int:
     verbosity = kwargs.pop("_verbosity")
     host = split_url(url).host
     through = f" [through {args.opt_X}]" if args.opt_X else ""
-    print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)")
+    chat = report_stream(args)
+    print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=chat)
     print(f"Benchmarking {host}{through} (be patient)", end="\n" if kwargs["progress"] else "",
-          flush=True)
+          file=chat, flush=True)
 
     def write_report(r: Result, out: IO[str]) -> None:
         if kwargs["progress"]:
             print(f"Finished {r.complete + r.failed} requests", file=sys.stderr, flush=True)
         else:
-            print(".....done", file=sys.stdout, flush=True)
+            print(".....done", file=chat, flush=True)
         if verbosity >= 2 and r.first_head:
             out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
         out.write("\n\n" + ab_report(r, layout))

@@ -85,6 +85,13 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
     return r
 
 
+def report_stream(args: Any) -> IO[str]:
+    """Where a mode's report and all it prints around it (its banner, its
+    tool's progress lines on stdout) go: standard error when the JSON goes
+    to standard output (--json -), so that stays JSON alone."""
+    return sys.stderr if args.json == "-" else sys.stdout
+
+
 def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
                  write_report: Callable[[Result, IO[str]], None], csv: str | None = None,
                  flags: Mapping[str, str] = FLAGS) -> int:

@@ -6,8 +6,11 @@ something else."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from .. import _check
@@ -15,8 +18,8 @@ from .._url import split_url
 from ..progress import Milestones
 from ..render.h2load import h2load_report
 from ..result import Result
-from .common import UsageError, parse_headers, parse_time, read_body_file
-from .execute import execute_mode, output_options
+from .common import UsageError, parse_headers, read_body_file
+from .execute import execute_mode, output_options, report_stream
 from .flags import Flag, checked, mode_parser, rate_per, whole
 
 PROG = "httpbench h2load"
@@ -136,13 +139,89 @@ def h2load_parser() -> argparse.ArgumentParser:
                              "underneath.", EXAMPLES, FLAGS, "<URI>")
 
 
-def progress_lines(requests: int) -> Milestones:
+def progress_lines(requests: int, threads: int, out: IO[str]) -> Callable[[int, int], None]:
     """h2load's progress lines (Worker::report_progress): "progress: P%
-    done" on stdout at every tenth of the requests (each one below 10),
-    not under -D. h2load's first thread prints them for its own share;
-    here they are the run's, as a one-thread h2load prints them."""
-    return Milestones(max(1, requests // 10), requests,
-                      lambda n: f"progress: {n * 100 // requests}% done", sys.stdout)
+    done" on stdout, not under -D, printed by its first thread for its own
+    share of the requests (each tenth of it, each request below ten: 8%,
+    16%, ... for 25). httpbench's threads share the requests, so the same
+    lines are printed as the whole run reaches each share."""
+    share = requests // threads + (requests % threads > 0)
+    lines = Milestones(max(1, share // 10), share,
+                       lambda n: f"progress: {n * 100 // share}% done", out)
+    return lambda complete, failed: lines((complete + failed) * share // requests, 0)
+
+
+_DURATION = re.compile(r"(\d+)(s|ms|m|h)?", re.IGNORECASE)
+_DURATION_UNIT = {"s": 1.0, "ms": 0.001, "m": 60.0, "h": 3600.0}
+
+
+def h2load_duration(flag: str, text: str) -> float:
+    """h2load's <DURATION> (util::parse_duration_with_unit): a whole number
+    of seconds, or with a unit, s, ms, m or h; "500ms", never "0.5" or
+    "1m30s". h2load's own words when it is not one."""
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        raise UsageError(f"{flag}: value error {text}")
+    value = int(m[1]) * _DURATION_UNIT[(m[2] or "s").lower()]
+    return 0.0 if value == 0 else _check.seconds(flag, value)
+
+
+def _split(total: int, threads: int) -> list[int]:
+    """h2load's split of clients or requests among its threads: the
+    remainder one each to the first."""
+    return [total // threads + (i < total % threads) for i in range(threads)]
+
+
+class Phases:
+    """h2load's lines of a run's start and, under -D, its phases: each
+    thread's "spawning thread" line (its clients, as httpbench splits them
+    too, and its share of -n, which httpbench's threads share), then under
+    -D "Warm-up started", the first thread's "progress: P% of clients
+    started", and the warm-up's and the main duration's ends as the run's
+    clock passes them (read by the progress calls, four a second; finish()
+    prints what is left before the report)."""
+
+    def __init__(self, clients: int, threads: int, requests: int | None,
+                 duration: float | None, warmup: float | None, out: IO[str]) -> None:
+        self.threads, self.out = threads, out
+        self.ends = [] if duration is None else [warmup or 0.0, (warmup or 0.0) + duration]
+        per = _split(clients, threads)
+        for i, n in enumerate(per):
+            if duration is None:
+                out.write(f"spawning thread #{i}: {n} total client(s). "
+                          f"{_split(requests or 0, threads)[i]} total requests\n")
+            else:
+                out.write(f"spawning thread #{i}: {n} total client(s). Timing-based test with "
+                          f"{warmup or 0:g}s of warm-up time and {duration:g}s of main "
+                          f"duration for measurements.\n")
+        if duration is not None:
+            for i in range(threads):
+                out.write(f"Warm-up started for thread #{i}.\n")
+            every = max(1, per[0] // 10)
+            for n in range(every, per[0] + 1, every):
+                out.write(f"progress: {n * 100 // per[0]}% of clients started\n")
+        out.flush()
+        self.t0 = time.monotonic()
+
+    def __call__(self, complete: int, failed: int) -> None:
+        while self.ends and time.monotonic() - self.t0 >= self.ends[0]:
+            self._next()
+
+    def finish(self) -> None:
+        while self.ends:
+            self._next()
+
+    def _next(self) -> None:
+        main = len(self.ends) == 2
+        self.ends.pop(0)
+        for i in range(self.threads):
+            if main:
+                self.out.write(f"Warm-up phase is over for thread #{i}.\n"
+                               f"Main benchmark duration is started for thread #{i}.\n")
+            else:
+                self.out.write(f"Main benchmark duration is over for thread #{i}. "
+                               f"Stopping all clients.\nStopped all clients for thread #{i}\n")
+        self.out.flush()
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -161,17 +240,23 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     target = split_url(url)
     requests: int | None = whole("-n", args.opt_requests, 1, _check.MAX_REQUESTS)
     clients = whole("-c", args.opt_clients, 1, _check.MAX_CONCURRENCY)
-    duration = parse_time("-D", args.opt_duration) if args.opt_duration else None
+    threads = whole("-t", args.opt_threads, 1, _check.MAX_THREADS)
+    # -D 0 is no duration, as h2load reads it: the run is -n's.
+    duration = h2load_duration("-D", args.opt_duration) if args.opt_duration else None
+    duration = duration or None
     warmup = None
     if args.opt_warm_up_time:
         if duration is None:
             raise UsageError("--warm-up-time goes with -D, as in h2load")
-        warmup = parse_time("--warm-up-time", args.opt_warm_up_time)
+        warmup = h2load_duration("--warm-up-time", args.opt_warm_up_time) or None
     if duration is not None:
         requests = None
     elif requests is not None and requests < clients:
         raise UsageError(f"-n: the number of requests must be greater than or equal to the "
                          f"clients ({requests} < -c {clients}), as in h2load")
+    if clients < threads:
+        raise UsageError(f"-c, -t: the number of clients must be greater than or equal to the "
+                         f"number of threads ({clients} < -t {threads}), as in h2load")
     proto = args.opt_no_tls_proto or "h2c"
     if proto not in ("h2c", "http/1.1"):
         raise UsageError(f"-p takes h2c or http/1.1, not {proto!r}")
@@ -183,8 +268,9 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         method="POST" if body is not None else "GET", body=body,
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
-        threads=whole("-t", args.opt_threads, 1, _check.MAX_THREADS), keepalive=True,
-        rate=rate, progress=progress_lines(requests) if requests is not None else False,
+        threads=threads, keepalive=True, rate=rate,
+        progress=(progress_lines(requests, threads, report_stream(args))
+                  if requests is not None else False),
         http2=http2, streams=streams if http2 else 1,
         pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
         verify=False, ciphers=args.opt_ciphers or (H2LOAD_CIPHERS if target.tls else None),
@@ -204,10 +290,20 @@ def h2load_main(argv: Sequence[str]) -> int:
         return settings
     url, kwargs = settings
 
+    if kwargs["threads"] > (os.cpu_count() or 1):
+        print("-t: warning: the number of threads is greater than hardware cores.",
+              file=sys.stderr)
+    chat = report_stream(args)
+    print("starting benchmark...", file=chat, flush=True)
+    phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
+                    kwargs["duration"], kwargs["warmup"], chat)
+    if kwargs["duration"] is not None:
+        kwargs["progress"] = phases
+
     def write_report(r: Result, out: IO[str]) -> None:
+        phases.finish()
         if args.opt_verbose and r.first_head:
             out.write(r.first_head.replace("\r\n", "\n"))
         out.write(h2load_report(r))
 
-    print("starting benchmark...", flush=True)
     return execute_mode(PROG, url, kwargs, args, write_report)

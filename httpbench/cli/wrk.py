@@ -16,7 +16,7 @@ from .._version import __version__
 from ..render.wrk import header, wrk_report
 from ..result import Result
 from .common import UsageError, parse_headers, parse_time
-from .execute import execute_mode, output_options
+from .execute import execute_mode, output_options, report_stream
 from .flags import Flag, checked, mode_parser
 
 PROG = "httpbench wrk"
@@ -108,7 +108,8 @@ def wrk_main(argv: Sequence[str]) -> int:
     if isinstance(settings, int):
         return settings
     kwargs, duration, threads, connections = settings
-    print(header(args.url, duration, threads, connections), end="", flush=True)
+    print(header(args.url, duration, threads, connections), end="", file=report_stream(args),
+          flush=True)
 
     def write_report(r: Result, out: IO[str]) -> None:
         out.write(wrk_report(r, duration, threads, connections, args.opt_latency))

@@ -24,7 +24,7 @@ scenario = httpbench.Scenario([httpbench.Request("GET", "/rnd?c=100"),
 
 # Cut short: a count or a time as the example gives it -> what the test runs.
 _SHORT = {"-n": "300", "-d": "1s", "-t": "1", "--duration": "1s", "-z": "1s", "-D": "1",
-          "--warm-up-time": "0.2"}
+          "--warm-up-time": "200ms"}
 # Which of them are a count or a time in each mode (hey's -D is a file, wrk's
 # -t its threads, h2load's -d a file).
 _SHORTENED = {"plain": {"-n", "-d", "-t", "--duration", "-z"}, "ab": {"-n", "-t"},

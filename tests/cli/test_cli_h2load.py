@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,7 @@ def test_progress_and_application_protocol_lines_are_h2loads(tmp_path):
     one below ten: 8%, 16%, ... for 25), and the first connection's
     "Application protocol" (h2c, or http/1.1 with --h1): the same lines as
     h2load's with one thread (theirs come before the progress lines);
-    under -D no progress lines, as h2load."""
+    under -D none of these (its clients' lines instead), as h2load."""
     with httpbench.Server() as srv:
         url = srv.url("/rnd?c=100")
         for args in (["-n", "1000", "-c", "2", "-m", "2"], ["-n", "25", "-c", "2"],
@@ -174,7 +175,72 @@ def test_progress_and_application_protocol_lines_are_h2loads(tmp_path):
                           for out in both(args, url, tmp_path))
             assert ours == real and len(real) > 10, (args, real, ours)
         timed = hb("h2load", "-D", "1", "-c", "2", url, cwd=tmp_path).stdout
-    assert "progress:" not in timed and "Application protocol: h2c" in timed, timed
+    assert "% done" not in timed and "Application protocol: h2c" in timed, timed
+
+
+def start_lines(out: str) -> list[str]:
+    """What h2load prints before its report but the Application protocol
+    line (printed as the first connection is made, so among the others)."""
+    return [line for line in out.split("finished in")[0].splitlines()
+            if line and not line.startswith("Application protocol:")]
+
+
+@needs_h2load
+def test_spawning_and_phase_lines_are_h2loads(tmp_path):
+    """h2load's "spawning thread" line for each thread (its clients and its
+    share of -n), its first thread's progress lines for its own share, and
+    under -D the phases' lines: warm-up started, the clients started, the
+    warm-up's and the main duration's ends. The same lines as h2load's,
+    in its order where its threads do not race (-t 1)."""
+    with httpbench.Server() as srv:
+        url = srv.url("/rnd?c=100")
+        for args in (["-t", "2", "-c", "5", "-n", "11"], ["-c", "25", "-D", "500ms"],
+                     ["-c", "3", "-D", "1", "--warm-up-time", "1"],
+                     ["-D", "0", "-n", "30", "-c", "3"]):
+            real, ours = (start_lines(out) for out in both(args, url, tmp_path))
+            assert ours == real and len(real) > 3, (args, real, ours)
+        # h2load's threads print their phases' lines at once (on a busy
+        # machine one line inside another): its spawning lines, printed
+        # before they start, and the phases' lines in h2load's order.
+        args = ["-t", "2", "-c", "3", "-D", "1", "--warm-up-time", "1"]
+        real, ours = (start_lines(out) for out in both(args, url, tmp_path))
+        assert ours[:3] == real[:3], (real, ours)
+        assert ours[3:] == [
+            "Warm-up started for thread #0.", "Warm-up started for thread #1.",
+            "progress: 50% of clients started", "progress: 100% of clients started",
+            "Warm-up phase is over for thread #0.",
+            "Main benchmark duration is started for thread #0.",
+            "Warm-up phase is over for thread #1.",
+            "Main benchmark duration is started for thread #1.",
+            "Main benchmark duration is over for thread #0. Stopping all clients.",
+            "Stopped all clients for thread #0",
+            "Main benchmark duration is over for thread #1. Stopping all clients.",
+            "Stopped all clients for thread #1"], ours
+
+
+@needs_h2load
+def test_durations_and_threads_are_read_as_h2load_reads_them(tmp_path):
+    """-D and --warm-up-time are h2load's <DURATION>: a whole number of
+    seconds or with a unit (s, ms, m, h); a fraction, a compound or another
+    unit is refused in h2load's words, as h2load refuses it. -c below -t is
+    refused, as h2load refuses it."""
+    url = "http://127.0.0.1:9/"
+    for args in (["-D", "0.5"], ["-D", "1m30s"], ["-D", "10us"], ["-D", "1.5s"],
+                 ["-D", "1", "--warm-up-time", "0.5"], ["-D", "-1"], ["-D", "s"]):
+        real = subprocess.run([H2LOAD, *args, url], capture_output=True, text=True,
+                              timeout=30)
+        ours = hb("h2load", *args, url, cwd=tmp_path)
+        flag = args[-2]
+        assert real.returncode == 1 and f"{flag}: value error {args[-1]}" in real.stderr, real
+        assert ours.returncode == 2 and f"{flag}: value error {args[-1]}" in ours.stderr, ours
+        assert ours.stdout == "", ours.stdout
+    real = subprocess.run([H2LOAD, "-t", "2", "-c", "1", url], capture_output=True, text=True,
+                          timeout=30)
+    ours = hb("h2load", "-t", "2", "-c", "1", url, cwd=tmp_path)
+    assert "the number of clients must be greater than or equal to the number of threads" in (
+        real.stderr) and real.returncode == 1, real
+    assert "the number of clients must be greater than or equal to the number of threads" in (
+        ours.stderr) and ours.returncode == 2, ours
 
 
 TLS_LINES = ("TLS Protocol: ", "Cipher: ", "Server Temp Key: ", "Application protocol: ")
@@ -235,7 +301,7 @@ def test_h2loads_defaults(tmp_path, server):
     assert r.returncode == 0, r.stderr
     d = json.loads((tmp_path / "r.json").read_text())
     assert (d["requests"], d["concurrency"], d["threads"], d["http_version"]) == (1, 1, 1, "2")
-    r = hb("h2load", "-D", "1", "--warm-up-time", "0.5", "-c", "2", "--rps", "100", "--json",
+    r = hb("h2load", "-D", "1", "--warm-up-time", "500ms", "-c", "2", "--rps", "100", "--json",
            "r.json", "--log", "l.csv", server.url("/rnd?c=10"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     d = json.loads((tmp_path / "r.json").read_text())

@@ -177,3 +177,17 @@ def test_help_names_the_modes_and_groups_its_flags(tmp_path):
     for group in ("what to send:", "how much load:", "protocol, TLS, proxies:", "outputs:",
                   "over a cluster:"):
         assert group in out, group
+
+
+@pytest.mark.parametrize("mode", [
+    ["ab", "-n", "300", "-c", "2"], ["ab", "-n", "20"], ["wrk", "-d", "1", "-c", "2", "-t", "1"],
+    ["hey", "-n", "300", "-c", "2"], ["h2load", "-n", "300", "-c", "2"],
+    ["h2load", "-D", "1", "-c", "2"], ["-n", "300"]])
+def test_json_to_stdout_is_json_alone_in_every_mode(tmp_path, server, mode):
+    """--json - puts the JSON alone on standard output: the report, and all
+    a mode prints around it (ab's and wrk's banners, ab's "....done",
+    h2load's start and progress lines), go to standard error."""
+    r = hb(*mode, "--json", "-", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["complete"] > 0, r.stdout
+    assert "requests" in r.stderr.lower(), r.stderr
