@@ -7,8 +7,10 @@ by one pattern from both; the flags it cannot honour refused."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -241,6 +243,15 @@ def test_durations_and_threads_are_read_as_h2load_reads_them(tmp_path):
         real.stderr) and real.returncode == 1, real
     assert "the number of clients must be greater than or equal to the number of threads" in (
         ours.stderr) and ours.returncode == 2, ours
+    # More threads than CPUs: h2load's warning, and the run.
+    with httpbench.Server() as srv:
+        args = ["-t", str((os.cpu_count() or 1) + 1), "-c", "4", "-n", "4"]
+        real, ours = (subprocess.run(tool + args + [srv.url("/rnd?c=10")], capture_output=True,
+                                     text=True, timeout=60)
+                      for tool in ([H2LOAD], [sys.executable, "-m", "httpbench", "h2load"]))
+    warning = "-t: warning: the number of threads is greater than hardware cores.\n"
+    assert real.stderr == warning and real.returncode == 0, real
+    assert ours.stderr == warning and ours.returncode == 0, ours
 
 
 TLS_LINES = ("TLS Protocol: ", "Cipher: ", "Server Temp Key: ", "Application protocol: ")
