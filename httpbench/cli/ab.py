@@ -199,7 +199,7 @@ def ab_main(argv: Sequence[str]) -> int:
     verbosity = kwargs.pop("_verbosity")
     host = split_url(url).host
     through = f" [through {args.opt_X}]" if args.opt_X else ""
-    chat = report_stream(args)
+    chat = report_stream(args.json)
     print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=chat)
     print(f"Benchmarking {host}{through} (be patient)", end="\n" if kwargs["progress"] else "",
           file=chat, flush=True)

@@ -36,6 +36,13 @@ def write_csv(result: Result, f: IO[str]) -> None:
         f.write(f"{p},{result.latency.percentile(p) * 1e3:.3f}\n")
 
 
+def report_stream(json_path: str | None) -> IO[str]:
+    """Where the report, and all a mode prints around it (its banner, its
+    tool's progress lines on stdout), go: standard error when the JSON goes
+    to standard output (--json -), so that stays JSON alone."""
+    return sys.stderr if json_path == "-" else sys.stdout
+
+
 def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | None],
             write_report: Callable[[Result, IO[str]], None],
             flags: Mapping[str, str] = FLAGS) -> Result | int:
@@ -68,7 +75,7 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
         outputs.discard()
         print(one_line(prog, e), file=sys.stderr)
         return 1
-    report = sys.stderr if paths.get("--json") == "-" else sys.stdout
+    report = report_stream(paths.get("--json"))
     write_report(r, report)
     report.flush()
     for flag, text in (("-e", None), ("--json", r.to_json()),
@@ -83,13 +90,6 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
             out.write(text if text.endswith("\n") else text + "\n")
     outputs.close()
     return r
-
-
-def report_stream(args: Any) -> IO[str]:
-    """Where a mode's report and all it prints around it (its banner, its
-    tool's progress lines on stdout) go: standard error when the JSON goes
-    to standard output (--json -), so that stays JSON alone."""
-    return sys.stderr if args.json == "-" else sys.stdout
 
 
 def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,

@@ -139,13 +139,19 @@ def h2load_parser() -> argparse.ArgumentParser:
                              "underneath.", EXAMPLES, FLAGS, "<URI>")
 
 
+def _split(total: int, threads: int) -> list[int]:
+    """h2load's split of clients or requests among its threads: the
+    remainder one each to the first."""
+    return [total // threads + (i < total % threads) for i in range(threads)]
+
+
 def progress_lines(requests: int, threads: int, out: IO[str]) -> Callable[[int, int], None]:
     """h2load's progress lines (Worker::report_progress): "progress: P%
     done" on stdout, not under -D, printed by its first thread for its own
     share of the requests (each tenth of it, each request below ten: 8%,
     16%, ... for 25). httpbench's threads share the requests, so the same
     lines are printed as the whole run reaches each share."""
-    share = requests // threads + (requests % threads > 0)
+    share = _split(requests, threads)[0]
     lines = Milestones(max(1, share // 10), share,
                        lambda n: f"progress: {n * 100 // share}% done", out)
     return lambda complete, failed: lines((complete + failed) * share // requests, 0)
@@ -160,16 +166,11 @@ def h2load_duration(flag: str, text: str) -> float:
     of seconds, or with a unit, s, ms, m or h; "500ms", never "0.5" or
     "1m30s". h2load's own words when it is not one."""
     m = _DURATION.fullmatch(text)
-    if m is None:
+    # h2load reads the number into an int64: past it, the same refusal.
+    if m is None or len(m[1]) > 19 or int(m[1]) > 2**63 - 1:
         raise UsageError(f"{flag}: value error {text}")
     value = int(m[1]) * _DURATION_UNIT[(m[2] or "s").lower()]
     return 0.0 if value == 0 else _check.seconds(flag, value)
-
-
-def _split(total: int, threads: int) -> list[int]:
-    """h2load's split of clients or requests among its threads: the
-    remainder one each to the first."""
-    return [total // threads + (i < total % threads) for i in range(threads)]
 
 
 class Phases:
@@ -185,11 +186,11 @@ class Phases:
                  duration: float | None, warmup: float | None, out: IO[str]) -> None:
         self.threads, self.out = threads, out
         self.ends = [] if duration is None else [warmup or 0.0, (warmup or 0.0) + duration]
-        per = _split(clients, threads)
+        per, shares = _split(clients, threads), _split(requests or 0, threads)
         for i, n in enumerate(per):
             if duration is None:
                 out.write(f"spawning thread #{i}: {n} total client(s). "
-                          f"{_split(requests or 0, threads)[i]} total requests\n")
+                          f"{shares[i]} total requests\n")
             else:
                 out.write(f"spawning thread #{i}: {n} total client(s). Timing-based test with "
                           f"{warmup or 0:g}s of warm-up time and {duration:g}s of main "
@@ -242,8 +243,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     clients = whole("-c", args.opt_clients, 1, _check.MAX_CONCURRENCY)
     threads = whole("-t", args.opt_threads, 1, _check.MAX_THREADS)
     # -D 0 is no duration, as h2load reads it: the run is -n's.
-    duration = h2load_duration("-D", args.opt_duration) if args.opt_duration else None
-    duration = duration or None
+    duration = (h2load_duration("-D", args.opt_duration) or None) if args.opt_duration else None
     warmup = None
     if args.opt_warm_up_time:
         if duration is None:
@@ -269,7 +269,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=threads, keepalive=True, rate=rate,
-        progress=(progress_lines(requests, threads, report_stream(args))
+        progress=(progress_lines(requests, threads, report_stream(args.json))
                   if requests is not None else False),
         http2=http2, streams=streams if http2 else 1,
         pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
@@ -293,7 +293,7 @@ def h2load_main(argv: Sequence[str]) -> int:
     if kwargs["threads"] > (os.cpu_count() or 1):
         print("-t: warning: the number of threads is greater than hardware cores.",
               file=sys.stderr)
-    chat = report_stream(args)
+    chat = report_stream(args.json)
     print("starting benchmark...", file=chat, flush=True)
     phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
                     kwargs["duration"], kwargs["warmup"], chat)

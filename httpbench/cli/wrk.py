@@ -108,7 +108,7 @@ def wrk_main(argv: Sequence[str]) -> int:
     if isinstance(settings, int):
         return settings
     kwargs, duration, threads, connections = settings
-    print(header(args.url, duration, threads, connections), end="", file=report_stream(args),
+    print(header(args.url, duration, threads, connections), end="", file=report_stream(args.json),
           flush=True)
 
     def write_report(r: Result, out: IO[str]) -> None:

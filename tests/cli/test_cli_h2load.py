@@ -223,12 +223,14 @@ def test_spawning_and_phase_lines_are_h2loads(tmp_path):
 @needs_h2load
 def test_durations_and_threads_are_read_as_h2load_reads_them(tmp_path):
     """-D and --warm-up-time are h2load's <DURATION>: a whole number of
-    seconds or with a unit (s, ms, m, h); a fraction, a compound or another
-    unit is refused in h2load's words, as h2load refuses it. -c below -t is
+    seconds or with a unit (s, ms, m, h); a fraction, a compound, another
+    unit or a number past int64 (which crashed the mode's float) is refused
+    in h2load's words, as h2load refuses it. -c below -t is
     refused, as h2load refuses it."""
     url = "http://127.0.0.1:9/"
     for args in (["-D", "0.5"], ["-D", "1m30s"], ["-D", "10us"], ["-D", "1.5s"],
-                 ["-D", "1", "--warm-up-time", "0.5"], ["-D", "-1"], ["-D", "s"]):
+                 ["-D", "1", "--warm-up-time", "0.5"], ["-D", "-1"], ["-D", "s"],
+                 ["-D", "9" * 400], ["-D", "9" * 5000 + "s"], ["-D", "9223372036854775808"]):
         real = subprocess.run([H2LOAD, *args, url], capture_output=True, text=True,
                               timeout=30)
         ours = hb("h2load", *args, url, cwd=tmp_path)
