@@ -341,11 +341,21 @@ static int64_t conn_until(const hb_bench *b, const bconn *c)
     return spent && c->free_at > c->t_began ? c->free_at : end;
 }
 
-/* Each connection's req/s as h2load reports them (min, max, mean and the
- * standard deviation, Welford's): its responses over its own time, from
- * its first connect in the measured part (bconn.t_began) to conn_until;
- * one that never opened there, or has no time, is left out, as h2load
- * leaves out a client with no time. */
+/* One connection's req/s as h2load reckons a client's: its responses over
+ * its own time, from its first connect in the measured part (bconn.t_began)
+ * to conn_until; < 0 for one that never opened there, or has no time,
+ * which h2load leaves out as it leaves out a client with no time. */
+static double conn_rate(const hb_bench *b, const bconn *c)
+{
+    int64_t until = conn_until(b, c);
+    if (c->t_began == 0 || until - c->t_began < 1)
+        return -1;
+    return (double)c->done_total / ((double)(until - c->t_began) / 1e9);
+}
+
+/* The connections' req/s as h2load reports them: min, max, mean, the
+ * standard deviation (Welford's) and the share within one deviation of the
+ * mean (its within_sd, bounds included: a second pass). */
 static void conn_rates(hb_bench *b, hb_bench_result *out)
 {
     double mean = 0, m2 = 0, lo = 0, hi = 0;
@@ -353,11 +363,9 @@ static void conn_rates(hb_bench *b, hb_bench_result *out)
     for (int i = 0; i < b->nthreads; i++) {
         const bthread *t = &b->threads[i];
         for (int k = 0; t->conns != NULL && k < t->nconns; k++) {
-            const bconn *c = &t->conns[k];
-            int64_t until = conn_until(b, c);
-            if (c->t_began == 0 || until - c->t_began < 1)
+            double r = conn_rate(b, &t->conns[k]);
+            if (r < 0)
                 continue;
-            double r = (double)c->done_total / ((double)(until - c->t_began) / 1e9);
             lo = n == 0 || r < lo ? r : lo;
             hi = n == 0 || r > hi ? r : hi;
             n++;
@@ -366,10 +374,20 @@ static void conn_rates(hb_bench *b, hb_bench_result *out)
             m2 += d * (r - mean);
         }
     }
+    double sd = n > 1 ? sqrt(m2 / (double)(n - 1)) : 0;
+    uint64_t inside = 0;
+    for (int i = 0; i < b->nthreads; i++) {
+        const bthread *t = &b->threads[i];
+        for (int k = 0; t->conns != NULL && k < t->nconns; k++) {
+            double r = conn_rate(b, &t->conns[k]);
+            inside += r >= 0 && mean - sd <= r && r <= mean + sd;
+        }
+    }
     out->conn_rps_min = lo;
     out->conn_rps_max = hi;
     out->conn_rps_mean = mean;
-    out->conn_rps_sd = n > 1 ? sqrt(m2 / (double)(n - 1)) : 0;
+    out->conn_rps_sd = sd;
+    out->conn_rps_within = n > 0 ? 100.0 * (double)inside / (double)n : 0;
 }
 
 /* The client's own figures: its threads' busy shares, and the requests

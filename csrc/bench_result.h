@@ -88,9 +88,10 @@ typedef struct {
     int streams_heard;
     int streams_limited;
     uint64_t reset_codes[HB_BENCH_RESET_CODES];
-    /* Each connection's req/s over the run (h2load's min, max, mean and
-     * standard deviation); the whole run's figures only. */
-    double conn_rps_min, conn_rps_max, conn_rps_mean, conn_rps_sd;
+    /* Each connection's req/s over the run (h2load's min, max, mean,
+     * standard deviation, and the percentage within one deviation of the
+     * mean); the whole run's figures only. */
+    double conn_rps_min, conn_rps_max, conn_rps_mean, conn_rps_sd, conn_rps_within;
     /* The client's own figures, the whole run's only: the share of its
      * time each loop thread was busy (on a CPU, or runnable and waiting
      * for one: anything but waiting for the network), their mean and the

@@ -531,7 +531,7 @@ static const result_field RESULT_SECONDS[] = {
     RESULT_AT("time_taken", elapsed),        RESULT_AT("cpu_user", cpu_user),
     RESULT_AT("cpu_sys", cpu_sys),           RESULT_AT("conn_rps_min", conn_rps_min),
     RESULT_AT("conn_rps_max", conn_rps_max), RESULT_AT("conn_rps_mean", conn_rps_mean),
-    RESULT_AT("conn_rps_sd", conn_rps_sd),
+    RESULT_AT("conn_rps_sd", conn_rps_sd),   RESULT_AT("conn_rps_within", conn_rps_within),
 };
 static const result_field RESULT_HISTOGRAMS[] = {
     RESULT_AT("latency", total),

@@ -25,8 +25,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # client's own figures (`client`: busy, lateness, unsent, bound and why)
 # and the `late_busy` count; 14 a latency's `state_z` (its state compressed,
 # without `histogram` and `state`), as a pytest baseline keeps it; 15
-# conn_first_byte (each connection's connect to its first response byte).
-SCHEMA = 15
+# conn_first_byte (each connection's connect to its first response byte);
+# 16 conn_rps_within (h2load's +/- sd of the connections' req/s).
+SCHEMA = 16
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

@@ -165,9 +165,9 @@ _ADDED: dict[str, Any] = {"cancelled": 0, "start_time": None, "tls_protocol": ""
                           "streams_max_used": 0, "refused": 0, "reset_codes": {},
                           "header_bytes_wire": 0, "header_bytes_decoded": 0,
                           "conn_rps_min": 0.0, "conn_rps_max": 0.0, "conn_rps_mean": 0.0,
-                          "conn_rps_sd": 0.0, "interrupted_at": None, "cpus": None,
-                          "hostname": "", "log": "", "log_records": 0, "log_dropped": 0,
-                          "log_error": "", "client": None}
+                          "conn_rps_sd": 0.0, "conn_rps_within": None, "interrupted_at": None,
+                          "cpus": None, "hostname": "", "log": "", "log_records": 0,
+                          "log_dropped": 0, "log_error": "", "client": None}
 
 
 def _sum_by_key(values: list[dict[Any, int]]) -> dict[Any, int]:
@@ -351,11 +351,14 @@ class Result:
     header_bytes_wire: int = 0
     header_bytes_decoded: int = 0
     # Each connection's req/s over the run, as h2load prints them (min,
-    # max, mean, standard deviation); 0 when not measured.
+    # max, mean, standard deviation); 0 when not measured. conn_rps_within:
+    # the percentage of connections within one deviation of the mean (None
+    # in a result saved before schema 16).
     conn_rps_min: float = 0.0
     conn_rps_max: float = 0.0
     conn_rps_mean: float = 0.0
     conn_rps_sd: float = 0.0
+    conn_rps_within: float | None = 0.0
     # When Ctrl-C (or SIGTERM) stopped the run, in seconds from its start;
     # None when nothing stopped it early.
     interrupted_at: float | None = None

@@ -15,7 +15,7 @@ from .text import mode_additions
 if TYPE_CHECKING:
     from ..result import Latency, Result
 
-__all__ = ["h2load_report", "format_duration", "utos_funit"]
+__all__ = ["h2load_report", "format_duration", "utos_funit", "dtos"]
 
 
 def format_duration(seconds: float) -> str:
@@ -66,9 +66,18 @@ def h2load_report(r: Result) -> str:
     return "\n".join(_lines(r)) + "\n"
 
 
+def dtos(x: float) -> str:
+    """h2load's util::dtos: two decimals, the hundredths rounded half away
+    from zero (llround), for a value not below 0."""
+    m = math.floor(100 * x + 0.5)
+    return f"{m // 100}.{m % 100:02d}"
+
+
 def _row(label: str, cells: Iterable[str], within: float | None) -> str:
-    """A row of the table; within None: not known (printed as -)."""
-    tail = f"{within:8.2f}%" if within is not None else f"{'-':>9}"
+    """A row of the table as h2load 1.52 writes it (each cell set in 10
+    columns, two spaces between, the +/- sd in 9 and a %); within None:
+    not known (a result saved before schema 16), a - where the % goes."""
+    tail = f"{dtos(within):>9}%" if within is not None else f"{'-':>10}"
     return f"{label:<16}: " + "  ".join(f"{c:>10}" for c in cells) + tail
 
 
@@ -100,7 +109,12 @@ def _lines(r: Result) -> Iterable[str]:
     bad_status = sum(n for code, n in r.status_counts.items() if code >= 400)
     timeout = r.failures.get("timeout", 0)
     errored = r.failed - timeout
-    yield (f"requests: {r.issued} total, {r.issued} started, {r.complete + r.failed} done, "
+    # A request whose connection never opened was never started, nor done,
+    # in h2load's count (a client that cannot connect fails its requests
+    # without submitting them: Client::process_abandoned_streams).
+    unsent = r.failures.get("connect", 0)
+    yield (f"requests: {r.issued} total, {r.issued - unsent} started, "
+           f"{r.complete + r.failed - unsent} done, "
            f"{ok} succeeded, {bad_status + r.failed} failed, {errored} errored, "
            f"{timeout} timeout")
     classes = [sum(n for code, n in r.status_counts.items() if lo <= code < lo + 100)
@@ -127,6 +141,6 @@ def _lines(r: Result) -> Iterable[str]:
         else ["0us"] * 4
     yield _row("time to 1st byte", cells, _within_sd(w, w.mean, w.stdev))
     yield _row("req/s", [f"{x:.2f}" for x in (r.conn_rps_min, r.conn_rps_max, r.conn_rps_mean,
-                                              r.conn_rps_sd)], None)
+                                              r.conn_rps_sd)], r.conn_rps_within)
     yield ""
     yield from mode_additions(r, "--rps x -c")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +19,7 @@ import httpbench
 from helpers import free_port, grep_each, hb, nginx, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.h2load import FLAGS
-from httpbench.render.h2load import format_duration, utos_funit
+from httpbench.render.h2load import dtos, format_duration, utos_funit
 
 H2LOAD = shutil.which("h2load")
 needs_h2load = pytest.mark.skipif(H2LOAD is None, reason="h2load not installed "
@@ -306,6 +307,56 @@ def test_h2loads_formats():
     assert format_duration(33e-6) == "33us" and format_duration(5.234e-3) == "5.23ms"
     assert format_duration(1.2) == "1.20s" and utos_funit(2076316) == "1.98M"
     assert utos_funit(10172) == "9.93K" and utos_funit(900) == "900"
+    # util::dtos rounds the hundredths half away from zero (llround), where
+    # Python's format rounds 0.125 to 0.12.
+    assert dtos(0.125) == "0.13" and dtos(100.0) == "100.00" and dtos(66.666) == "66.67"
+    assert dtos(0.0) == "0.00" and dtos(0.004) == "0.00" and dtos(12.5) == "12.50"
+
+
+TABLE = ("                     min", "time for request:", "time for connect:",
+         "time to 1st byte:", "req/s           :")
+
+
+def columns(out: str) -> list[list[int]]:
+    """Where each word of the table's lines ends: h2load sets each cell
+    right-aligned in its own columns, so the ends are the layout."""
+    rows = [line for line in out.splitlines() if line.startswith(TABLE)]
+    assert len(rows) == 5, out
+    return [[m.end() for m in re.finditer(r"\S+", line)] for line in rows]
+
+
+@needs_h2load
+def test_the_table_is_set_in_h2loads_columns(tmp_path, server):
+    """The min/max/mean/sd/+/- sd table in h2load 1.52's columns (the +/- sd
+    cell was a column short), and the req/s row's +/- sd is the share of
+    connections within one deviation of the mean, as h2load's (it printed
+    - before): one connection or two are always within it (100.00%)."""
+    url = server.url("/rnd?c=100")
+    for args in (["-c", "3", "-n", "300"], ["-c", "1", "-n", "50"], ["-c", "2", "-n", "100"],
+                 ["-c", "4", "-n", "400", "-m", "4"]):
+        real, ours = both(args, url, tmp_path)
+        assert columns(real) == columns(ours), (real, ours)
+        within = [line.split()[-1] for line in (real, ours)
+                  for line in line.splitlines() if line.startswith("req/s ")]
+        assert all(re.fullmatch(r"\d+\.\d\d%", w) for w in within), within
+        if args[1] in ("1", "2"):
+            assert within == ["100.00%", "100.00%"], (real, ours)
+
+
+@needs_h2load
+def test_a_request_whose_connect_failed_was_not_started_as_h2loads(tmp_path):
+    """No server on the port: h2load counts its clients' requests failed
+    and errored, never started nor done; httpbench counted them started and
+    done. The report's requests line and its table now equal h2load's."""
+    url = f"http://127.0.0.1:{free_port()}/"
+    for args in (["-n", "10", "-c", "2"], ["-n", "7", "-c", "3", "-m", "4"]):
+        real, ours = both(args, url, tmp_path)
+        lines = [[line for line in out.splitlines() if line.startswith(("requests:", *TABLE))]
+                 for out in (real, ours)]
+        assert lines[0] == lines[1], (real, ours)
+        n = args[1]
+        assert f"requests: {n} total, 0 started, 0 done, 0 succeeded, {n} failed, {n} errored" \
+            in ours, ours
 
 
 def test_h2loads_defaults(tmp_path, server):
