@@ -7,11 +7,16 @@ else."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import socket
+import sys
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 from typing import IO, Any
 
 from .. import _check
+from .._url import split_url
 from .._version import __version__
 from ..render.wrk import header, wrk_report
 from ..result import Result
@@ -98,6 +103,39 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], float, int, int
     return kwargs, duration, threads, connections
 
 
+def reachable(url: str, timeout: float) -> str | None:
+    """wrk's look before its run (wrk.resolve in wrk.lua): resolve the URL's
+    host and service (the port as written, else the scheme), connect to each
+    address and close; None when one connected, else wrk's line for stderr
+    (it exits 1 with it, nothing run). wrk's connect waits as long as the
+    kernel does; here at most the --timeout. A URL httpbench refuses is left
+    to the run's own error."""
+    try:
+        split_url(url)
+        parts = urlsplit(url)
+        service = str(parts.port) if parts.port is not None else parts.scheme
+    except ValueError:
+        return None
+    host = parts.netloc.rpartition("@")[2]  # (as written: wrk keeps its case)
+    host = host[1:host.index("]")] if host.startswith("[") else host.partition(":")[0]
+    try:
+        addrs = socket.getaddrinfo(host, service, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        return f"unable to resolve {host}:{service} {e.strerror}"
+    err = 0
+    for family, kind, proto, _, addr in reversed(addrs):  # (wrk.lua's order)
+        with socket.socket(family, kind, proto) as s:
+            s.settimeout(timeout)
+            try:
+                s.connect(addr)
+                return None
+            except TimeoutError:
+                err = 110  # ETIMEDOUT (Python's TimeoutError from a timeout has none)
+            except OSError as e:
+                err = e.errno or 0
+    return f"unable to connect to {host}:{service} {os.strerror(err)}"
+
+
 def wrk_main(argv: Sequence[str]) -> int:
     args = wrk_parser().parse_args(argv)
     if args.opt_version:
@@ -108,6 +146,10 @@ def wrk_main(argv: Sequence[str]) -> int:
     if isinstance(settings, int):
         return settings
     kwargs, duration, threads, connections = settings
+    unreachable = reachable(args.url, kwargs["timeout"])
+    if unreachable is not None:
+        print(unreachable, file=sys.stderr)
+        return 1
     print(header(args.url, duration, threads, connections), end="", file=report_stream(args.json),
           flush=True)
 

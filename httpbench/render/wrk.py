@@ -132,6 +132,6 @@ def _lines(r: Result, duration: float, threads: int, connections: int,
     rps = r.complete / r.time_taken if r.time_taken > 0 else 0.0
     bps = r.bytes_received / r.time_taken if r.time_taken > 0 else 0.0
     yield f"Requests/sec: {rps:9.2f}"
-    yield f"Transfer/sec: {format_binary(bps) + 'B':>10}"
+    yield f"Transfer/sec: {format_binary(bps):>10}B"
     yield ""
     yield from mode_additions(r, "as wrk2's -R")

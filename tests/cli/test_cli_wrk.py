@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import grep_each, hb, nginx, side_by_side
+from helpers import free_port, grep_each, hb, nginx, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
 from httpbench.render.wrk import format_binary, format_metric, format_time_s, format_time_us
@@ -104,6 +104,37 @@ def test_side_by_side_on_the_embedded_server(tmp_path):
                                                      abs=0.006 * 1024 ** 2 / n_w)
             assert fw["non"][0] == fw["requests"][0] if "503" in url else fw["non"] == ("0",)
             assert fh["non"][0] == fh["requests"][0] if "503" in url else fh["non"] == ("0",)
+            assert columns(w) == columns(h), (w, h)
+
+
+# The lines wrk sets in columns: each number right-aligned in its own (a
+# unit hangs to its right, in print_units' padding), so where each number
+# ends is the layout (Transfer/sec's sat a column short).
+COLUMNS = ("  Thread Stats", "    Latency ", "    Req/Sec ", "  Latency Distribution",
+           "     50%", "     75%", "     90%", "     99%", "Requests/sec:", "Transfer/sec:")
+
+
+def columns(out: str) -> list[tuple[str, list[int]]]:
+    rows = [line for line in out.splitlines() if line.startswith(COLUMNS)]
+    assert rows, out
+    return [(next(p for p in COLUMNS if line.startswith(p)), [m.end() for m in re.finditer(r"\d[\d.]*", line)] or [len(line)])
+            for line in rows]
+
+
+@needs_wrk
+def test_a_server_it_cannot_reach_ends_it_before_the_run_as_wrk(tmp_path):
+    """wrk resolves the host and connects once to each address before its
+    run; with none connecting it says so on stderr and exits 1, no header,
+    nothing run (httpbench ran its duration reconnecting at full speed and
+    counted tens of thousands of connect failures). The same lines here."""
+    port = free_port()
+    for url in (f"http://127.0.0.1:{port}/", f"https://LocalHost:{port}/x",
+                f"http://[::1]:{port}/", "http://nonexistent.invalid/"):
+        args = ["-t1", "-c2", "-d1s", url]
+        real = subprocess.run([WRK, *args], capture_output=True, text=True, timeout=60)
+        ours = hb("wrk", *args, cwd=tmp_path)
+        assert real.returncode == 1 and real.stderr.startswith("unable to "), real
+        assert (ours.returncode, ours.stdout, ours.stderr) == (1, "", real.stderr), (ours, real)
 
 
 def test_wrks_formats():
