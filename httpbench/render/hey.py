@@ -5,6 +5,7 @@ after a blank line, what httpbench adds."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -22,8 +23,9 @@ _STEPS = 10
 
 
 def _n(seconds: float) -> str:
-    """hey's formatNumber: %4.4f."""
-    return f"{seconds:4.4f}"
+    """hey's formatNumber: Go's %4.4f, which writes NaN as " NaN" (the
+    mean of no requests)."""
+    return " NaN" if math.isnan(seconds) else f"{seconds:4.4f}"
 
 
 def _histogram(lat: Latency) -> list[tuple[float, int]]:
@@ -44,7 +46,7 @@ def _histogram(lat: Latency) -> list[tuple[float, int]]:
 
 def _detail(label: str, part: Latency) -> str:
     if not part.count:
-        return f"  {label}:\t NaN secs, 0.0000 secs, 0.0000 secs"
+        return f"  {label}:\t{_n(math.nan)} secs, 0.0000 secs, 0.0000 secs"
     return f"  {label}:\t{_n(part.mean)} secs, {_n(part.min)} secs, {_n(part.max)} secs"
 
 
@@ -60,7 +62,7 @@ def _lines(r: Result) -> Iterable[str]:
     yield f"  Total:\t{_n(r.time_taken)} secs"
     yield f"  Slowest:\t{_n(lat.max if lat.count else 0)} secs"
     yield f"  Fastest:\t{_n(lat.min if lat.count else 0)} secs"
-    yield f"  Average:\t{_n(lat.mean if lat.count else float('nan'))} secs"
+    yield f"  Average:\t{_n(lat.mean if lat.count else math.nan)} secs"
     yield f"  Requests/sec:\t{_n(done / r.time_taken if r.time_taken > 0 else 0.0)}"
     yield "  "
     if r.body_bytes > 0:
@@ -81,13 +83,14 @@ def _lines(r: Result) -> Iterable[str]:
     yield ""
     yield "Details (average, fastest, slowest):"
     yield _detail("DNS+dialup", r.connect_time)
-    # The name is resolved once, before the run: no request waits on it.
-    yield "  DNS-lookup:\t0.0000 secs, 0.0000 secs, 0.0000 secs"
+    # The name is resolved once, before the run: no request waits on it
+    # (hey's mean of no requests is NaN, as the others').
+    yield f"  DNS-lookup:\t{_n(0.0 if lat.count else math.nan)} secs, 0.0000 secs, 0.0000 secs"
     yield "  req write:\t-, -, -  (not measured apart: inside resp wait)"
     yield _detail("resp wait", r.waiting)
     # Reading the rest of the response: the total less the wait for its
     # first byte (the mean only: the two are not paired per request).
-    read = max(lat.mean - r.waiting.mean, 0.0) if lat.count and r.waiting.count else 0.0
+    read = max(lat.mean - r.waiting.mean, 0.0) if lat.count and r.waiting.count else math.nan
     yield f"  resp read:\t{_n(read)} secs, -, -"
     yield ""
     yield "Status code distribution:"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import grep_each, hb, nginx, side_by_side
+from helpers import free_port, grep_each, hb, nginx, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.hey import FLAGS
 
@@ -115,6 +115,25 @@ def test_the_same_statuses_and_bytes_on_the_embedded_server(tmp_path):
             fr, fo = parse(real), parse(ours)
             assert (fr["statuses"], fr["data"], fr["size"]) == \
                 (fo["statuses"], fo["data"], fo["size"]), (real, ours)
+
+
+DETAILS = ("  Slowest:", "  Fastest:", "  Average:", "  DNS+dialup:", "  DNS-lookup:",
+           "  resp wait:", "  resp read:")
+
+
+@needs_hey
+def test_with_nothing_answered_the_means_are_heys_nan(tmp_path):
+    """No server on the port: hey prints its report with each mean " NaN"
+    (Go's %4.4f of a mean of nothing); httpbench printed Python's " nan"
+    in Average and 0.0000 for DNS-lookup's and resp read's. Each line's
+    first figure is now hey's."""
+    real, ours = side_by_side("hey", ["-n", "10", "-c", "2"], f"http://127.0.0.1:{free_port()}/",
+                              tmp_path, ours_ok=(1,))
+
+    def firsts(out: str) -> list[str]:
+        return [line.split("\t")[1].split(" secs")[0] for line in out.splitlines()
+                if line.startswith(DETAILS)]
+    assert firsts(real) == firsts(ours) == ["0.0000", "0.0000"] + [" NaN"] * 5, (real, ours)
 
 
 def test_heys_defaults_and_headers(tmp_path, server):
