@@ -7,13 +7,14 @@ else."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import socket
 import sys
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 from .. import _check
 from .._url import split_url
@@ -130,7 +131,7 @@ def reachable(url: str, timeout: float) -> str | None:
                 s.connect(addr)
                 return None
             except TimeoutError:
-                err = 110  # ETIMEDOUT (Python's TimeoutError from a timeout has none)
+                err = errno.ETIMEDOUT  # (a socket timeout's TimeoutError has no errno)
             except OSError as e:
                 err = e.errno or 0
     return f"unable to connect to {host}:{service} {os.strerror(err)}"
