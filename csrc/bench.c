@@ -494,6 +494,19 @@ void hb_bench_progress(hb_bench *b, uint64_t *issued, uint64_t *complete, uint64
     *failed = f;
 }
 
+int hb_bench_opened(hb_bench *b, hb_sock_info *tls)
+{
+    if (!__atomic_load_n(&b->opened, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&b->mu);
+    if (b->tls_set)
+        *tls = b->tls;
+    else
+        memset(tls, 0, sizeof *tls);
+    pthread_mutex_unlock(&b->mu);
+    return 1;
+}
+
 int hb_bench_prepared(hb_bench *b)
 {
     pthread_mutex_lock(&b->mu);

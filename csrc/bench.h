@@ -156,6 +156,12 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg);
  * only, 0 during a prepared start's warmup. */
 void hb_bench_progress(hb_bench *b, uint64_t *issued, uint64_t *complete, uint64_t *failed);
 
+/* Whether a connection has opened yet (its warmup's too), as a drop-in
+ * mode prints it when it happens (h2load's "Application protocol" line):
+ * 1 with *tls the first TLS handshake's figures (empty over plain TCP),
+ * else 0 and *tls untouched. */
+int hb_bench_opened(hb_bench *b, hb_sock_info *tls);
+
 /* A prepared start: 1 once every thread has finished its warmup and waits
  * for hb_bench_go (or the run has ended: stopped during the warmup). */
 int hb_bench_prepared(hb_bench *b);

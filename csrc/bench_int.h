@@ -332,6 +332,7 @@ struct hb_bench {
     int server_set;
     hb_sock_info tls; /* the first handshake's, once tls_set */
     int tls_set;
+    int opened;     /* atomic: a connection has opened (hb_bench_opened) */
     char *pipe_req; /* with a pipeline: the request cfg.pipeline times over */
     int paced;      /* starts at intended instants: a rate or a shape */
     hb_shape *shape;

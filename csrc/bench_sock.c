@@ -115,6 +115,8 @@ static void connected(bthread *t, bconn *c, int64_t now)
         c->carrier->fail(t, c, HB_FAIL(fail_connect), now, strerror(errno));
         return;
     }
+    if (!__atomic_load_n(&t->b->opened, __ATOMIC_RELAXED))
+        __atomic_store_n(&t->b->opened, 1, __ATOMIC_RELEASE); /* (after hb_br_note_tls) */
     c->carrier->opened(t, c, now);
 }
 

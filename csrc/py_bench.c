@@ -483,6 +483,15 @@ static PyObject *Bench_progress(BenchObject *self, PyObject *unused)
                          (unsigned long long)f);
 }
 
+static PyObject *Bench_opened(BenchObject *self, PyObject *unused)
+{
+    (void)unused;
+    hb_sock_info tls;
+    if (self->b == NULL || !hb_bench_opened(self->b, &tls))
+        Py_RETURN_NONE;
+    return Py_BuildValue("(ss)", tls.protocol, tls.temp_key);
+}
+
 static PyObject *Bench_prepared(BenchObject *self, PyObject *unused)
 {
     (void)unused;
@@ -858,6 +867,9 @@ static PyMethodDef Bench_methods[] = {
     {"wait", (PyCFunction)Bench_wait, METH_O, "wait(seconds) -> True once the run has ended."},
     {"stop", (PyCFunction)Bench_stop, METH_NOARGS, "End the run early."},
     {"progress", (PyCFunction)Bench_progress, METH_NOARGS, "(issued, complete, failed) so far."},
+    {"opened", (PyCFunction)Bench_opened, METH_NOARGS,
+     "None until a connection has opened, then (tls_protocol, tls_temp_key) of the first TLS "
+     "handshake (empty strings over plain TCP)."},
     {"prepared", (PyCFunction)Bench_prepared, METH_NOARGS,
      "True once a prepared start has warmed up and waits for go()."},
     {"go", (PyCFunction)Bench_go, METH_O,

@@ -80,6 +80,7 @@ def _drive(bench: _core._Bench, reporter: Reporter | None,
         while not bench.wait(0.25):
             issued, complete, failed = bench.progress()
             if reporter:
+                _tell_opened(bench, reporter)
                 reporter.update(complete, failed)
             if coordinator is not None and coordinator.progress(issued, complete, failed):
                 bench.stop()
@@ -93,10 +94,19 @@ def _drive(bench: _core._Bench, reporter: Reporter | None,
         while not bench.wait(0.25):
             pass
     if reporter:
+        _tell_opened(bench, reporter)
         reporter.close(*bench.progress()[1:])
     if coordinator is not None:
         coordinator.progress(*bench.progress())
     return bench.result(), stopped
+
+
+def _tell_opened(bench: _core._Bench, reporter: Reporter) -> None:
+    """The reporter's on_open, once, when the run's first connection has
+    opened."""
+    if reporter.on_open is not None and (tls := bench.opened()) is not None:
+        reporter.on_open(*tls)
+        reporter.on_open = None
 
 
 def _warm(bench: _core._Bench) -> bool:

@@ -59,6 +59,11 @@ class Reporter:
     def __init__(self, mode: Progress, total: int | None, seconds: float | None,
                  stream: IO[str]) -> None:
         self.call = mode if callable(mode) else None
+        # A function with an `opened` method of (tls_protocol, tls_temp_key)
+        # has it called once, when the run's first connection opens (the
+        # TLS figures empty over plain TCP): a drop-in mode prints its tool's
+        # lines then (h2load's "Application protocol").
+        self.on_open: Callable[[str, str], None] | None = getattr(self.call, "opened", None)
         if callable(mode):
             mode = False
         tty = stream.isatty()

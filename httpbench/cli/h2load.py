@@ -16,7 +16,7 @@ from typing import IO, Any
 from .. import _check
 from .._url import split_url
 from ..progress import Milestones
-from ..render.h2load import h2load_report
+from ..render.h2load import app_info_lines, h2load_report
 from ..result import Result
 from .common import UsageError, parse_headers, read_body_file
 from .execute import execute_mode, output_options, report_stream
@@ -183,8 +183,12 @@ class Phases:
     prints what is left before the report)."""
 
     def __init__(self, clients: int, threads: int, requests: int | None,
-                 duration: float | None, warmup: float | None, out: IO[str]) -> None:
-        self.threads, self.out = threads, out
+                 duration: float | None, warmup: float | None, out: IO[str],
+                 protocol: str = "h2c") -> None:
+        self.threads, self.out, self.protocol = threads, out, protocol
+        self.told = False
+        self.lines = progress_lines(requests, threads, out) if duration is None and requests \
+            else None
         self.ends = [] if duration is None else [warmup or 0.0, (warmup or 0.0) + duration]
         per, shares = _split(clients, threads), _split(requests or 0, threads)
         for i, n in enumerate(per):
@@ -207,6 +211,17 @@ class Phases:
     def __call__(self, complete: int, failed: int) -> None:
         while self.ends and time.monotonic() - self.t0 >= self.ends[0]:
             self._next()
+        if self.lines is not None:
+            self.lines(complete, failed)
+
+    def opened(self, tls_protocol: str, tls_temp_key: str) -> None:
+        """h2load's lines as its first connection opens (print_app_info):
+        over TLS the protocol, the cipher and the server's key exchange,
+        then the application protocol (`protocol`: h2, h2c or http/1.1)."""
+        self.out.write("".join(line + "\n" for line in app_info_lines(
+            tls_protocol, tls_temp_key, self.protocol)))
+        self.out.flush()
+        self.told = True
 
     def finish(self) -> None:
         while self.ends:
@@ -269,8 +284,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=threads, keepalive=True, rate=rate,
-        progress=(progress_lines(requests, threads, report_stream(args.json))
-                  if requests is not None else False),
+        progress=False,
         http2=http2, streams=streams if http2 else 1,
         pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
         verify=False, ciphers=args.opt_ciphers or (H2LOAD_CIPHERS if target.tls else None),
@@ -295,15 +309,16 @@ def h2load_main(argv: Sequence[str]) -> int:
               file=sys.stderr)
     chat = report_stream(args.json)
     print("starting benchmark...", file=chat, flush=True)
+    tls = split_url(url).tls
     phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
-                    kwargs["duration"], kwargs["warmup"], chat)
-    if kwargs["duration"] is not None:
-        kwargs["progress"] = phases
+                    kwargs["duration"], kwargs["warmup"], chat,
+                    ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")
+    kwargs["progress"] = phases
 
     def write_report(r: Result, out: IO[str]) -> None:
         phases.finish()
         if args.opt_verbose and r.first_head:
             out.write(r.first_head.replace("\r\n", "\n"))
-        out.write(h2load_report(r))
+        out.write(h2load_report(r, app_info=not phases.told))
 
     return execute_mode(PROG, url, kwargs, args, write_report)

@@ -15,7 +15,7 @@ from .text import mode_additions
 if TYPE_CHECKING:
     from ..result import Latency, Result
 
-__all__ = ["h2load_report", "format_duration", "utos_funit", "dtos"]
+__all__ = ["h2load_report", "app_info_lines", "format_duration", "utos_funit", "dtos"]
 
 
 def format_duration(seconds: float) -> str:
@@ -62,8 +62,10 @@ def _connects(lat: Latency) -> tuple[float, float, float, float, float]:
     return buckets[0][0], lat.max, mean, sd, 100.0 * inside / total
 
 
-def h2load_report(r: Result) -> str:
-    return "\n".join(_lines(r)) + "\n"
+def h2load_report(r: Result, app_info: bool = True) -> str:
+    """The report; app_info False: without the first connection's lines
+    (the mode printed them as it opened)."""
+    return "\n".join(_lines(r, app_info)) + "\n"
 
 
 def dtos(x: float) -> str:
@@ -81,27 +83,34 @@ def _row(label: str, cells: Iterable[str], within: float | None) -> str:
     return f"{label:<16}: " + "  ".join(f"{c:>10}" for c in cells) + tail
 
 
-def _tls_lines(r: Result) -> Iterable[str]:
-    """h2load's lines for the first connection (it prints them as that
-    connection opens; here they come with the report): over TLS the
-    protocol, the cipher and the server's key exchange; then the
+def app_info_lines(tls_protocol: str, tls_temp_key: str, protocol: str) -> list[str]:
+    """h2load's lines for its first connection (print_app_info), printed as
+    it opens: over TLS (tls_protocol as ab prints it, "TLSv1.3,CIPHER,...")
+    the protocol, the cipher and the server's key exchange; then the
     application protocol (h2 or http/1.1 by ALPN, h2c in clear)."""
-    if r.tls_protocol:
-        protocol, cipher = (r.tls_protocol.split(",") + [""])[:2]
-        yield f"TLS Protocol: {protocol}"
-        yield f"Cipher: {cipher}"
-        if r.tls_temp_key:
-            yield f"Server Temp Key: {r.tls_temp_key}"
+    lines = []
+    if tls_protocol:
+        version, cipher = (tls_protocol.split(",") + [""])[:2]
+        lines += [f"TLS Protocol: {version}", f"Cipher: {cipher}"]
+        if tls_temp_key:
+            lines.append(f"Server Temp Key: {tls_temp_key}")
+    return lines + [f"Application protocol: {protocol}"]
+
+
+def _tls_lines(r: Result) -> Iterable[str]:
+    """app_info_lines from a result (a connection known to have opened)."""
     if not r.tls_protocol and r.complete == 0:
-        return  # (no connection known to have opened)
+        return []  # (no connection known to have opened)
     h2 = "h2" if r.tls_protocol else "h2c"
-    yield f"Application protocol: {h2 if r.http_version == '2' else 'http/1.1'}"
+    return app_info_lines(r.tls_protocol, r.tls_temp_key,
+                          h2 if r.http_version == "2" else "http/1.1")
 
 
-def _lines(r: Result) -> Iterable[str]:
+def _lines(r: Result, app_info: bool) -> Iterable[str]:
     t = r.time_taken
     rps = r.complete / t if t > 0 else 0.0
-    yield from _tls_lines(r)
+    if app_info:
+        yield from _tls_lines(r)
     yield ""
     yield (f"finished in {format_duration(t)}, {rps:.2f} req/s, "
            f"{utos_funit(r.bytes_received / t if t > 0 else 0)}B/s")

@@ -462,6 +462,44 @@ def test_progress_to_a_function(server):
     assert server.stats()["requests"] == before
 
 
+class Watch:
+    """A progress function with an `opened` method: what it was told, in
+    order."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[object, ...]] = []
+
+    def __call__(self, complete: int, failed: int) -> None:
+        self.told.append(("counts", complete, failed))
+
+    def opened(self, tls_protocol: str, tls_temp_key: str) -> None:
+        self.told.append(("opened", tls_protocol, tls_temp_key))
+
+
+def test_a_progress_function_is_told_when_the_first_connection_opens(server, pki):
+    """Its `opened` is called once, before the counts that follow the first
+    connection's opening (a run past the first progress call, and one that
+    ends before it), with the first handshake's TLS figures over TLS (as
+    Result has them), empty strings over plain TCP; never when nothing
+    opened (no server on the port)."""
+    with httpbench.Server(tls=True, certfile=pki["server"], keyfile=pki["server_key"]) as tls:
+        for url, how in ((server.url("/delay?ms=2"), dict(duration=0.6)),
+                         (server.url("/rnd?c=1"), dict(requests=5)),
+                         (tls.url("/delay?ms=2"), dict(duration=0.6, http2=True))):
+            watch = Watch()
+            r = httpbench.run(url, concurrency=2, progress=watch, verify=False, **how)
+            opened = [told for told in watch.told if told[0] == "opened"]
+            assert opened == [("opened", r.tls_protocol, r.tls_temp_key)], watch.told
+            assert watch.told.index(opened[0]) < next(
+                i for i, told in enumerate(watch.told) if told[0] == "counts" and told[1] > 0)
+            assert (r.tls_protocol.startswith("TLSv1.3,") and "X25519" in r.tls_temp_key) \
+                == url.startswith("https:"), r.tls_protocol
+    watch = Watch()
+    r = httpbench.run(f"http://127.0.0.1:{helpers.free_port()}/", requests=5, progress=watch)
+    assert r.failures["connect"] == 5 and watch.told[-1] == ("counts", 0, 5), watch.told
+    assert all(told[0] == "counts" for told in watch.told), watch.told
+
+
 def test_byte_counts_are_the_wire_bytes(scripted):
     """Total transferred is every response byte read, heads included, as ab
     counts it; HTML transferred the bodies; bytes sent every request byte."""
