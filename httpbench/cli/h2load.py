@@ -212,7 +212,10 @@ class Phases:
         while self.ends and time.monotonic() - self.t0 >= self.ends[0]:
             self._next()
         if self.lines is not None:
-            self.lines(complete, failed)
+            # Until a connection has opened, every failure is one that never
+            # started, which h2load's "done" leaves out (none opened: no
+            # progress line at all, as h2load's clients that cannot connect).
+            self.lines(complete, failed if self.told else 0)
 
     def opened(self, tls_protocol: str, tls_temp_key: str) -> None:
         """h2load's lines as its first connection opens (print_app_info):

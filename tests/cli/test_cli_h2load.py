@@ -352,13 +352,16 @@ def test_the_table_is_set_in_h2loads_columns(tmp_path, server):
 def test_a_request_whose_connect_failed_was_not_started_as_h2loads(tmp_path):
     """No server on the port: h2load counts its clients' requests failed
     and errored, never started nor done; httpbench counted them started and
-    done. The report's requests line and its table now equal h2load's."""
+    done, and printed progress lines for them. The start of the output (no
+    progress line, no Application protocol), the report's requests line and
+    its table now equal h2load's."""
     url = f"http://127.0.0.1:{free_port()}/"
     for args in (["-n", "10", "-c", "2"], ["-n", "7", "-c", "3", "-m", "4"]):
         real, ours = both(args, url, tmp_path)
         lines = [[line for line in out.splitlines() if line.startswith(("requests:", *TABLE))]
                  for out in (real, ours)]
         assert lines[0] == lines[1], (real, ours)
+        assert real.split("finished in")[0] == ours.split("finished in")[0], (real, ours)
         n = args[1]
         assert f"requests: {n} total, 0 started, 0 done, 0 succeeded, {n} failed, {n} errored" \
             in ours, ours
