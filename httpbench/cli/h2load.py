@@ -174,13 +174,15 @@ def h2load_duration(flag: str, text: str) -> float:
 
 
 class Phases:
-    """h2load's lines of a run's start and, under -D, its phases: each
+    """h2load's lines of a run as it goes, run()'s progress function: each
     thread's "spawning thread" line (its clients, as httpbench splits them
-    too, and its share of -n, which httpbench's threads share), then under
-    -D "Warm-up started", the first thread's "progress: P% of clients
-    started", and the warm-up's and the main duration's ends as the run's
-    clock passes them (read by the progress calls, four a second; finish()
-    prints what is left before the report)."""
+    too, and its share of -n, which httpbench's threads share); under -D
+    "Warm-up started" and the first thread's "progress: P% of clients
+    started"; the first connection's TLS and Application protocol lines
+    as it opens (opened()); under -n the "progress: P% done" lines; under
+    -D the warm-up's and the main duration's ends as the run's clock passes
+    them (read by the progress calls, four a second; finish() prints what
+    is left before the report)."""
 
     def __init__(self, clients: int, threads: int, requests: int | None,
                  duration: float | None, warmup: float | None, out: IO[str],
