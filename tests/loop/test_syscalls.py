@@ -106,6 +106,10 @@ def _naps(tmp_path, url: str, n: int, c: int, *flags: str) -> list[int]:
         r"clock_nanosleep\(CLOCK_MONOTONIC, 0, \{tv_sec=0, tv_nsec=(\d+)\}", out.read_text())]
 
 
+# (timing: how often it naps follows how fast the answers come against the
+# loop's wake-ups, wall-clock figures; the sanitizer build, several times
+# slower and beside another worker, napped 9 times where the test asks 10.)
+@pytest.mark.timing
 def test_http2_naps_where_answers_come_faster_than_it_wakes(tmp_path):
     """nginx h2c (one worker, on CPU 1) at (50, 100): answers come every few
     microseconds, each a wake-up of the loop, so it naps before it waits
