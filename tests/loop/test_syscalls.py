@@ -106,16 +106,22 @@ def _naps(tmp_path, url: str, n: int, c: int, *flags: str) -> list[int]:
         r"clock_nanosleep\(CLOCK_MONOTONIC, 0, \{tv_sec=0, tv_nsec=(\d+)\}", out.read_text())]
 
 
-# (timing: how often it naps follows how fast the answers come against the
-# loop's wake-ups, wall-clock figures; the sanitizer build, several times
-# slower and beside another worker, napped 9 times where the test asks 10.)
+# (timing: whether it naps follows how fast the answers come against the
+# loop's wake-ups, wall-clock figures.)
 @pytest.mark.timing
 def test_http2_naps_where_answers_come_faster_than_it_wakes(tmp_path):
     """nginx h2c (one worker, on CPU 1) at (50, 100): answers come every few
-    microseconds, each a wake-up of the loop, so it naps before it waits
-    (185 naps in 20,000 requests here), none over 100 us. At (1, 1) answers
-    take tens of microseconds, too short for a nap within 1% of them: none.
-    Over HTTP/1.1, none."""
+    microseconds, each a wake-up of the loop, so it naps before it waits,
+    none over 100 us. At (1, 1) answers take tens of microseconds, too
+    short for a nap within 1% of them: none. Over HTTP/1.1, none.
+
+    How many naps is strace's more than the loop's: each traced nap comes
+    back late by ptrace's stops, often by the whole 100 us the loop allows,
+    and the loop shortens the next by what the last overran (7/8 of it,
+    then 7/8 of that: 100000, 87500, 76563 ns in every run) until naps no
+    longer pay; 8 to 407 naps in 20,000 requests on one machine, in one
+    hour, with the same build (the test asked 10 and failed there). So the
+    test asks that it naps here and not there."""
     if not _strace_works():
         pytest.skip("strace cannot trace here (ptrace not permitted)")
     h2c = helpers.free_port()
@@ -124,7 +130,7 @@ def test_http2_naps_where_answers_come_faster_than_it_wakes(tmp_path):
             pytest.skip("nginx missing")
         url = f"http://127.0.0.1:{h2c}/rnd"
         many = _naps(tmp_path, url, 20_000, 50, "--http2", "--streams", "100")
-        assert len(many) >= 10, many
+        assert len(many) >= 1, many
         assert max(many) <= 100_000, many
         assert _naps(tmp_path, url, 2_000, 1, "--http2", "--streams", "1") == []
     with helpers.nginx(1) as server:
