@@ -55,6 +55,7 @@ def hb(*args: str, cwd: Path | str, timeout: float = 60) -> subprocess.Completed
     return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=timeout)
 
+
 def within_a_second(run: Callable[[], subprocess.CompletedProcess[str]]
                     ) -> subprocess.CompletedProcess[str]:
     """run(), again from the start of the next second while it spanned a
@@ -67,6 +68,8 @@ def within_a_second(run: Callable[[], subprocess.CompletedProcess[str]]
         done = run()
         if int(time.time()) == int(t0):
             break
+        # (Not a wait for something to happen: the next try starts as a
+        # second begins, so it has the whole second to finish in.)
         time.sleep(1.0 - time.time() % 1.0)
     return done
 
