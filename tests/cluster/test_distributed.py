@@ -334,7 +334,21 @@ def scheduler_and_workers(tmp_path) -> Iterator[tuple[subprocess.Popen, distribu
                                 cwd=tmp_path, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) for _ in range(2)]
     try:
-        with distributed.Client(address, timeout=30) as c:
+        # The client's timeout is also how long it tries to reach a lost
+        # scheduler again before its calls fail: the tests' wait for the
+        # loss (30 s at distributed's default, 10 here). So it connects
+        # once the scheduler listens, which on a loaded machine may take
+        # longer than that.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                so.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and scheduler.poll() is None, \
+                    "the scheduler did not listen within 60 s"
+                time.sleep(0.1)
+        with distributed.Client(address, timeout=10) as c:
             c.wait_for_workers(2, timeout=60)
             yield scheduler, c
     finally:
