@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 import httpbench
-from helpers import exact
+from helpers import exact, free_port, wait_for_port
 from httpbench import Request, Scenario
 
 import distributed  # the test extra brings it: these tests always run
@@ -319,11 +319,7 @@ def test_a_lost_worker_counts_in_the_whole_and_by_name_alike(srv, monkeypatch):
 def scheduler_and_workers(tmp_path) -> Iterator[tuple[subprocess.Popen, distributed.Client]]:
     """A scheduler and two workers, each a process of its own (so the
     scheduler can be killed alone), and a Client of it; all killed after."""
-    import socket as so
-
-    with so.socket() as s0:
-        s0.bind(("127.0.0.1", 0))
-        port = s0.getsockname()[1]
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
                                   "--host", "127.0.0.1", "--port", str(port),
@@ -339,15 +335,7 @@ def scheduler_and_workers(tmp_path) -> Iterator[tuple[subprocess.Popen, distribu
         # loss (30 s at distributed's default, 10 here). So it connects
         # once the scheduler listens, which on a loaded machine may take
         # longer than that.
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                so.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and scheduler.poll() is None, \
-                    "the scheduler did not listen within 60 s"
-                time.sleep(0.1)
+        wait_for_port(port, scheduler, timeout=60)
         with distributed.Client(address, timeout=10) as c:
             c.wait_for_workers(2, timeout=60)
             yield scheduler, c
