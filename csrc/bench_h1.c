@@ -106,7 +106,7 @@ static void h1_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *w
     hb_bench_result *res = current(c)->res;
     int n = unanswered(c);
     for (int i = h->answered; i < h->batch; i++)
-        hb_br_failed(t, &c->xs[i], cls, now);
+        hb_br_failed_on(t, c, &c->xs[i], cls, now);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
     hb_bs_close(c);

@@ -163,7 +163,7 @@ static void h2_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *w
     carry(t, c, now);
     FOR_TAKEN(c, x)
     {
-        hb_br_failed(t, x, cls, now);
+        hb_br_failed_on(t, c, x, cls, now);
         if (why != NULL)
             note_error(x, "%s", why);
         release(t, c, x, now);

@@ -385,6 +385,10 @@ void hb_br_publish(bthread *t);
 hb_second *hb_br_second(bthread *t, int64_t now);
 /* Exchange ex failed at now, in class cls (HB_FAIL). */
 void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now);
+/* As hb_br_failed, for an exchange c carries: counted unopened too while
+ * c's socket was still opening (its connect, a proxy's tunnel, its TLS
+ * handshake), so never sent on it (h2load's requests never started). */
+void hb_br_failed_on(bthread *t, const bconn *c, bexch *ex, size_t cls, int64_t now);
 /* Exchange ex's response arrived at now: its latency and its parts
  * recorded (hb_br_done does it; a response that failed a check or its
  * length has a latency too, as ab's and Locust's do). */

@@ -162,6 +162,13 @@ void hb_br_failed(bthread *t, bexch *ex, size_t cls, int64_t now)
     __atomic_store_n(&t->live_failed, t->failed, __ATOMIC_RELAXED);
 }
 
+void hb_br_failed_on(bthread *t, const bconn *c, bexch *ex, size_t cls, int64_t now)
+{
+    hb_br_failed(t, ex, cls, now);
+    if (c->state < BC_CARRIED)
+        ex->res->unopened++;
+}
+
 void hb_br_timed(bexch *ex, int64_t now)
 {
     hb_bench_result *res = ex->res;

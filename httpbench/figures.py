@@ -26,8 +26,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # and the `late_busy` count; 14 a latency's `state_z` (its state compressed,
 # without `histogram` and `state`), as a pytest baseline keeps it; 15
 # conn_first_byte (each connection's connect to its first response byte);
-# 16 conn_rps_within (h2load's +/- sd of the connections' req/s).
-SCHEMA = 16
+# 16 conn_rps_within (h2load's +/- sd of the connections' req/s); 17 the
+# `unopened` count (requests failed while their connection opened).
+SCHEMA = 17
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

@@ -335,6 +335,8 @@ class ScriptedServer:
                            bytes (a record cut short), then close
       ("send_records", chunks)  each chunk in a record of its own, all the
                            records in one write (so they arrive together)
+      ("send_plain", data)  data on the socket as it is, outside any record
+                           (a record the client's TLS refuses)
     After its last step a script waits for the client to close. Connections
     beyond the scripts are closed at once.
     """
@@ -396,6 +398,8 @@ class ScriptedServer:
                     return
                 elif kind == "send_records":
                     conn.sendall(b"".join(io.sealed(chunk) for chunk in step[1]))
+                elif kind == "send_plain":
+                    conn.sendall(step[1])
                 elif kind == "send_cut":
                     conn.sendall(io.sealed(step[1])[: step[2]])
                     conn.close()

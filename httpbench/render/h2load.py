@@ -118,10 +118,12 @@ def _lines(r: Result, app_info: bool) -> Iterable[str]:
     bad_status = sum(n for code, n in r.status_counts.items() if code >= 400)
     timeout = r.failures.get("timeout", 0)
     errored = r.failed - timeout
-    # A request whose connection never opened was never started, nor done,
-    # in h2load's count (a client that cannot connect fails its requests
-    # without submitting them: Client::process_abandoned_streams).
-    unsent = r.failures.get("connect", 0)
+    # A request whose connection never opened (its connect, a proxy's
+    # tunnel or its TLS handshake failed) was never started, nor done, in
+    # h2load's count (a client that cannot open fails its requests without
+    # submitting them: Client::process_abandoned_streams). A result saved
+    # before schema 17 has no such count: its connect class stands in.
+    unsent = r.counts.get("unopened", r.failures.get("connect", 0))
     yield (f"requests: {r.issued} total, {r.issued - unsent} started, "
            f"{r.complete + r.failed - unsent} done, "
            f"{ok} succeeded, {bad_status + r.failed} failed, {errored} errored, "

@@ -355,13 +355,18 @@ def test_the_table_is_set_in_h2loads_columns(tmp_path, server):
 
 
 @needs_h2load
-def test_a_request_whose_connect_failed_was_not_started_as_h2loads(tmp_path):
-    """No server on the port: h2load counts its clients' requests failed
+@pytest.mark.parametrize("fails", ["connect", "handshake"])
+def test_a_request_whose_connection_never_opened_was_not_started_as_h2loads(tmp_path, server,
+                                                                           fails):
+    """No server on the port, or a TLS URL at a server that answers its
+    ClientHello in plain HTTP: h2load counts its clients' requests failed
     and errored, never started nor done; httpbench counted them started and
-    done, and printed progress lines for them. The start of the output (no
-    progress line, no Application protocol), the report's requests line and
-    its table now equal h2load's."""
-    url = f"http://127.0.0.1:{free_port()}/"
+    done (after a failed handshake until the `unopened` count), and printed
+    progress lines for them. The start of the output (no progress line, no
+    Application protocol), the report's requests line and its table now
+    equal h2load's."""
+    url = f"http://127.0.0.1:{free_port()}/" if fails == "connect" else \
+        server.url("/").replace("http:", "https:")
     for args in (["-n", "10", "-c", "2"], ["-n", "7", "-c", "3", "-m", "4"]):
         real, ours = both(args, url, tmp_path)
         lines = [[line for line in out.splitlines() if line.startswith(("requests:", *TABLE))]

@@ -285,6 +285,30 @@ def test_a_record_cut_short_is_a_close(scripted, tls_context):
             conn.request("GET", "/")
 
 
+def test_a_failed_handshake_left_its_request_unsent_a_refused_record_did_not(scripted, pki):
+    """Both fail in the tls class; only the requests whose connection never
+    opened were never sent (`counts["unopened"]`, which the h2load mode
+    counts not started), whichever carrier, over HTTP/1.1 and HTTP/2."""
+    ctx, ca = server_context(pki["server"], pki["server_key"]), pki["ca"]
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    junk = b"\x17\x03\x03\x00\x10" + bytes(16)  # an application record no key sealed
+    for http2 in (False, True):
+        first = [("recv",)] if not http2 else [("sleep", 0.2)]  # (h2: the preface is sent)
+        srv = scripted(*[[*first, ("send_plain", junk)]] * 3, tls=ctx)
+        r = httpbench.run(f"https://127.0.0.1:{srv.port}/", requests=3, cafile=ca, http2=http2,
+                          progress=False)
+        exact(r)
+        assert r.failures["tls"] == r.failed == 3 and r.tls_full_handshakes == 3, r.failures
+        assert r.counts["unopened"] == 0, r.counts
+        # The certificate is not trusted (with streams, a socket opens before
+        # its ticket: the ticket it takes on failing is unopened too).
+        r = httpbench.run(f"https://127.0.0.1:{srv.port}/", requests=4, concurrency=2,
+                          http2=http2, streams=4 if http2 else 1, progress=False)
+        exact(r)
+        assert r.failures["tls"] == r.failed == r.counts["unopened"] == 4, (r.failures, r.counts)
+        assert "certificate verify failed" in r.first_error
+
+
 def test_the_close_notify_ending_a_close_delimited_body_completes_it(scripted, tls_context):
     ctx, ca = tls_context
     srv = scripted([("recv",), ("send", b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall"),
@@ -371,6 +395,7 @@ def test_handshake_failures_are_their_own_class(tls_srv):
         r = httpbench.run(plain.url("/").replace("http:", "https:"), requests=3, verify=False,
                           progress=False)
         assert r.failures["tls"] == 3 and "plain HTTP, not TLS" in r.first_error
+        assert r.counts["unopened"] == 3  # (never sent: h2load's not started)
 
 
 def test_a_duration_over_tls_ends_with_the_rule(tls_srv):

@@ -258,7 +258,7 @@ def test_connect_failures():
         port = srv.port
     r = httpbench.run(f"http://127.0.0.1:{port}/", requests=40, concurrency=4, progress=False)
     exact(r)
-    assert (r.issued, r.complete, r.failures["connect"]) == (40, 0, 40)
+    assert (r.issued, r.complete, r.failures["connect"], r.counts["unopened"]) == (40, 0, 40, 40)
     assert "refused" in r.first_error and not r.ok
 
 
@@ -268,6 +268,7 @@ def test_receive_failures(scripted):
     r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=6, concurrency=2, progress=False)
     exact(r)
     assert r.failures["receive"] == 6 and r.complete == 0
+    assert r.counts["unopened"] == 0  # (each request was sent: its connection opened)
 
 
 def test_length_failures(scripted):
@@ -615,10 +616,11 @@ def test_responses_that_end_keep_alive_are_counted_by_the_loops_own_table(server
     bench.h's list) reaches Result.counts and the JSON, and sums exactly
     over threads, scenario names and a merge."""
     kept = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, progress=False)
-    assert kept.counts == {"closing_responses": 0, "retries": 0, "late_busy": 0}
+    assert kept.counts == {"closing_responses": 0, "retries": 0, "late_busy": 0, "unopened": 0}
     closed = httpbench.run(server.url("/rnd?c=10"), requests=200, concurrency=4, threads=2,
                            keepalive=False, progress=False)
-    assert closed.counts == {"closing_responses": 200, "retries": 0, "late_busy": 0}
+    assert closed.counts == {"closing_responses": 200, "retries": 0, "late_busy": 0,
+                             "unopened": 0}
     assert closed.complete == 200
     assert httpbench.Result.from_json(closed.to_json()).counts == closed.counts
     # A server that closes after every second answer, saying so.
@@ -627,4 +629,5 @@ def test_responses_that_end_keep_alive_are_counted_by_the_loops_own_table(server
     r = httpbench.run(f"http://127.0.0.1:{srv.port}/", requests=6, progress=False)
     assert (r.complete, r.counts["closing_responses"]) == (6, 3)
     from httpbench.distributed import merge
-    assert merge([closed, r]).counts == {"closing_responses": 203, "retries": 0, "late_busy": 0}
+    assert merge([closed, r]).counts == {"closing_responses": 203, "retries": 0,
+                                         "late_busy": 0, "unopened": 0}
