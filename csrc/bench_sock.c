@@ -148,6 +148,7 @@ static void handshake(bthread *t, bconn *c, int64_t now)
             hb_bs_watch_wants(t, c);
             return;
         }
+        c->xs[0].res->tls_failed++;
         c->carrier->fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
         return;
     }

@@ -27,7 +27,8 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # without `histogram` and `state`), as a pytest baseline keeps it; 15
 # conn_first_byte (each connection's connect to its first response byte);
 # 16 conn_rps_within (h2load's +/- sd of the connections' req/s); 17 the
-# `unopened` count (requests failed while their connection opened).
+# `unopened` count (requests failed while their connection opened) and
+# tls_failed_handshakes.
 SCHEMA = 17
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2

@@ -294,13 +294,16 @@ class Result:
     first_head: str = ""
     # Over TLS: what the first handshake agreed on, as ab prints it
     # ("TLSv1.3,TLS_AES_256_GCM_SHA384,256,256"; "" over plain HTTP), the
-    # key exchange, the name sent (SNI); the handshakes by kind and their
-    # time (each handshake's; the connect time includes it).
+    # key exchange, the name sent (SNI); the handshakes by kind (failed:
+    # those the transport refused, schema 17; the requests they carried are
+    # failed in the tls class) and their time (each completed handshake's;
+    # the connect time includes it).
     tls_protocol: str = ""
     tls_temp_key: str = ""
     tls_server_name: str = ""
     tls_full_handshakes: int = 0
     tls_resumed_handshakes: int = 0
+    tls_failed_handshakes: int = 0
     tls_handshake: Latency = dataclasses.field(default_factory=Latency)
     # Each connection's time from its connect's start to its first
     # response byte (h2load's "time to 1st byte": one a connect).

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .text import (_ms, _row, client_lines, cpu_line, log_lines, non_2xx_text, percent_label,
-                   percentiles_cover, tls_lines)
+                   percentiles_cover, tls_handshake_lines, tls_lines)
 
 if TYPE_CHECKING:
     from ..result import Result
@@ -132,10 +132,7 @@ def _additions(r: Result, layout: AbLayout) -> Iterable[str]:
         yield f"Non-2xx responses by status: {non_2xx_text(r)}"
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
-    shakes = r.tls_full_handshakes + r.tls_resumed_handshakes
-    if shakes:
-        yield (f"TLS handshakes:         {shakes} ({r.tls_full_handshakes} full, "
-               f"{r.tls_resumed_handshakes} resumed), mean {_ms(r.tls_handshake.mean)} [ms]")
+    yield from tls_handshake_lines(r)
     if r.complete:
         yield cpu_line(r)
         tail = [p for p in (99.9, 99.99) if layout.percentiles]

@@ -122,10 +122,12 @@ def key_rows(r: Result) -> list[tuple[str, str | None, Any, str]]:
         ("Client CPU per request", "cpu_per_request", cpu,
          f"{cpu * 1e6:,.2f} us" if cpu is not None else "-"),
     ]
-    if r.tls_protocol:
+    if r.tls_protocol or r.tls_failed_handshakes:
         rows.append(("TLS handshakes", "tls_full_handshakes", r.tls_full_handshakes,
                      f"{r.tls_full_handshakes:,} full, {r.tls_resumed_handshakes:,} resumed, "
-                     f"mean {_ms(r.tls_handshake.mean)}"))
+                     + (f"{r.tls_failed_handshakes:,} failed, " if r.tls_failed_handshakes
+                        else "")
+                     + f"mean {_ms(r.tls_handshake.mean)}"))
     if r.http_version == "2":
         rows.append(("Refused streams", "refused", r.refused, f"{r.refused:,}"))
         rows.append(("Req/s per connection (mean)", "conn_rps_mean", r.conn_rps_mean,

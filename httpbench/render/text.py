@@ -65,6 +65,16 @@ def headline(r: Result) -> str:
     return ""
 
 
+def tls_handshake_lines(r: Result) -> Iterable[str]:
+    """The handshakes by kind, when there were any (failed: refused)."""
+    shakes = r.tls_full_handshakes + r.tls_resumed_handshakes
+    failed = f", {r.tls_failed_handshakes} failed" if r.tls_failed_handshakes else ""
+    if shakes or failed:
+        yield (f"TLS handshakes:         {shakes} ({r.tls_full_handshakes} full, "
+               f"{r.tls_resumed_handshakes} resumed{failed}), "
+               f"mean {_ms(r.tls_handshake.mean)} [ms]")
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f}"
 
@@ -124,10 +134,7 @@ def _report_lines(r: Result) -> Iterable[str]:
     if r.non_2xx:
         yield f"Non-2xx responses:      {non_2xx_text(r)}"
     yield f"Keep-Alive requests:    {r.keepalive_requests}"
-    shakes = r.tls_full_handshakes + r.tls_resumed_handshakes
-    if shakes:
-        yield (f"TLS handshakes:         {shakes} ({r.tls_full_handshakes} full, "
-               f"{r.tls_resumed_handshakes} resumed), mean {_ms(r.tls_handshake.mean)} [ms]")
+    yield from tls_handshake_lines(r)
     if r.refused:
         yield f"Refused streams:        {r.refused} (REFUSED_STREAM, sent again)"
     yield f"Total transferred:      {r.bytes_received} bytes"

@@ -121,8 +121,12 @@ def _lines(r: Result, duration: float, threads: int, connections: int,
     taken = format_time_us(r.time_taken * 1e6)
     yield f"  {r.complete} requests in {taken}, {format_binary(r.bytes_received)}B read"
     f = r.failures
-    connect = f["connect"] + f["tls"]
-    read = f["receive"] + f["length"] + f["exceptions"] + f["reset"]
+    # wrk counts a failed TLS handshake a connect error, a record refused
+    # on an open connection a read error (one request a connection: no
+    # pipelining here).
+    shakes = min(r.tls_failed_handshakes, f["tls"])
+    connect = f["connect"] + shakes
+    read = f["receive"] + f["length"] + f["exceptions"] + f["reset"] + f["tls"] - shakes
     timeout = f["timeout"]
     if connect or read or timeout:
         yield f"  Socket errors: connect {connect}, read {read}, write 0, timeout {timeout}"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import free_port, grep_each, hb, nginx, side_by_side
+from helpers import free_port, grep_each, hb, nginx, server_context, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
 from httpbench.render.wrk import format_binary, format_metric, format_time_s, format_time_us
@@ -135,6 +135,30 @@ def test_a_server_it_cannot_reach_ends_it_before_the_run_as_wrk(tmp_path):
         ours = hb("wrk", *args, cwd=tmp_path)
         assert real.returncode == 1 and real.stderr.startswith("unable to "), real
         assert (ours.returncode, ours.stdout, ours.stderr) == (1, "", real.stderr), (ours, real)
+
+
+@needs_wrk
+def test_tls_failures_are_the_socket_errors_wrk_counts_them(tmp_path, scripted, pki):
+    """wrk counts a TLS handshake that fails a connect error and a record
+    its TLS refuses on an open connection a read error; the wrk mode
+    counted both connect (the tls class holds both: tls_failed_handshakes
+    tells them apart)."""
+    junk = b"\x17\x03\x03\x00\x10" + bytes(16)  # an application record no key sealed
+    refusing = scripted(*[[("recv",), ("send_plain", junk)]] * 5000,
+                        tls=server_context(pki["server"], pki["server_key"]))
+    with httpbench.Server() as plain:  # (it answers a ClientHello in plain HTTP)
+        for url, column in ((f"https://127.0.0.1:{refusing.port}/", "read"),
+                            (plain.url("/").replace("http:", "https:"), "connect")):
+            real, ours = side_by_side("wrk", ["-t1", "-c1", "-d1s"], url, tmp_path,
+                                      ours_ok=(1,))  # (a run with failures)
+            for out in (real, ours):
+                m = re.search(r"^  Socket errors: connect (\d+), read (\d+), write 0, "
+                              r"timeout (\d+)$", out, re.M)
+                assert m, (real, ours)
+                errors = dict(zip(("connect", "read", "timeout"), map(int, m.groups()),
+                                  strict=True))
+                assert errors[column] > 0 and sum(errors.values()) == errors[column], \
+                    (column, real, ours)
 
 
 def test_wrks_formats():

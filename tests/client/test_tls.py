@@ -299,13 +299,14 @@ def test_a_failed_handshake_left_its_request_unsent_a_refused_record_did_not(scr
                           progress=False)
         exact(r)
         assert r.failures["tls"] == r.failed == 3 and r.tls_full_handshakes == 3, r.failures
-        assert r.counts["unopened"] == 0, r.counts
+        assert r.counts["unopened"] == 0 and r.tls_failed_handshakes == 0, r.counts
         # The certificate is not trusted (with streams, a socket opens before
         # its ticket: the ticket it takes on failing is unopened too).
         r = httpbench.run(f"https://127.0.0.1:{srv.port}/", requests=4, concurrency=2,
                           http2=http2, streams=4 if http2 else 1, progress=False)
         exact(r)
         assert r.failures["tls"] == r.failed == r.counts["unopened"] == 4, (r.failures, r.counts)
+        assert (r.tls_failed_handshakes, r.tls_full_handshakes) == (4, 0)
         assert "certificate verify failed" in r.first_error
 
 
@@ -390,7 +391,9 @@ def test_handshake_failures_are_their_own_class(tls_srv):
     assert r.failed == 50 and r.failures["tls"] == 50 and r.complete == 0
     exact(r)
     assert r.first_error == "certificate verify failed: self-signed certificate"
-    assert "TLS: 50)" in r.report()
+    assert "TLS: 50)" in r.report() and r.tls_failed_handshakes == 50
+    assert "TLS handshakes:         0 (0 full, 0 resumed, 50 failed)" in r.report()
+    assert "0 full, 0 resumed, 50 failed, mean" in r._repr_html_()
     with httpbench.Server() as plain:
         r = httpbench.run(plain.url("/").replace("http:", "https:"), requests=3, verify=False,
                           progress=False)
