@@ -67,7 +67,7 @@ void hb_bench_second_percentiles(const hb_second *sec, uint64_t *p50, uint64_t *
     X(header_bytes_wire, "header_bytes_wire")       /* HTTP/2: HEADERS payloads received */        \
     X(header_bytes_decoded, "header_bytes_decoded") /* and the fields they decoded to */           \
     X(unopened, "unopened") /* of failed: their socket still opening (hb_br_failed_on) */          \
-    X(tls_failed, "tls_failed_handshakes") /* (their requests failed in the tls class) */
+    X(tls_failed, "tls_failed_handshakes") /* refused (their requests: the tls class) */
 
 #define HB_BENCH_COUNT_FIELD(field, name) uint64_t field;
 
