@@ -38,7 +38,7 @@ static void sched_times(int64_t *on_cpu, int64_t *waiting)
  * requests were spent (every one due was then issued). */
 static int64_t schedule_end(const hb_bench *b)
 {
-    int64_t stop = stopped((hb_bench *)b) ? b->stop_at - HB_BENCH_GRACE_NS : 0;
+    int64_t stop = stopped((hb_bench *)b) ? b->stop_at - b->grace_ns : 0;
     if (b->end && (!stop || b->end <= stop))
         return b->end;
     return stop;
@@ -357,6 +357,7 @@ static int out_of_range(const hb_bench_config *cfg, char *err, size_t errlen)
         {"threads", cfg->threads, 1, HB_BENCH_MAX_THREADS},
         {"rate", cfg->rate, 0, HB_BENCH_MAX_RATE},
         {"timeout", cfg->timeout, DBL_MIN, HB_BENCH_MAX_SECONDS},
+        {"grace", cfg->grace, 0, HB_BENCH_MAX_SECONDS},
         {"pipeline", cfg->pipeline, 0, HB_BENCH_MAX_PIPELINE},
         {"streams", cfg->streams, 0, HB_BENCH_MAX_STREAMS},
         {"window", (double)cfg->window, 0, HB_BENCH_MAX_WINDOW},
@@ -458,6 +459,7 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     b->start = hb_now_ns();
     b->last_outcome = b->start;
     b->timeout_ns = (int64_t)(cfg->timeout * 1e9);
+    b->grace_ns = (int64_t)(cfg->grace * 1e9);
     b->tick_ns = b->timeout_ns / 4 < TICK_NS ? b->timeout_ns / 4 : TICK_NS;
     if (b->tick_ns < 1000000)
         b->tick_ns = 1000000;
@@ -549,7 +551,7 @@ void hb_bench_go(hb_bench *b, int64_t start_realtime_ns)
 void hb_bench_stop(hb_bench *b)
 {
     if (!stopped(b)) {
-        b->stop_at = hb_now_ns() + HB_BENCH_GRACE_NS;
+        b->stop_at = hb_now_ns() + b->grace_ns;
         __atomic_store_n(&b->stopping, 1, __ATOMIC_RELEASE);
     }
     /* Threads waiting for a prepared start's go, and a caller of

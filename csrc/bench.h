@@ -17,8 +17,8 @@
  * many tickets exist) and ends complete, failed (in one class: connect,
  * tls, receive, length, exceptions, timeout) or cancelled. When the run is
  * stopped (hb_bench_stop, on Ctrl-C) or its duration ends, requests in
- * flight get a second's grace to finish; those still in flight after it
- * are cancelled: counted apart, not as failures.
+ * flight get a grace to finish (a second unless the config says); those
+ * still in flight after it are cancelled: counted apart, not as failures.
  */
 #ifndef HB_BENCH_H
 #define HB_BENCH_H
@@ -46,7 +46,8 @@
 #define HB_BENCH_MAX_WINDOW 2147483647        /* HTTP/2 window, bytes (RFC 9113 section 6.9.1) */
 #define HB_BENCH_MAX_SOCKET_BUFFER (1 << 30)  /* SO_SNDBUF/SO_RCVBUF (the kernel doubles it) */
 /* What requests in flight get after a stop or a duration's end before
- * they are cancelled; the Python agents keep the same. */
+ * they are cancelled, unless hb_bench_config.grace says otherwise; the
+ * Python agents keep the same. */
 #define HB_BENCH_GRACE_NS 1000000000LL
 
 /* The most requests a scenario holds: each costs a result per thread
@@ -87,6 +88,10 @@ typedef struct {
                               * concurrency / rate is at most HB_BENCH_MAX_SECONDS */
     double timeout;           /* seconds per request, connect included; positive, at
                               * most HB_BENCH_MAX_SECONDS */
+    double grace;             /* seconds requests in flight get after a stop or the
+                               * duration's end, 0..HB_BENCH_MAX_SECONDS (0: cancelled
+                               * at the loop's next look, within 50 ms: wrk's and
+                               * h2load's stop) */
     int lengths_vary;         /* no "length" failures */
     int pipeline;             /* requests in flight per connection, written together and
                                * answered in order: 1..HB_BENCH_MAX_PIPELINE (0: 1); more
@@ -172,8 +177,8 @@ int hb_bench_prepared(hb_bench *b);
  * once, here. Any call but the first is ignored. */
 void hb_bench_go(hb_bench *b, int64_t start_realtime_ns);
 
-/* Asks the run to end early: no new tickets, a second's grace, then what
- * is still in flight is cancelled. */
+/* Asks the run to end early: no new tickets, the config's grace, then
+ * what is still in flight is cancelled. */
 void hb_bench_stop(hb_bench *b);
 
 /* Waits up to timeout_ns for the run to end. Returns 1 when it has. */

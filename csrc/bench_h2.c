@@ -110,13 +110,21 @@ static int depth_of(const hb_bench *b)
 }
 
 /* x is over (counted by the caller): its slot is free. */
-static void release(bthread *t, bconn *c, bexch *x, int64_t now)
+static void free_slot(bthread *t, bconn *c, bexch *x, int64_t now)
 {
     set_place(c, x, BX_FREE);
     slot_of(c, x)->strm = NULL;
     H(c)->active--;
     c->free_at = now;
     t->inflight--;
+}
+
+/* x is over with an outcome (complete or failed; not cancelled, which
+ * ends no request's time: the run's length stops at its last outcome, as
+ * over HTTP/1.1): its slot is free. */
+static void release(bthread *t, bconn *c, bexch *x, int64_t now)
+{
+    free_slot(t, c, x, now);
     __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
 
@@ -670,7 +678,7 @@ static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon)
         FOR_TAKEN(c, x)
         {
             hb_br_cancelled(t, x, now);
-            release(t, c, x, now);
+            free_slot(t, c, x, now);
         }
         hb_bs_leave_retry(t, c);
         hb_bs_close(c);

@@ -312,6 +312,7 @@ struct hb_bench {
     uint64_t tickets;
     int64_t start, end; /* end: the duration's end, or 0 */
     int64_t timeout_ns; /* per request */
+    int64_t grace_ns;   /* after a stop or the duration's end (hb_bench_config.grace) */
     int64_t tick_ns;    /* the deadline check's period: TICK_NS, or a quarter of a
                          * shorter timeout (1 ms at least), so it is not missed */
     int addr_good;      /* the address that last connected */

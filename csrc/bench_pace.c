@@ -35,9 +35,8 @@ int hb_bp_ticket_for(bthread *t, const bconn *c, int64_t now)
      * fell due in the thread's stall, each when the one before is over),
      * within the grace the run's last answers have (a stall past it leaves
      * them unsent: the run is over). */
-    int owed = b->paced && !b->warming && b->end && now >= b->end &&
-               now - b->end < HB_BENCH_GRACE_NS && c->next_at < b->end &&
-               !hb_bp_busy_when_due(t, c) && !stopped(b);
+    int owed = b->paced && !b->warming && b->end && now >= b->end && now - b->end < b->grace_ns &&
+               c->next_at < b->end && !hb_bp_busy_when_due(t, c) && !stopped(b);
     return owed ? run_ticket(b) : hb_bp_ticket(b, now);
 }
 

@@ -204,6 +204,7 @@ static const hbpy_setting SETTINGS[] = {
     FLAG_FIELD(keepalive),
     DOUBLE_FIELD(rate, 0),
     DOUBLE_FIELD(timeout, 1),
+    DOUBLE_FIELD(grace, 0),
     FLAG_FIELD(lengths_vary),
     INT_FIELD(pipeline, 0),
     FLAG_FIELD(idempotent),
@@ -405,6 +406,7 @@ static int Bench_init(BenchObject *self, PyObject *args, PyObject *kwds)
     char err[160];
     core_state *st = type_state(Py_TYPE(self));
     memset(&cfg, 0, sizeof cfg);
+    cfg.grace = HB_BENCH_GRACE_NS / 1e9; /* unless the settings say */
     memset(&p, 0, sizeof p);
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!:_Bench", kwlist, &PyDict_Type, &settings) ||
         hbpy_read_settings(settings, "_Bench", SETTINGS, COUNT_OF(SETTINGS), OBJECT_SETTINGS,

@@ -202,6 +202,7 @@ def loop_settings(spec: RunSpec, prepared: bool) -> tuple[dict[str, Any], ProxyR
         "requests": spec.requests or 0, "duration": spec.duration or 0.0,
         "concurrency": spec.concurrency, "threads": threads, "keepalive": spec.keepalive,
         "rate": (spec.rate or 0.0) if spec.stages is None else 0.0, "timeout": spec.timeout,
+        "grace": spec.grace,
         "lengths_vary": spec.lengths_vary, "pipeline": spec.pipeline,
         "stages": spec.stages, "vus": spec.concurrency_stages, "prepared": prepared,
         "warmup_requests": warmup if isinstance(warmup, int) else 0,
@@ -334,11 +335,16 @@ def _measure(spec: RunSpec, bench: _core._Bench, prepared: bool, route: ProxyRou
         if stopped is not None:
             interrupted_at = max(0.0, stopped - at)
     if not interrupted:
-        # Under a rate or a shape the run lasts its schedule: requests over
-        # the time to the last answer would make 1 request a second for 1 s
-        # read as 1 / latency.
+        # Under a rate or a shape the run lasts its schedule, and one its
+        # duration ended lasts that: requests over the time to the last
+        # answer would make 1 request a second for 1 s read as 1 / latency,
+        # and a server that stopped answering read as fast as its last
+        # answer (ab -t, wrk and h2load -D count the time to the end).
         length = schedule_length(spec.requests, spec.duration,
                                  spec.rate if spec.stages is None else None, spec.stages)
+        if not length and spec.duration and not (spec.requests and
+                                                 raw["issued"] >= spec.requests):
+            length = spec.duration
         for part in [raw, *raw.get("by_request", ())]:
             part["time_taken"] = max(part["time_taken"], length)
     result = _results(spec, raw, started=started, interrupted=interrupted, route=route,

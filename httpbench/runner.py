@@ -34,6 +34,7 @@ def run(
     keepalive: bool = True,
     rate: float | None = None,
     timeout: float | None = 30.0,
+    grace: float = 1.0,
     warmup: int | float | None = None,
     progress: Progress = "auto",
     lengths_vary: bool = False,
@@ -86,8 +87,10 @@ def run(
     concurrency_stages shape the rate or the connections (k6's ramps).
     timeout bounds each request (None: no limit); warmup (an int:
     requests, a float: seconds) runs first and is left out. Every request
-    issued ends complete, failed or cancelled; Ctrl-C returns the partial
-    result with interrupted=True. progress ("auto": a tqdm bar or a live
+    issued ends complete, failed or cancelled: once the duration ends or
+    Ctrl-C comes, the requests in flight get `grace` seconds to finish (0:
+    none, as wrk and h2load stop) and the rest are cancelled; Ctrl-C
+    returns the partial result with interrupted=True. progress ("auto": a tqdm bar or a live
     line on a terminal, ab's lines elsewhere; True, False; or a function
     called with (complete, failed) a few times a second and once at the
     end) is written to stream (stderr unless given).
@@ -120,7 +123,7 @@ def run(
     spec = RunSpec.from_arguments(
         url, method=method, body=body, headers=headers, requests=requests, duration=duration,
         concurrency=concurrency, threads=threads, keepalive=keepalive, rate=rate,
-        timeout=timeout, warmup=warmup, lengths_vary=lengths_vary, verify=verify,
+        timeout=timeout, grace=grace, warmup=warmup, lengths_vary=lengths_vary, verify=verify,
         cafile=cafile, certfile=certfile, keyfile=keyfile, server_hostname=server_hostname,
         tls_min=tls_min, tls_max=tls_max, ciphers=ciphers, ciphersuites=ciphersuites,
         tls_resume=tls_resume, unix_socket=unix_socket, pipeline=pipeline, proxy=proxy,

@@ -99,7 +99,7 @@ def bench_parser() -> argparse.ArgumentParser:
     load.add_argument("-k", dest="keepalive", action="store_true", default=True,
                       help="keep-alive (the default; accepted from habit)")
     add_common(load, "keepalive", keepalive={"help": "a new connection per request"})
-    add_common(load, "pipeline", "warmup", "timeout", "lengths_vary")
+    add_common(load, "pipeline", "warmup", "timeout", "grace", "lengths_vary")
 
     proto = p.add_argument_group("protocol, TLS, proxies")
     add_common(proto, "http2", "streams", "window", "socket_buffer", "unix_socket", "proxy")

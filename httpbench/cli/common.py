@@ -34,6 +34,10 @@ _GRAMMAR: dict[str, dict[str, object]] = {
                "help": "requests (N) or a time (2s, 1m) to run first, uncounted"},
     "timeout": {"default": "30", "metavar": "TIME",
                 "help": "time each request may take: 30, 30s, 500ms (default 30s)"},
+    "grace": {"default": "1", "metavar": "TIME",
+              "help": "time the requests in flight get to finish once the duration ends or "
+                      "Ctrl-C stops the run; those still in flight are then cancelled "
+                      "(default 1s; 0: at once, as wrk and h2load stop)"},
     "metrics_linger": {"default": "0", "metavar": "TIME",
                        "help": "with --metrics: keep serving the final figures this long after "
                                "the run (default 0), so a scraper catches the end"},
@@ -83,10 +87,9 @@ def check_common(args: argparse.Namespace, max_concurrency: int = _check.MAX_CON
     given = vars(args)
     if isinstance(given.get("timeout"), str):
         args.timeout = parse_time("-s", args.timeout)
-    if isinstance(given.get("metrics_linger"), str):
-        linger = args.metrics_linger
-        args.metrics_linger = 0.0 if linger in ("0", "0s") else parse_time("--metrics-linger",
-                                                                             linger)
+    for name in ("grace", "metrics_linger"):  # (0 too: their checks say)
+        if isinstance(given.get(name), str):
+            setattr(args, name, parse_time(FLAGS[name], given[name], checked=False))
     if isinstance(given.get("warmup"), str):
         args.warmup = parse_warmup(args.warmup)
     if "headers" in given:
@@ -222,9 +225,10 @@ _UNIT_SECONDS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TIME_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
 
 
-def parse_time(flag: str, text: str) -> float:
+def parse_time(flag: str, text: str, checked: bool = True) -> float:
     """A time as people write it to ab, wrk and hey: seconds (10, 2.5), or
-    with units (10s, 500ms, 2m, 1h, 1m30s)."""
+    with units (10s, 500ms, 2m, 1h, 1m30s); checked: above 0 and at most
+    a year (False: any number, for the setting's own check)."""
     t = text.strip().lower()
     try:
         value = float(t)
@@ -234,7 +238,7 @@ def parse_time(flag: str, text: str) -> float:
             raise UsageError(f"{flag} takes a time like 10, 10s, 500ms or 2m, "
                              f"not {text!r}") from None
         value = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
-    return _check.seconds(flag, value)
+    return _check.seconds(flag, value) if checked else value
 
 
 def parse_warmup(text: str | None) -> int | float | None:

@@ -289,7 +289,9 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=threads, keepalive=True, rate=rate,
-        progress=False,
+        # h2load -D stops its clients at the main duration's end: what is in
+        # flight then is started, not done, and the run lasts the duration.
+        grace=0.0, progress=False,
         http2=http2, streams=streams if http2 else 1,
         pipeline=1 if http2 or body is not None else streams, unix_socket=unix,
         verify=False, ciphers=args.opt_ciphers or (H2LOAD_CIPHERS if target.tls else None),

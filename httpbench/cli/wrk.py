@@ -100,7 +100,9 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], float, int, int
         headers=parse_headers(args.opt_header), duration=duration, concurrency=connections,
         threads=threads, keepalive=True, rate=rate, timeout=parse_time("--timeout",
                                                                       args.opt_timeout),
-        progress=False, verify=False, **output_options(args))
+        # wrk stops its threads at the duration's end: what is in flight
+        # then is not counted, and the run lasts the duration.
+        grace=0.0, progress=False, verify=False, **output_options(args))
     return kwargs, duration, threads, connections
 
 

@@ -124,7 +124,9 @@ def _lines(r: Result, app_info: bool) -> Iterable[str]:
     # submitting them: Client::process_abandoned_streams). A result saved
     # before schema 17 has no such count: its connect class stands in.
     unsent = r.counts.get("unopened", r.failures.get("connect", 0))
-    yield (f"requests: {r.issued} total, {r.issued - unsent} started, "
+    # Under -D h2load's total is the requests done (Worker::free_client):
+    # those in flight at the end (cancelled) were started, not done.
+    yield (f"requests: {r.issued - r.cancelled} total, {r.issued - unsent} started, "
            f"{r.complete + r.failed - unsent} done, "
            f"{ok} succeeded, {bad_status + r.failed} failed, {errored} errored, "
            f"{timeout} timeout")

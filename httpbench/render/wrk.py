@@ -67,7 +67,9 @@ def _within_stdev(lat: Latency, mean: float, sd: float) -> float:
     """The share of requests within one standard deviation of the mean, in
     percent, from the histogram (a bucket counts by its middle)."""
     if not lat.count:
-        return 0.0
+        return math.nan  # (wrk's 0 / 0)
+    if sd == 0:
+        return 100.0  # every one is the mean
     lo, hi = mean - sd, mean + sd
     inside = sum(n for a, b, n in lat.buckets() if lo <= (a + b) / 2 <= hi)
     return 100.0 * inside / lat.count
@@ -76,15 +78,24 @@ def _within_stdev(lat: Latency, mean: float, sd: float) -> float:
 def _rates(r: Result, threads: int) -> list[float]:
     """Req/Sec's samples: each whole second's completions over the threads
     (wrk samples each thread every 100 ms; the loop keeps the run's
-    seconds, so each is the mean thread's rate in that second)."""
+    seconds, so each is the mean thread's rate in that second). wrk takes
+    no sample while a thread completed nothing, its time going into the
+    next one's: a second with none here joins the next."""
     seconds = r.timeline[:-1] if len(r.timeline) > 1 else r.timeline
-    return [s.complete / max(threads, 1) for s in seconds]
+    rates, waited = [], 0
+    for s in seconds:
+        waited += 1
+        if s.complete:
+            rates.append(s.complete / waited / max(threads, 1))
+            waited = 0
+    return rates
 
 
 def _stats_row(name: str, mean: float, sd: float, most: float, within: float,
                fmt: Callable[[float], str]) -> str:
+    share = "-nan" if math.isnan(within) else f"{within:.2f}"  # (glibc's 0 / 0)
     return (f"    {name:<10}{_cell(fmt(mean), 8)}{_cell(fmt(sd), 10)}{_cell(fmt(most), 9)}"
-            f"{within:8.2f}%")
+            f"{share:>8}%")
 
 
 def wrk_report(r: Result, duration: float, threads: int, connections: int,
@@ -113,7 +124,7 @@ def _lines(r: Result, duration: float, threads: int, connections: int,
         within = 100.0 * sum(1 for x in rates if m - s <= x <= m + s) / len(rates)
         yield _stats_row("Req/Sec", m, s, max(rates), within, format_metric)
     else:
-        yield _stats_row("Req/Sec", 0, 0, 0, 0.0, format_metric)
+        yield _stats_row("Req/Sec", 0, 0, 0, math.nan, format_metric)
     if latency:
         yield "  Latency Distribution"
         for p in WRK_PERCENTILES:

@@ -378,6 +378,26 @@ def test_a_request_whose_connection_never_opened_was_not_started_as_h2loads(tmp_
             in ours, ours
 
 
+@needs_h2load
+@pytest.mark.parametrize("delay_ms,done", [(300, 3), (5000, 0)])
+@pytest.mark.parametrize("protocol", [[], ["--h1"]], ids=["h2c", "h1"])
+def test_what_is_in_flight_at_the_end_of_d_is_started_not_done_as_h2loads(tmp_path, server,
+                                                                         protocol,
+                                                                         delay_ms, done):
+    """h2load -D stops its clients at the main duration's end: a request in
+    flight then was started, not done, nor in the total, and the run took
+    the duration. The h2load mode gave it the loop's second of grace:
+    `finished in 1.20s, 3.33 req/s` and `4 total, 4 started, 4 done` where
+    h2load says `1.00s, 3.00 req/s` and `3 total, 4 started, 3 done`; with
+    none answered it said `finished in 0us`."""
+    args = ["-D", "1", "-c", "1", *protocol]
+    real, ours = both(args, server.url(f"/delay?ms={delay_ms}"), tmp_path)
+    fr, fo = parse(real), parse(ours)
+    assert fr["requests"] == fo["requests"] == (
+        str(done), str(done + 1), str(done), str(done), "0", "0", "0"), (real, ours)
+    assert fr["finished"][:2] == fo["finished"][:2] == ("1.00s", f"{done:.2f}"), (real, ours)
+
+
 def test_h2loads_defaults(tmp_path, server):
     r = hb("h2load", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -161,6 +161,29 @@ def test_tls_failures_are_the_socket_errors_wrk_counts_them(tmp_path, scripted, 
                     (column, real, ours)
 
 
+@needs_wrk
+@pytest.mark.parametrize("delay_ms,done", [(700, 1), (5000, 0)])
+def test_what_is_in_flight_at_the_end_is_not_counted_as_wrks(tmp_path, server, delay_ms, done):
+    """wrk stops its threads at the duration's end: an answer due after it
+    is not counted, and the run lasts the duration. The wrk mode gave it
+    the loop's second of grace (`2 requests in 1.40s`, 1.43 a second,
+    where wrk says `1 requests in 1.00s`, 1.00); with none answered it said
+    `0 requests in 0.00us` and +/- Stdev 0.00%, where wrk prints -nan%
+    (0 / 0) in both rows."""
+    real, ours = both(["-t1", "-c1", "-d1s"], server.url(f"/delay?ms={delay_ms}"), tmp_path)
+    figures = []
+    for out in (real, ours):
+        rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("    ")}
+        count = re.search(r"^  (\d+) requests in ([\d.]+)s, ", out, re.M)
+        rps = re.search(r"^Requests/sec:\s+([\d.]+)$", out, re.M)
+        assert count and rps, out
+        took = float(count.group(2))
+        assert 1.0 <= took < 1.15 and abs(float(rps.group(1)) - done / took) < 0.01, out
+        figures.append((count.group(1), rows["Latency"].split()[-1], rows["Req/Sec"]))
+    assert figures[0] == figures[1] and figures[0][0] == str(done), (real, ours)
+    assert figures[0][1] == ("100.00%" if done else "-nan%"), real
+
+
 def test_wrks_formats():
     """units.c's formats, figure for figure."""
     assert format_time_us(635.91) == "635.91us" and format_time_us(890) == "0.89ms"

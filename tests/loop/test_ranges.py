@@ -24,6 +24,8 @@ BAD_RUN_ARGUMENTS = [
     ("duration", math.nan), ("duration", math.inf), ("duration", -1), ("duration", 0),
     ("duration", 1e10),
     ("timeout", math.nan), ("timeout", math.inf), ("timeout", 0), ("timeout", -1),
+    ("grace", math.nan), ("grace", math.inf), ("grace", -1), ("grace", 3601), ("grace", True),
+    ("grace", None),
     ("rate", math.nan), ("rate", math.inf), ("rate", 0), ("rate", -5), ("rate", 1e12),
     ("rate", 1e-300),
     ("warmup", math.nan), ("warmup", -1), ("warmup", -1.0), ("warmup", math.inf),
@@ -60,6 +62,14 @@ def test_the_loop_type_checks_its_own_numbers(args):
         _core._Bench(dict(host="127.0.0.1", port=1, request=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
                           requests=requests, duration=duration, concurrency=concurrency,
                           threads=threads, keepalive=keepalive, rate=rate, timeout=timeout))
+
+
+@pytest.mark.parametrize("grace", [-1.0, math.nan, math.inf, 1e10])
+def test_the_loop_checks_its_grace(grace):
+    with pytest.raises(ValueError, match="grace"):
+        _core._Bench(dict(host="127.0.0.1", port=1, request=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                          requests=1, duration=0.0, concurrency=1, threads=1, timeout=1.0,
+                          grace=grace))
 
 
 @pytest.mark.parametrize("kwargs,name", [

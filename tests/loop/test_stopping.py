@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -15,7 +16,23 @@ import pytest
 import httpbench
 from httpbench._ledger import GRACE_S
 from httpbench.agents import run_agent
-from helpers import OK, exact, python, wait_for_requests
+from helpers import OK, exact, hb, python, wait_for_requests
+
+# For python()'s children: interrupt(srv, n, after) sends the child Ctrl-C
+# once srv holds n connections and `after` seconds more have passed, noting
+# when in `killed` (a fixed time from the start was too short for a start
+# under a sanitizer on a shared CPU).
+INTERRUPT = """
+import json, os, signal, threading, time, httpbench
+killed = []
+def interrupt(srv, n, after):
+    deadline = time.monotonic() + 20
+    while srv.stats()["connections"] < n and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(after)
+    killed.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+"""
 
 
 def test_ctrl_c_during_the_warmup_ends_the_whole_run(tmp_path):
@@ -77,6 +94,52 @@ def test_duration_end_cancels_on_a_lone_connection_too(scripted):
     assert (r.issued, r.complete, r.cancelled) == (2, 1, 1)
 
 
+@pytest.mark.parametrize("grace", [0, 0.2, None])
+def test_what_is_in_flight_at_the_end_gets_the_grace(grace):
+    """A 700 ms answer due 0.4 s past a 1 s run's end: done within the
+    default second's grace, cancelled within a shorter one (0: at once, as
+    wrk and h2load stop). Either way the run lasts its duration at least:
+    the time to the last answer made 1 answer in 0.7 s read 1.43 req/s."""
+    given = {} if grace is None else {"grace": grace}
+    with httpbench.Server() as srv:
+        t0 = time.monotonic()
+        r = httpbench.run(srv.url("/delay?ms=700"), duration=1.0, progress=False, **given)
+        took = time.monotonic() - t0
+    exact(r)
+    if grace is None:
+        assert (r.complete, r.cancelled) == (2, 0) and 1.4 <= r.time_taken < 1.9
+    else:
+        assert (r.complete, r.cancelled) == (1, 1) and r.time_taken == 1.0 and r.rps == 1.0
+        assert took < 1.4 + grace  # (the default waits for 1.4 s)
+    assert r.ok and not r.interrupted
+
+
+def test_the_command_line_takes_the_grace_as_a_time(tmp_path):
+    with httpbench.Server() as srv:
+        url = srv.url("/delay?ms=700")
+        r = hb("-q", "-t", "1", "--grace", "0", "--json", "-", url, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        d = json.loads(r.stdout)
+        assert (d["complete"], d["cancelled"], d["time_taken"]) == (1, 1, 1.0)
+        for bad in ("2h", "-1", "nan", "x"):
+            r = hb("-q", "-t", "1", "--grace", bad, url, cwd=tmp_path)
+            assert r.returncode == 2 and "--grace" in r.stderr and r.stdout == "", (bad, r)
+
+
+@pytest.mark.parametrize("grace,outcome", [(0, [2, 0, 2]), (None, [2, 2, 0])])
+def test_ctrl_c_gives_what_is_in_flight_the_grace(tmp_path, grace, outcome):
+    given = "" if grace is None else f", grace={grace}"
+    r = python(INTERRUPT + textwrap.dedent(f"""
+        with httpbench.Server() as srv:
+            threading.Thread(target=interrupt, args=(srv, 2, 0.2), daemon=True).start()
+            r = httpbench.run(srv.url("/delay?ms=700"), requests=100, concurrency=2,
+                              progress=False{given})
+            print(json.dumps([r.issued, r.complete, r.cancelled, r.interrupted]))
+    """), tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [*outcome, True]
+
+
 def test_ctrl_c_cancels_what_is_in_flight_instead_of_dropping_it(tmp_path):
     """The accounting rule: requests still in flight after a Ctrl-C's grace
     were removed from `issued`; they are now counted as cancelled."""
@@ -100,27 +163,18 @@ def test_ctrl_c_during_an_agent_run_resolves_every_request(tmp_path, agent, dela
     loop's grace: those that finish in it count, the rest are cancelled."""
     if not httpbench.agents.AGENTS[agent].available():
         pytest.skip(f"{agent} is not installed")
-    r = python(f"""
-        import json, os, signal, threading, time, httpbench
+    r = python(INTERRUPT + textwrap.dedent(f"""
         from httpbench.agents import run_agent
         with httpbench.Server() as srv:
-            def interrupt():
-                # Once the agent's three connections are in (a fixed second
-                # was too short for aiohttp's start under a sanitizer on a
-                # shared CPU: nothing was in flight to cancel).
-                deadline = time.monotonic() + 20
-                while srv.stats()["connections"] < 3 and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                time.sleep(0.5)
-                killed.append(time.monotonic())
-                os.kill(os.getpid(), signal.SIGINT)
-            killed = []
-            threading.Thread(target=interrupt, daemon=True).start()
+            # Once the agent's three connections are in (a fixed second was
+            # too short for aiohttp's start under a sanitizer on a shared
+            # CPU: nothing was in flight to cancel).
+            threading.Thread(target=interrupt, args=(srv, 3, 0.5), daemon=True).start()
             r = run_agent({agent!r}, srv.url("/delay?ms={delay_ms}"), requests=None,
                           duration=60, concurrency=3)
             print(json.dumps([time.monotonic() - killed[0], r.issued, r.complete, r.failed,
                               r.cancelled, r.interrupted]))
-    """, tmp_path)
+    """), tmp_path)
     assert r.returncode == 0, r.stderr
     elapsed, issued, complete, failed, got_cancelled, interrupted = json.loads(r.stdout)
     # Ended within the grace (1 s) of the Ctrl-C, and a margin for the
