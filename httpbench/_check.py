@@ -31,6 +31,7 @@ __all__ = [
 # their messages. Durations and timeouts: at most a year (None is "no
 # limit" where documented).
 YEAR = _core.MAX_SECONDS
+HOUR = 3600.0  # a grace's or a linger's most
 MAX_REQUESTS = _core.MAX_REQUESTS
 MAX_CONCURRENCY = _core.MAX_CONCURRENCY
 MAX_THREADS = _core.MAX_THREADS
@@ -63,6 +64,19 @@ def seconds(name: str, value: object) -> float:
     if not 0 < v <= YEAR:
         raise ValueError(f"{name} must be a number of seconds above 0 and at most a year "
                          f"({YEAR:.0f}), not {value!r}")
+    return v
+
+
+def within_an_hour(name: str, value: object) -> float:
+    """0, or seconds up to HOUR (a grace, a linger)."""
+    if value == 0 and not isinstance(value, bool):
+        return 0.0
+    try:
+        v = seconds(name, value)
+    except ValueError:
+        v = math.nan
+    if not v <= HOUR:
+        raise ValueError(f"{name} must be from 0 to {HOUR:.0f} seconds, not {value!r}")
     return v
 
 

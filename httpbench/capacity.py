@@ -165,11 +165,7 @@ def _endpoint(run_kwargs: dict[str, Any]) -> tuple[Any, float] | None:
     parse_address("metrics", address)
     if label is not None:
         check_label("metrics_run", label)
-    if linger != 0.0 or isinstance(linger, bool):
-        linger = _check.seconds("metrics_linger", linger)
-        if linger > 3600:
-            raise ValueError(f"metrics_linger must be at most 3600 seconds, not {linger!r}")
-    return Endpoint(address, label), float(linger)
+    return Endpoint(address, label), _check.within_an_hour("metrics_linger", linger)
 
 
 class _ClientBound(Exception):

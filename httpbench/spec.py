@@ -64,19 +64,6 @@ def _metrics_label(name: str, value: Any, a: Mapping[str, Any]) -> Any:
     return value
 
 
-def _within_an_hour(name: str, value: Any, a: Mapping[str, Any]) -> float:
-    """0, or seconds up to an hour."""
-    if value == 0 and not isinstance(value, bool):
-        return 0.0
-    try:
-        seconds = _check.seconds(name, value)
-    except ValueError:
-        seconds = math.nan
-    if not seconds <= 3600:
-        raise ValueError(f"{name} must be from 0 to 3600 seconds, not {value!r}")
-    return seconds
-
-
 def _log_file(name: str, value: Any, a: Mapping[str, Any]) -> str | None:
     """The log's path, of a known extension (a file that cannot be opened
     is an OSError when the run opens it)."""
@@ -152,7 +139,8 @@ class RunSpec:
     grace: float = setting(
         1.0, "seconds the requests in flight get to finish once the duration ends or a stop "
         "(Ctrl-C) comes; those still in flight are then cancelled (at most 3600; 0: at once, "
-        "as wrk and h2load stop)", check=_within_an_hour, flags=("--grace",))
+        "as wrk and h2load stop)", check=lambda n, v, a: _check.within_an_hour(n, v),
+        flags=("--grace",))
     warmup: int | float | None = setting(
         None, "run first and left out: requests (an int) or seconds (a float)",
         check=lambda n, v, a: _check.warmup(v), flags=("--warmup",),
@@ -242,7 +230,7 @@ class RunSpec:
         flags=("--metrics-run",), cli={"metavar": "NAME"}, feeds=())
     metrics_linger: float = setting(
         0.0, "with {metrics}: seconds the final figures stay served after the run, so a "
-        "scraper catches the end (at most 3600)", check=_within_an_hour,
+        "scraper catches the end (at most 3600)", check=lambda n, v, a: _check.within_an_hour(n, v),
         flags=("--metrics-linger",), feeds=())
     log: str | None = setting(
         None, "write a record per request to this file: CSV, JSON lines or SQLite by its "

@@ -125,7 +125,11 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         method=(args.opt_m or "GET").upper(), body=body, headers=headers, requests=requests,
         duration=duration, concurrency=concurrency, threads=threads,
         keepalive=not args.opt_disable_keepalive, rate=rate,
-        timeout=float(seconds) if seconds else None, progress=False,
+        timeout=float(seconds) if seconds else None,
+        # hey's workers finish the request they are in when -z ends (its
+        # client bounded by -t; -t 0 waits on): what is in flight gets
+        # that long, not the loop's second.
+        grace=min(float(seconds or _check.HOUR), _check.HOUR), progress=False,
         proxy=f"http://{args.opt_x}" if args.opt_x and "://" not in args.opt_x else args.opt_x,
         http2=bool(args.opt_h2) and target.tls, verify=False, **output_options(args))
     return url, kwargs

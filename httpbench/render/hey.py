@@ -28,6 +28,26 @@ def _n(seconds: float) -> str:
     return " NaN" if math.isnan(seconds) else f"{seconds:4.4f}"
 
 
+def _picks(n: int) -> list[tuple[int, int]]:
+    """hey's percentile rows (report.go's latencies) for n latencies, as
+    (percentile, rank from 1; 0: none): walking them sorted, the i-th (from
+    0) serves the next percentile p once i * 100 / n (in integers) reaches
+    p, one percentile each, so under 100 some rows get none (hey prints
+    those `0% in 0.0000 secs`) and the others a later rank than p's."""
+    picks, i = [], 0
+    for p in HEY_PERCENTILES:
+        i = max(i, -(-p * n // 100))  # the first i with i * 100 // n >= p
+        picks.append((p, i + 1 if i < n else 0))
+        i += 1
+    return picks
+
+
+def _ranked(lat: Latency, rank: int) -> float:
+    """The rank-th fastest (from 1), within the histogram's 0.4%: the
+    percentile whose rank it is (rounded down to a ppm, its rank stays)."""
+    return lat.percentile(rank * 10**6 // lat.count / 1e4)
+
+
 def _histogram(lat: Latency) -> list[tuple[float, int]]:
     """(mark, count) for hey's eleven marks: the fastest, then ten equal
     steps to the slowest; a request counts at the first mark at or above
@@ -78,8 +98,8 @@ def _lines(r: Result) -> Iterable[str]:
     yield ""
     yield ""
     yield "Latency distribution:"
-    for p in HEY_PERCENTILES if lat.count else ():
-        yield f"  {p}% in {_n(lat.percentile(p))} secs"
+    for p, rank in _picks(lat.count) if lat.count else ():
+        yield f"  {p if rank else 0}% in {_n(_ranked(lat, rank) if rank else 0.0)} secs"
     yield ""
     yield "Details (average, fastest, slowest):"
     yield _detail("DNS+dialup", r.connect_time)
