@@ -397,7 +397,11 @@ def test_what_is_in_flight_at_the_end_of_d_is_started_not_done_as_h2loads(tmp_pa
     fr, fo = parse(real), parse(ours)
     assert fr["requests"] == fo["requests"] == (
         str(done), str(done + 1), str(done), str(done), "0", "0", "0"), (real, ours)
-    assert fr["finished"][:2] == fo["finished"][:2] == ("1.00s", f"{done:.2f}"), (real, ours)
+    # h2load's req/s is over -D's duration, its "finished in" the wall
+    # time to its workers' stop, which on a loaded machine reads 1.01s.
+    assert fo["finished"][:2] == ("1.00s", f"{done:.2f}"), (real, ours)
+    assert fr["finished"][1] == f"{done:.2f}", (real, ours)
+    assert fr["finished"][0].endswith("s") and 1.0 <= float(fr["finished"][0][:-1]) < 1.1, real
 
 
 def test_h2loads_defaults(tmp_path, server):
