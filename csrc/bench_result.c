@@ -295,6 +295,7 @@ void hb_br_init(hb_bench_result *r)
     hb_hist_init(&r->processing);
     hb_hist_init(&r->tls_handshake);
     hb_hist_init(&r->first_byte);
+    hb_hist_init(&r->conn_connect);
     hb_hist_init(&r->late);
     r->document_length = -1;
 }
@@ -320,6 +321,7 @@ void hb_br_add(hb_bench_result *out, const hb_bench_result *r)
     hb_hist_merge(&out->processing, &r->processing);
     hb_hist_merge(&out->tls_handshake, &r->tls_handshake);
     hb_hist_merge(&out->first_byte, &r->first_byte);
+    hb_hist_merge(&out->conn_connect, &r->conn_connect);
     hb_hist_merge(&out->late, &r->late);
     if (out->error[0] == 0 && r->error[0] != 0)
         memcpy(out->error, r->error, sizeof out->error);

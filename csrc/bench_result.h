@@ -109,6 +109,8 @@ typedef struct {
     hb_hist processing;    /* total less connect, as ab's Processing row */
     hb_hist tls_handshake; /* each handshake's time (inside connect's) */
     hb_hist first_byte;    /* each connect's start to its first response byte */
+    hb_hist conn_connect;  /* each connect's start to its connection made (a
+                            * tunnel and handshake included): h2load's */
     hb_hist late;          /* paced: each request's start less its intended start */
     char error[160];       /* the first exception's text, for the report */
     hb_second *timeline;   /* seconds[0..nseconds), malloc'ed; NULL if none */

@@ -117,6 +117,11 @@ static void connected(bthread *t, bconn *c, int64_t now)
     }
     if (!__atomic_load_n(&t->b->opened, __ATOMIC_RELAXED))
         __atomic_store_n(&t->b->opened, 1, __ATOMIC_RELEASE); /* (after hb_br_note_tls) */
+    /* One a connect, with no request's help (h2load's "time for connect"
+     * counts a client none of whose requests was done); not one the
+     * warmup began (hb_br_forget), as h2load times no client it opened. */
+    if (c->t_unheard != 0)
+        hb_hist_record(&c->xs[0].res->conn_connect, (uint64_t)(now - c->t_unheard));
     c->carrier->opened(t, c, now);
 }
 

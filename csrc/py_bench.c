@@ -552,6 +552,7 @@ static const result_field RESULT_HISTOGRAMS[] = {
     RESULT_AT("processing", processing),
     RESULT_AT("tls_handshake", tls_handshake),
     RESULT_AT("conn_first_byte", first_byte),
+    RESULT_AT("conn_connect", conn_connect),
 };
 static const result_field RESULT_TEXTS[] = {
     RESULT_AT("server_software", server),    RESULT_AT("first_error", error),

@@ -28,8 +28,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # conn_first_byte (each connection's connect to its first response byte);
 # 16 conn_rps_within (h2load's +/- sd of the connections' req/s); 17 the
 # `unopened` count (requests failed while their connection opened) and
-# tls_failed_handshakes.
-SCHEMA = 17
+# tls_failed_handshakes; 18 conn_connect (each connect's start to its
+# connection made: h2load's time for connect).
+SCHEMA = 18
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

@@ -212,7 +212,7 @@ MERGE_RULES: dict[str, tuple[str, Any]] = {
     "server_software": ("measured", lambda v: next((x for x in v if x), "")),
     **{name: ("all", _histograms) for name in ("latency", "latency_uncorrected", "connect_time",
                                                 "processing", "waiting", "tls_handshake",
-                                                "conn_first_byte")},
+                                                "conn_first_byte", "conn_connect")},
 }
 
 
@@ -308,6 +308,10 @@ class Result:
     # Each connection's time from its connect's start to its first
     # response byte (h2load's "time to 1st byte": one a connect).
     conn_first_byte: Latency = dataclasses.field(default_factory=Latency)
+    # Each connection's time from its connect's start to the connection
+    # made, a tunnel and a TLS handshake included (h2load's "time for
+    # connect": one a connect, whether or not a request of it completed).
+    conn_connect: Latency = dataclasses.field(default_factory=Latency)
     # The Unix socket connected to instead of host:port ("" over TCP).
     unix_socket: str = ""
     # Requests in flight per connection (1: no pipelining).

@@ -48,18 +48,11 @@ def _within_sd(lat: Latency, mean: float, sd: float, skip_zero: bool = False) ->
     return 100.0 * inside / total
 
 
-def _connects(lat: Latency) -> tuple[float, float, float, float, float]:
-    """min, max, mean, sd and within-sd of the connections' own connect
-    times: the requests that opened one (a kept-alive request's is 0)."""
-    buckets = [(a, b, n) for a, b, n in lat.buckets() if b > 1e-9 and (a + b) / 2 > 0]
-    total = sum(n for _, _, n in buckets)
-    if not total:
-        return 0.0, 0.0, 0.0, 0.0, 0.0
-    mids = [((a + b) / 2, n) for a, b, n in buckets]
-    mean = sum(m * n for m, n in mids) / total
-    sd = math.sqrt(sum(n * (m - mean) ** 2 for m, n in mids) / (total - 1)) if total > 1 else 0.0
-    inside = sum(n for m, n in mids if mean - sd <= m <= mean + sd)
-    return buckets[0][0], lat.max, mean, sd, 100.0 * inside / total
+def _client_row(label: str, w: Latency) -> str:
+    """A row of the table from one figure a connection."""
+    cells = [format_duration(x) for x in (w.min, w.max, w.mean, w.stdev)] if w.count \
+        else ["0us"] * 4
+    return _row(label, cells, _within_sd(w, w.mean, w.stdev))
 
 
 def h2load_report(r: Result, app_info: bool = True) -> str:
@@ -145,14 +138,10 @@ def _lines(r: Result, app_info: bool) -> Iterable[str]:
     cells = [format_duration(x) for x in (lat.min, lat.max, lat.mean, lat.stdev)] \
         if lat.count else ["0us"] * 4
     yield _row("time for request", cells, _within_sd(lat, lat.mean, lat.stdev))
-    lo, hi, mean, sd, within = _connects(r.connect_time)
-    yield _row("time for connect", [format_duration(x) for x in (lo, hi, mean, sd)], within)
-    # h2load's is each client's: from its connect's start to its first
-    # response byte (h2load.cc's ttfb, less connect_start_time).
-    w = r.conn_first_byte
-    cells = [format_duration(x) for x in (w.min, w.max, w.mean, w.stdev)] if w.count \
-        else ["0us"] * 4
-    yield _row("time to 1st byte", cells, _within_sd(w, w.mean, w.stdev))
+    # h2load's are each client's, from its connect's start: to the
+    # connection made (connect_time), to its first response byte (ttfb).
+    yield _client_row("time for connect", r.conn_connect)
+    yield _client_row("time to 1st byte", r.conn_first_byte)
     yield _row("req/s", [f"{x:.2f}" for x in (r.conn_rps_min, r.conn_rps_max, r.conn_rps_mean,
                                               r.conn_rps_sd)], r.conn_rps_within)
     yield ""

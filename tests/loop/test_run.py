@@ -196,6 +196,28 @@ def test_each_connection_times_its_first_byte_from_its_connect(server, how):
     assert first.count == r.connects == (6 if how.get("keepalive") is False else 2)
     assert first.min >= 0.030 and first.min >= r.connect_time.max * 0.996
     assert first.max <= r.latency.max * 1.004
+    # conn_connect: one a connect too, to the connection made (h2load's
+    # time for connect), within each request's connect, which over HTTP/2
+    # with streams waits on for the server's SETTINGS.
+    made = r.conn_connect
+    assert made.count == r.connects and 0 < made.max <= r.connect_time.max * 1.004
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_each_connection_times_its_connect_though_none_of_its_requests_completes(tls):
+    """conn_connect counts a connection none of whose requests was answered
+    (h2load's time for connect counts such a client; the requests' connect
+    times, ab's Connect row, have none to show), a TLS handshake included.
+    (A server of its own: the answers come after the run.)"""
+    with httpbench.Server(tls=tls) as srv:
+        r = httpbench.run(srv.url("/delay?ms=3000"), duration=0.3, concurrency=2, grace=0,
+                          verify=False, progress=False)
+    assert (r.complete, r.failed, r.cancelled, r.connects) == (0, 0, 2, 2)
+    assert r.connect_time.count == 0 and r.conn_first_byte.count == 0
+    assert r.conn_connect.count == 2 and r.conn_connect.min > 0
+    if tls:
+        assert r.tls_handshake.count == 2
+        assert r.conn_connect.min >= r.tls_handshake.min * 0.996
 
 
 @pytest.mark.timing
@@ -216,7 +238,8 @@ def test_a_warmup_is_left_out_of_each_connections_figures(server, how):
     to the run's end for a duration (their sum over the connections is then
     the run's exactly); under requests=N to its last exchange's end, within
     an exchange of the run's end here. A connection the warmup opened has
-    no first byte timed (as h2load times none its warmup opened)."""
+    no connect and no first byte timed (as h2load times none its warmup
+    opened)."""
     r = httpbench.run(server.url("/rnd?c=10"), concurrency=2, progress=False, **how)
     assert r.complete > 0 and r.failed == 0 and r.connects == 0
     total = r.conn_rps_mean * 2 * r.time_taken
@@ -225,7 +248,7 @@ def test_a_warmup_is_left_out_of_each_connections_figures(server, how):
     else:
         assert r.complete * (1 - 1e-9) <= total <= r.complete * 1.05
     assert r.conn_rps_max * r.time_taken <= r.complete
-    assert r.conn_first_byte.count == 0
+    assert r.conn_first_byte.count == r.conn_connect.count == 0
 
 
 def test_warmup_is_left_out(server):

@@ -18,7 +18,8 @@ ADDED_BY = {3: ("tls_protocol", "tls_temp_key", "tls_server_name", "tls_full_han
             4: ("unix_socket", "pipeline", "proxy"), 5: ("stages", "concurrency_stages"),
             6: (), 7: ("not_run",), 8: (), 9: ("counts",),
             11: ("kind", "interrupted_at", "cpus", "hostname"), 12: ("streams_unlimited",),
-            15: ("conn_first_byte",), 16: ("conn_rps_within",), 17: ("tls_failed_handshakes",)}
+            15: ("conn_first_byte",), 16: ("conn_rps_within",), 17: ("tls_failed_handshakes",),
+            18: ("conn_connect",)}
 
 
 def test_json_has_a_schema_a_start_time_named_seconds_and_plain_histograms(server):
