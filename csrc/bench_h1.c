@@ -69,6 +69,7 @@ static bexch *current(bconn *c)
 static void write_request(bthread *t, bconn *c, int64_t now);
 static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t now);
 static void cut_short(bthread *t, bconn *c, int64_t now);
+static void h1_tick(bthread *t, bconn *c, int64_t now, int abandon);
 
 /* Waits (epoll) for what the transport said its last call wanted; while
  * a pipeline is still being written as its answers are read, for both. */
@@ -477,6 +478,10 @@ static void on_readable(bthread *t, bconn *c, int64_t now)
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
         if (t->blocking)
             now = hb_now_ns(); /* the wait was in recv */
+        if (n > 0 && past_grace(t->b, now)) {
+            h1_tick(t, c, now, 1); /* (past_grace) */
+            return;
+        }
         if (n > 0) {
             if (!h->got_bytes) {
                 h->got_bytes = 1;

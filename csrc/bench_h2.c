@@ -43,6 +43,7 @@
 enum { H2_OPEN = BC_CARRIED };
 
 static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now);
+static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon);
 
 static const hb_bc_state STATES[] = {
     {"open", h2_event, LONE_NONE, HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_RATE), 1},
@@ -615,6 +616,10 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
     int reads;
     for (reads = 0; reads < READS_PER_WAKE; reads++) {
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+        if (n > 0 && past_grace(t->b, now)) {
+            h2_tick(t, c, now, 1); /* (past_grace) */
+            return;
+        }
         if (n > 0) {
             res->bytes_received += (uint64_t)n;
             const hb_h2_stats *st = hb_h2_stats_of(H(c)->h2);

@@ -369,6 +369,16 @@ static inline int stopped(hb_bench *b)
     return __atomic_load_n(&b->stopping, __ATOMIC_ACQUIRE);
 }
 
+/* Whether now is past the grace what is in flight gets after a stop or the
+ * duration's end: the tick then cancels it, and so does a read that comes
+ * between ticks, its bytes not counted (the carriers' reads), as if the
+ * tick had come at the grace's end to the instant, as h2load stops at -D's
+ * end: an answer that came after was not done. */
+static inline int past_grace(hb_bench *b, int64_t now)
+{
+    return (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= b->grace_ns);
+}
+
 /* A failure class: the offset of its counter in hb_bench_result, so one
  * class names the same counter in whichever request's figures an
  * exchange records into. */

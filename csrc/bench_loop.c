@@ -49,7 +49,7 @@ static void start_next(bthread *t, int64_t now)
 static void tick(bthread *t, int64_t now)
 {
     hb_bench *b = t->b;
-    int abandon = (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= b->grace_ns);
+    int abandon = past_grace(b, now);
     for (int i = 0; i < t->nconns; i++)
         t->conns[i].carrier->tick(t, &t->conns[i], now, abandon);
 }

@@ -407,6 +407,25 @@ def test_what_is_in_flight_at_the_end_of_d_is_started_not_done_as_h2loads(tmp_pa
     assert fr["connect"][0] != "0us" and fo["connect"][0] != "0us", (real, ours)
 
 
+@needs_h2load
+@pytest.mark.parametrize("protocol", [[], ["--h1"]], ids=["h2c", "h1"])
+def test_an_answer_just_after_the_end_of_d_is_not_done_as_h2loads(tmp_path, protocol):
+    """h2load stops at -D's end to the instant: each client's request in
+    flight then was started, not done, though its answer came a moment
+    later, and the req/s is over the duration. The h2load mode counted an
+    answer that came before the loop's next look (its 50 ms tick): `68
+    total, 68 started, 68 done` where h2load says `66 total, 68 started,
+    66 done`. (Each run's done is its own: a 45 ms answer's time varies.)"""
+    with httpbench.Server() as srv:
+        real, ours = both(["-D", "1", "-c", "2", *protocol], srv.url("/delay?ms=45"), tmp_path)
+    for out in (real, ours):
+        fields = parse(out)
+        total, started, done, ok = (int(x) for x in fields["requests"][:4])
+        assert total == done == ok > 0 and started == done + 2, (real, ours)
+        assert fields["finished"][1] == f"{done:.2f}", (real, ours)
+    assert parse(ours)["finished"][0] == "1.00s", ours
+
+
 def test_h2loads_defaults(tmp_path, server):
     r = hb("h2load", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

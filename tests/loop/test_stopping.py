@@ -114,6 +114,23 @@ def test_what_is_in_flight_at_the_end_gets_the_grace(grace):
     assert r.ok and not r.interrupted
 
 
+@pytest.mark.parametrize("how", [{}, {"http2": True}, {"concurrency": 2}],
+                         ids=["one", "http2", "epoll"])
+def test_an_answer_past_the_grace_is_cancelled_though_it_came_between_ticks(how):
+    """An answer due 20 ms past the run's end, under no grace: cancelled
+    (as h2load, which stops at -D's end to the instant, does not count it),
+    and the run lasts its duration exactly. The loop looks every 50 ms from
+    the start, and counted such an answer when it came before its next look
+    (here the 11th, at 0.55 s)."""
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/delay?ms=530"), duration=0.51, grace=0, progress=False,
+                          **how)
+    exact(r)
+    n = how.get("concurrency", 1)
+    assert (r.complete, r.failed, r.cancelled) == (0, 0, n) and r.time_taken == 0.51
+    assert r.conn_rps_max == 0 and r.status_counts == {} and r.body_bytes == 0
+
+
 def test_the_command_line_takes_the_grace_as_a_time(tmp_path):
     with httpbench.Server() as srv:
         url = srv.url("/delay?ms=700")
