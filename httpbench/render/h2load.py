@@ -48,8 +48,9 @@ def _within_sd(lat: Latency, mean: float, sd: float, skip_zero: bool = False) ->
     return 100.0 * inside / total
 
 
-def _client_row(label: str, w: Latency) -> str:
-    """A row of the table from one figure a connection."""
+def _stat_row(label: str, w: Latency) -> str:
+    """A row of the table from a histogram: min, max, mean, sd and the
+    share within one sd (0us throughout with no value)."""
     cells = [format_duration(x) for x in (w.min, w.max, w.mean, w.stdev)] if w.count \
         else ["0us"] * 4
     return _row(label, cells, _within_sd(w, w.mean, w.stdev))
@@ -135,13 +136,12 @@ def _lines(r: Result, app_info: bool) -> Iterable[str]:
            f"{utos_funit(r.body_bytes)}B ({r.body_bytes}) data")
     yield f"{'':<21}min         max         mean         sd        +/- sd"
     lat = r.latency_uncorrected
-    cells = [format_duration(x) for x in (lat.min, lat.max, lat.mean, lat.stdev)] \
-        if lat.count else ["0us"] * 4
-    yield _row("time for request", cells, _within_sd(lat, lat.mean, lat.stdev))
-    # h2load's are each client's, from its connect's start: to the
-    # connection made (connect_time), to its first response byte (ttfb).
-    yield _client_row("time for connect", r.conn_connect)
-    yield _client_row("time to 1st byte", r.conn_first_byte)
+    yield _stat_row("time for request", lat)
+    # h2load's next two are each client's, from its connect's start: to the
+    # connection made, then to its first response byte (h2load.cc's
+    # connect_time and ttfb, less connect_start_time).
+    yield _stat_row("time for connect", r.conn_connect)
+    yield _stat_row("time to 1st byte", r.conn_first_byte)
     yield _row("req/s", [f"{x:.2f}" for x in (r.conn_rps_min, r.conn_rps_max, r.conn_rps_mean,
                                               r.conn_rps_sd)], r.conn_rps_within)
     yield ""
