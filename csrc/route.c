@@ -82,6 +82,7 @@ void hb_route_error(hb_plan *plan, int status, const char *why)
     plan->content_type = "text/plain";
     plan->delay_ns = 0;
     plan->keep_body = 0;
+    plan->unframed = 0; /* its text has a length */
 }
 
 static int is(const char *p, size_t n, const char *lit)

@@ -44,7 +44,8 @@ typedef struct {
     int64_t delay_ns;
     unsigned head_only : 1; /* HEAD: headers as for GET, no body */
     unsigned keep_body : 1; /* the request body is needed (echo) */
-    unsigned close : 1;     /* close the connection after this response */
+    unsigned unframed : 1;  /* no Content-Length or Transfer-Encoding: the body ends
+                             * where the connection closes (RFC 9112 section 6.3) */
 } hb_plan;
 
 /* The static directory, opened once: a directory fd, or -1 for none. */

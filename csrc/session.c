@@ -319,7 +319,7 @@ static int sess_queue_head(hb_sess *s)
     if (p->allow)
         w = hb_head_field(w, "Allow", 5, p->allow, strlen(p->allow));
     /* RFC 9110 sections 8.6 and 15.3.5: no framing on 204 and 304. */
-    if (p->status != 204 && p->status != 304) {
+    if (p->status != 204 && p->status != 304 && !p->unframed) {
         if (p->src == HB_SRC_CHUNKED) {
             w = HB_HEAD_LIT(w, "Transfer-Encoding: chunked\r\n");
         } else {
@@ -475,6 +475,14 @@ static void plan_request(hb_sess *s)
     hb_request *r = &s->req;
     hb_route(&s->sh->st, head, r->method_len, head + r->target_off, r->target_len, &s->plan);
     s->close_after = !r->keep_alive;
+    /* RFC 9112 section 6.1: no Transfer-Encoding in an answer to HTTP/1.0,
+     * which has no chunks: the body goes as it is and the close ends it
+     * (section 6.3, item 8), as nginx answers such a client. */
+    if (s->plan.src == HB_SRC_CHUNKED && r->minor_version == 0) {
+        s->plan.src = HB_SRC_RND;
+        s->plan.unframed = 1;
+        s->close_after = 1;
+    }
     s->content_type[0] = 0;
     if (s->plan.src == HB_SRC_ECHO) {
         const char *ct = "application/octet-stream";

@@ -192,6 +192,29 @@ def test_the_same_counts_as_ab_against_the_embedded_server(tmp_path):
             assert {k: grep(a)[k] for k in EXACT} == {k: grep(h)[k] for k in EXACT}, (a, h)
 
 
+@needs_ab
+@pytest.mark.parametrize("keep_alive", [[], ["-k"]], ids=["close", "k"])
+def test_a_chunked_answer_counts_abs_bodies(tmp_path, keep_alive):
+    """ab's HTTP/1.0 requests get /chunked unframed and closed (RFC 9112
+    section 6.1), httpbench's HTTP/1.1 ones chunked: the bodies and the
+    document's length are ab's; the total counts, in each answer, the
+    Transfer-Encoding field (28 bytes) and the one chunk's lines (12)
+    where ab's has none, and with -k ab's Connection: close (19) where
+    httpbench's has no Connection field."""
+    args = ["-n", "200", "-c", "3", *keep_alive]
+    with httpbench.Server() as srv:
+        a, h = both(args, srv.url("/chunked?c=3000"), tmp_path)
+    ga, gh = grep(a), grep(h)
+    for label in ("Complete requests", "Failed requests", "HTML transferred"):
+        assert ga[label] == gh[label], (label, a, h)
+    assert re.search(r"^Document Length:\s+3000 bytes$", a, re.M), a
+    assert re.search(r"^Document Length:\s+3000 bytes$", h, re.M), h
+    extra = 28 + 12 - (19 if keep_alive else 0)
+    assert int(gh["Total transferred"]) - int(ga["Total transferred"]) == 200 * extra, (a, h)
+    if keep_alive:
+        assert (ga["Keep-Alive requests"], gh["Keep-Alive requests"]) == ("0", "200")
+
+
 def test_abs_defaults_one_request_and_no_keep_alive(tmp_path, server):
     r = hb("ab", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -297,6 +298,28 @@ def test_http10(server):
             s.sendall(b"GET /rnd?c=2 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
             assert b"Connection: keep-alive" in read_message(s)
         assert not closed_by_peer(s, 0.2)
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize("keep_alive", [False, True])
+def test_chunked_reaches_http10_as_data_until_close(server, method, keep_alive):
+    """RFC 9112 section 6.1: no Transfer-Encoding in an answer to HTTP/1.0,
+    which has no chunks; /chunked's body goes as it is and the close ends
+    it (section 6.3), as nginx and the relay answer such a client, though
+    it asked to keep the connection."""
+    asked = b"Connection: keep-alive\r\n" if keep_alive else b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(f"{method} /chunked?c=70000 HTTP/1.0\r\n".encode() + asked + b"\r\n")
+        head, _, body = read_all(s).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"\r\nConnection: close" in head
+    assert b"Transfer-Encoding" not in head and b"Content-Length" not in head
+    assert body == (b"" if method == "HEAD" else get(server, "/rnd?c=70000").body)
+    # An HTTP/1.1 client still gets chunks; a refusal after the plan
+    # (a body too large) its length.
+    assert get(server, "/chunked?c=10").header("transfer-encoding") == "chunked"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(b"GET /chunked?c=10 HTTP/1.0\r\nContent-Length: 999999999999\r\n\r\n")
+        assert re.match(rb"HTTP/1.1 413 .*\r\nContent-Length: \d+\r\n", read_all(s), re.S)
 
 
 PIPELINE = (
