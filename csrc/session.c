@@ -577,13 +577,14 @@ static void respond(hb_sess *s, int64_t now)
 }
 
 /* Answers Expect: 100-continue before a body is read (RFC 9110 section
- * 10.1.1). Best effort: a client that misses it sends anyway. Returns 0, or
- * -1 when the connection failed. */
+ * 10.1.1). Best effort: a client that misses it sends anyway. Not to
+ * HTTP/1.0, whose expectation is ignored and which gets no 1xx (sections
+ * 10.1.1 and 15.2). Returns 0, or -1 when the connection failed. */
 static int send_continue(hb_sess *s)
 {
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
     struct iovec iov = {(char *)cont, sizeof cont - 1};
-    if (s->req.body == HB_BODY_NONE || !s->req.expect_continue)
+    if (s->req.body == HB_BODY_NONE || !s->req.expect_continue || s->req.minor_version == 0)
         return 0;
     if (s->sock.tp->writev(&s->sock, &iov, 1, HB_SOCK_DONTWAIT) < 0 && errno != EAGAIN &&
         errno != EWOULDBLOCK)

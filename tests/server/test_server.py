@@ -165,6 +165,21 @@ def test_expect_100_continue(server):
         assert read_message(s).endswith(b"\r\n\r\nhello")
 
 
+def test_no_100_continue_to_http10(server):
+    """RFC 9110 sections 10.1.1 and 15.2: an HTTP/1.0 request's expectation
+    is ignored and it gets no 1xx: the server waits for the body."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(b"POST /echo HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        s.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            s.recv(100)
+        s.settimeout(5)
+        s.sendall(b"hello")
+        data = read_all(s)
+    assert data.startswith(b"HTTP/1.1 200 OK\r\n") and data.endswith(b"\r\n\r\nhello")
+    assert b" 100 " not in data
+
+
 # -------------------------------------------------------------- /static
 
 
