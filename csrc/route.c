@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -251,9 +252,33 @@ static void route_static(const hb_route_static *st, const char *path, size_t n, 
     plan->content_type = content_type_of(rel, w);
 }
 
+/* RFC 9112 section 3.2.2: a server accepts the absolute-form, which names
+ * the resource by its path and query (the authority is the server's, Host
+ * ignored). Moves *t past "http://AUTHORITY" or "https://AUTHORITY"; one
+ * with no path is "/" (an empty path's query is for no endpoint here). */
+static void origin_form(const char **t, size_t *n)
+{
+    size_t k = *n >= 7 && strncasecmp(*t, "http://", 7) == 0    ? 7
+               : *n >= 8 && strncasecmp(*t, "https://", 8) == 0 ? 8
+                                                                : 0;
+    if (k == 0)
+        return;
+    size_t i = k;
+    while (i < *n && (*t)[i] != '/' && (*t)[i] != '?')
+        i++;
+    if (i == *n || (*t)[i] == '?') {
+        *t = "/";
+        *n = 1;
+        return;
+    }
+    *t += i;
+    *n -= i;
+}
+
 void hb_route(const hb_route_static *st, const char *method, size_t mlen, const char *target,
               size_t tlen, hb_plan *plan)
 {
+    origin_form(&target, &tlen);
     const char *q = memchr(target, '?', tlen);
     size_t plen = q ? (size_t)(q - target) : tlen;
     const char *query = q ? q + 1 : target + tlen;

@@ -122,6 +122,26 @@ def test_every_endpoint_by_curl(server, tmp_path):
     many = curl(server.url("/rnd?c=10"), server.url("/rnd?c=20"), server.url("/rnd?c=30"),
                 "-w", "%{num_connects}\n")
     assert many.stdout.count(b"\n") == 3 and many.stdout.endswith(b"0\n")  # reused
+    # RFC 9112 section 3.2.2: the absolute-form is accepted, its path the
+    # resource, whatever the authority and Host say.
+    target = "http://elsewhere.example:81/static/hello.txt"
+    assert curl("--request-target", target, server.url("/")).stdout == b"hello, static\n"
+
+
+@pytest.mark.parametrize("target, status, body", [
+    (b"http://127.0.0.1/rnd?c=3", 200, 3),
+    (b"HTTPS://other.example:8443/chunked?c=5", 200, 5),
+    (b"http://u@h/status/503", 503, 0),
+    (b"http://h", 404, None),
+    (b"http://h?c=3", 404, None),
+    (b"ftp://h/rnd?c=3", 404, None),
+])
+def test_absolute_form_targets(server, target, status, body):
+    with httpbench.Connection("127.0.0.1", server.port, timeout=10) as conn:
+        r = conn.request("GET", target.decode(), headers={"Host": "not.this.server"})
+    assert r.status == status
+    if body is not None:
+        assert r.body == get(server, "/rnd?c=%d" % body).body
 
 
 # ---------------------------------------------------------------- /echo
