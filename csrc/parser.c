@@ -10,6 +10,7 @@
 #include "parser.h"
 
 #include <string.h>
+#include <strings.h>
 
 /* tchar (RFC 9110 section 5.6.2). */
 const unsigned char hb_tchar[256] = {
@@ -865,4 +866,21 @@ int hb_body_end(hb_body *b)
     b->error = b->kind == HB_BODY_LENGTH ? "connection closed before the end of the body"
                                          : "connection closed inside the chunked body";
     return HB_PARSE_ERROR;
+}
+
+int hb_parse_absolute_form(const char *t, size_t n, hb_target_abs *a)
+{
+    size_t k = n >= 7 && strncasecmp(t, "http://", 7) == 0    ? 7
+               : n >= 8 && strncasecmp(t, "https://", 8) == 0 ? 8
+                                                              : 0;
+    if (k == 0)
+        return 0;
+    size_t i = k;
+    while (i < n && t[i] != '/' && t[i] != '?')
+        i++;
+    a->https = k == 8;
+    a->auth_off = k;
+    a->auth_len = i - k;
+    a->path_off = i;
+    return 1;
 }

@@ -112,6 +112,20 @@ typedef struct {
  * and final coding. */
 int hb_parse_request(hb_request *r, const char *buf, size_t len);
 
+/* A request target in absolute form (RFC 9112 section 3.2.2): "http://"
+ * or "https://" (the scheme in any case), an authority, then
+ * path-abempty and any query. */
+typedef struct {
+    int https;
+    size_t auth_off, auth_len; /* the authority: t[auth_off .. auth_off + auth_len) */
+    size_t path_off;           /* the path and query: t[path_off .. n), empty, or "?..." */
+} hb_target_abs;
+
+/* Splits t[0..n) when it is an http or https absolute-form: 1 with *a
+ * filled, else 0 (origin-form, authority-form, "*", another scheme). The
+ * relay's forwarding and the router's origin both read targets so. */
+int hb_parse_absolute_form(const char *t, size_t n, hb_target_abs *a);
+
 /* Chunked transfer coding decoder (RFC 9112 section 7.1). */
 typedef struct {
     int state;

@@ -744,23 +744,20 @@ static int target_parts(const char *t, size_t tlen, int connect, const char **au
     *plen = 0;
     if (connect)
         return 0;
-    if (tlen >= 8 && strncasecmp(t, "https://", 8) == 0) {
-        *why = "an https:// target goes through a CONNECT tunnel\n";
-        return 400;
-    }
-    if (tlen < 7 || strncasecmp(t, "http://", 7) != 0) {
+    hb_target_abs a;
+    if (!hb_parse_absolute_form(t, tlen, &a)) {
         *why = bad_target;
         return 400;
     }
-    *auth = t + 7;
-    *alen = tlen - 7;
-    const char *slash = memchr(*auth, '/', *alen), *q = memchr(*auth, '?', *alen);
-    if (q != NULL && (slash == NULL || q < slash))
-        slash = q;
-    if (slash != NULL) {
-        *path = slash;
-        *plen = *alen - (size_t)(slash - *auth);
-        *alen = (size_t)(slash - *auth);
+    if (a.https) {
+        *why = "an https:// target goes through a CONNECT tunnel\n";
+        return 400;
+    }
+    *auth = t + a.auth_off;
+    *alen = a.auth_len;
+    if (a.path_off < tlen) {
+        *path = t + a.path_off;
+        *plen = tlen - a.path_off;
     }
     return 0;
 }

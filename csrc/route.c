@@ -2,13 +2,14 @@
 #define _GNU_SOURCE
 #include "route.h"
 
+#include "parser.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -258,21 +259,16 @@ static void route_static(const hb_route_static *st, const char *path, size_t n, 
  * with no path is "/" (an empty path's query is for no endpoint here). */
 static void origin_form(const char **t, size_t *n)
 {
-    size_t k = *n >= 7 && strncasecmp(*t, "http://", 7) == 0    ? 7
-               : *n >= 8 && strncasecmp(*t, "https://", 8) == 0 ? 8
-                                                                : 0;
-    if (k == 0)
+    hb_target_abs a;
+    if (!hb_parse_absolute_form(*t, *n, &a))
         return;
-    size_t i = k;
-    while (i < *n && (*t)[i] != '/' && (*t)[i] != '?')
-        i++;
-    if (i == *n || (*t)[i] == '?') {
+    if (a.path_off == *n || (*t)[a.path_off] == '?') {
         *t = "/";
         *n = 1;
         return;
     }
-    *t += i;
-    *n -= i;
+    *t += a.path_off;
+    *n -= a.path_off;
 }
 
 void hb_route(const hb_route_static *st, const char *method, size_t mlen, const char *target,

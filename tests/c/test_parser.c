@@ -495,6 +495,47 @@ int main(void)
         }
     }
 
+    /* Request targets in absolute form (RFC 9112 section 3.2.2), split
+     * into the authority and the path and query after it. */
+    {
+        static const struct {
+            const char *in;
+            int abs, https;
+            const char *auth, *rest;
+        } targets[] = {
+            {"http://h:81/a?b", 1, 0, "h:81", "/a?b"},
+            {"HTTPS://u@h/x", 1, 1, "u@h", "/x"},
+            {"http://h?c=3", 1, 0, "h", "?c=3"},
+            {"http://h", 1, 0, "h", ""},
+            {"http://", 1, 0, "", ""},
+            {"http:///p", 1, 0, "", "/p"},
+            {"/a", 0, 0, NULL, NULL},
+            {"*", 0, 0, NULL, NULL},
+            {"h:443", 0, 0, NULL, NULL},
+            {"ftp://h/x", 0, 0, NULL, NULL},
+            {"http:/h/x", 0, 0, NULL, NULL},
+            {"https:/", 0, 0, NULL, NULL},
+        };
+        for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+            const char *in = targets[i].in;
+            size_t n = strlen(in);
+            hb_target_abs a = {-1, 99, 99, 99};
+            int got = hb_parse_absolute_form(in, n, &a);
+            int ok = got == targets[i].abs;
+            if (ok && got)
+                ok = a.https == targets[i].https && a.auth_len == strlen(targets[i].auth) &&
+                     memcmp(in + a.auth_off, targets[i].auth, a.auth_len) == 0 &&
+                     a.path_off == a.auth_off + a.auth_len &&
+                     strcmp(in + a.path_off, targets[i].rest) == 0;
+            if (ok) {
+                passed++;
+            } else {
+                fprintf(stderr, "absolute form \"%s\": wrong split\n", in);
+                failed++;
+            }
+        }
+    }
+
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
