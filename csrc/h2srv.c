@@ -268,7 +268,11 @@ static void route(hb_h2s *h, h2s_stream *st)
     st->routed = 1;
     if (st->status != 0)
         return;
-    if (st->mlen == 0 || !st->pathed) {
+    /* nghttp2 has checked the pseudo-header fields (RFC 9113 section
+     * 8.3.1): the one request without :path is CONNECT (section 8.5),
+     * which names no resource here and so gets HTTP/1.1's answer, 405. */
+    int connect = st->mlen == 7 && memcmp(st->method, "CONNECT", 7) == 0;
+    if (st->mlen == 0 || (!st->pathed && !connect)) {
         st->status = 400;
         st->why = "the request lacks :method or :path\n";
         return;

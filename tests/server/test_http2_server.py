@@ -269,6 +269,55 @@ def test_an_hpack_bomb_is_answered_431_and_kept_no_more(server: httpbench.Server
     still_serves(server)
 
 
+# Each: the HTTP/1.1 request line, and the same request's pseudo-header
+# fields over HTTP/2 (RFC 9113 section 8.3.1; CONNECT's, section 8.5).
+REFUSALS = [
+    ("CONNECT x:80", [(":method", "CONNECT"), (":authority", "x:80")]),
+    ("OPTIONS /rnd?c=5", [(":method", "OPTIONS"), (":path", "/rnd?c=5")]),
+    ("DELETE /echo", [(":method", "DELETE"), (":path", "/echo")]),
+    ("GET /nope", [(":method", "GET"), (":path", "/nope")]),
+    ("GET /rnd?c=x", [(":method", "GET"), (":path", "/rnd?c=x")]),
+    ("GET /status/99", [(":method", "GET"), (":path", "/status/99")]),
+    ("GET /delay?ms=-1", [(":method", "GET"), (":path", "/delay?ms=-1")]),
+]
+
+
+def h1_answer(port: int, line: str) -> tuple[str, dict[str, str], bytes]:
+    """The status, fields (less Date) and body of one HTTP/1.1 answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"{line} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    fields = {name.lower(): value for name, value in (ln.split(": ", 1) for ln in lines[1:])}
+    for name in ("date", "connection"):
+        fields.pop(name, None)
+    return lines[0].split()[1], fields, body
+
+
+def test_refusals_are_http1s(server: httpbench.Server) -> None:
+    """A request the server refuses gets over HTTP/2 what it gets over
+    HTTP/1.1: the status, Allow, the reason; CONNECT (no :path, which the
+    router had taken for a request lacking one: 400) is 405 on both."""
+    for line, pseudo in REFUSALS:
+        status, fields, body = h1_answer(server.port, line)
+        assert status[0] == "4", (line, status)
+        raw = Raw(server.port)
+        scheme = [] if pseudo[0][1] == "CONNECT" else [(":scheme", "http"), (":authority", "x")]
+        raw.send(frame(1, 5, 1, raw.enc.encode(pseudo + scheme)))
+        dec, got2, body2 = hpack.Decoder(), {}, b""
+        for f in raw.frames(1.0) or []:
+            if f is not None and f[0] == 1:
+                got2 = {k: v for k, v in dec.decode(f[3]) if k != "date"}
+            elif f is not None and f[0] == 0:
+                body2 += f[3]
+        raw.close()
+        assert got2.pop(":status") == status, (line, got2)
+        assert got2 == fields and body2 == body, line
+
+
 def test_a_bad_hpack_block_is_a_compression_error(server: httpbench.Server) -> None:
     raw = Raw(server.port)
     raw.send(frame(1, 5, 1, b"\xff\xff\xff\xff\x0f"))
