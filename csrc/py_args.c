@@ -4,10 +4,11 @@
 
 /* Every number a user can pass is checked here before it reaches C: a
  * ValueError naming the argument when it is out of range (negative, NaN,
- * infinite or absurdly large), a TypeError when it is no number. */
+ * infinite or absurdly large, or a bool), a TypeError when it is no
+ * number. */
 
-/* An int from lo to hi (hi at most LLONG_MAX). Returns 0, or -1 with an
- * exception. */
+/* An int (not a bool) from lo to hi (hi at most LLONG_MAX). Returns 0,
+ * or -1 with an exception. */
 int hbpy_arg_int(PyObject *o, const char *name, long long lo, long long hi, long long *out)
 {
     if (!PyLong_Check(o)) {
@@ -18,7 +19,9 @@ int hbpy_arg_int(PyObject *o, const char *name, long long lo, long long hi, long
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    if (overflow != 0 || v < lo || v > hi) {
+    /* True is an int to Python, but a count or a port of True is a slip
+     * (httpbench's Python checks refuse it the same way). */
+    if (overflow != 0 || v < lo || v > hi || PyBool_Check(o)) {
         PyErr_Format(PyExc_ValueError, "%s must be from %lld to %lld, not %R", name, lo, hi, o);
         return -1;
     }
@@ -27,14 +30,14 @@ int hbpy_arg_int(PyObject *o, const char *name, long long lo, long long hi, long
 }
 
 /* A real number of seconds (or a rate), finite, above zero (or zero too,
- * with zero_ok) and at most max (a whole number). Returns 0, or -1 with an
- * exception. */
+ * with zero_ok) and at most max (a whole number), not a bool. Returns 0,
+ * or -1 with an exception. */
 int hbpy_arg_real(PyObject *o, const char *name, int zero_ok, double max, double *out)
 {
     double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred())
         return -1;
-    if (!(zero_ok ? v >= 0 : v > 0) || !(v <= max)) {
+    if (!(zero_ok ? v >= 0 : v > 0) || !(v <= max) || PyBool_Check(o)) {
         PyErr_Format(PyExc_ValueError, "%s must be a finite number %s and at most %lld, not %R",
                      name, zero_ok ? "from 0" : "above 0", (long long)max, o);
         return -1;

@@ -80,13 +80,13 @@ extern PyType_Spec hbpy_tls_spec, hbpy_response_spec, hbpy_connection_spec, hbpy
  * (negative, NaN, infinite or absurdly large), a TypeError when it is no
  * number. */
 
-/* An int from lo to hi (hi at most LLONG_MAX). Returns 0, or -1 with an
- * exception. */
+/* An int (not a bool) from lo to hi (hi at most LLONG_MAX). Returns 0,
+ * or -1 with an exception. */
 int hbpy_arg_int(PyObject *o, const char *name, long long lo, long long hi, long long *out);
 
 /* A real number of seconds (or a rate), finite, above zero (or zero too,
- * with zero_ok) and at most max (a whole number). Returns 0, or -1 with an
- * exception. */
+ * with zero_ok) and at most max (a whole number), not a bool. Returns 0,
+ * or -1 with an exception. */
 int hbpy_arg_real(PyObject *o, const char *name, int zero_ok, double max, double *out);
 
 /* A table of settings: a C struct's numbers and flags by name, read from a

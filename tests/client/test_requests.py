@@ -165,6 +165,10 @@ def test_request_argument_errors(scripted):
         (("127.0.0.1", 80), {"timeout": 0}, ValueError),
         (("127.0.0.1", 80), {"timeout": -1}, ValueError),
         (("127.0.0.1", 80), {"timeout": float("nan")}, ValueError),
+        # True is an int to Python; as a port, timeout or max_body, a slip.
+        (("127.0.0.1", True), {}, ValueError),
+        (("127.0.0.1", 80), {"timeout": True}, ValueError),
+        (("127.0.0.1", 80), {"max_body": True}, ValueError),
         (("", 80), {}, ValueError),
         (("a b", 80), {}, ValueError),
         ((b"127.0.0.1", 80), {}, TypeError),
