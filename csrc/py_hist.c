@@ -24,8 +24,8 @@ static int Histogram_init(HistogramObject *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
-/* A count or a nanosecond value: an int from 0 to 2**64-1, a ValueError
- * naming `name` otherwise (a TypeError for no int). */
+/* A count or a nanosecond value: an int (not a bool) from 0 to 2**64-1, a
+ * ValueError naming `name` otherwise (a TypeError for no int). */
 static int arg_u64(PyObject *o, const char *name, unsigned long long *out)
 {
     if (!PyLong_Check(o)) {
@@ -33,8 +33,9 @@ static int arg_u64(PyObject *o, const char *name, unsigned long long *out)
         return -1;
     }
     unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+    int slip = PyBool_Check(o); /* an int to Python; a value of True is a slip */
+    if (slip || (v == (unsigned long long)-1 && PyErr_Occurred())) {
+        if (!slip && !PyErr_ExceptionMatches(PyExc_OverflowError))
             return -1;
         PyErr_Format(PyExc_ValueError, "%s must be from 0 to 2**64-1, not %R", name, o);
         return -1;
@@ -67,7 +68,7 @@ static PyObject *Histogram_percentile(HistogramObject *self, PyObject *arg)
     double p = PyFloat_AsDouble(arg);
     if (p == -1.0 && PyErr_Occurred())
         return NULL;
-    if (!(p >= 0 && p <= 100)) {
+    if (!(p >= 0 && p <= 100) || PyBool_Check(arg)) {
         PyErr_Format(PyExc_ValueError, "p must be from 0 to 100, not %R", arg);
         return NULL;
     }

@@ -48,6 +48,22 @@ def test_histogram_state_round_trip_and_range():
         g.restore((5, 1, 2, 3.0, 9.0, 0, [(0, 1)]))
 
 
+@pytest.mark.parametrize("call,bad,exc", [
+    ("record", -1, ValueError), ("record", 2**64, ValueError), ("record", True, ValueError),
+    ("record", False, ValueError), ("record", 1.0, TypeError),
+    ("percentile", -1, ValueError), ("percentile", 100.5, ValueError),
+    ("percentile", float("nan"), ValueError), ("percentile", True, ValueError),
+])
+def test_histogram_refuses_out_of_range(call, bad, exc):
+    """The argument named, the histogram unchanged; a bool is an int to
+    Python, but a value or a percentile of True is a slip."""
+    h = Histogram()
+    h.record(5)
+    with pytest.raises(exc, match="value|p must"):
+        getattr(h, call)(bad)
+    assert h.count == 1 and h.max == 5
+
+
 def test_p999_is_the_nearest_rank_when_the_count_is_a_multiple_of_1000():
     """999 values of 1 ms and one of 1 s: the 999th value is p99.9 (its
     nearest rank, ceil(0.999 x 1000) = 999), not the max. 99.9 / 100 in
