@@ -173,6 +173,8 @@ struct hb_h2 {
     hb_h2_stream *last;     /* the stream stream_of found last (NULL: none) */
     hb_h2_stream *block_st; /* the stream whose header block is being decoded */
     int block_final;        /* that block is a final head */
+    int block_head;         /* it is a head, 1xx or final (it has a :status) */
+    uint64_t block_decoded; /* its fields' names and values so far */
     uint32_t block_len;     /* its size so far, as RFC 7541 section 4.1 counts */
     uint32_t block_fields;
     int32_t rst_id; /* the stream the RST_STREAM being handled is for */
@@ -230,10 +232,9 @@ static void set_error(hb_h2 *h, const char *fmt, const char *what)
 static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *arg)
 {
     (void)s;
+    (void)hd;
     hb_h2 *h = arg;
     h->st.frames_in++;
-    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION)
-        h->st.header_bytes_wire += hd->length;
     return 0;
 }
 
@@ -246,8 +247,10 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ar
     if (h->block_st != NULL)
         hb_h2m_block(&h->block_st->msg);
     h->block_final = 0;
+    h->block_head = 0;
     h->block_len = 0;
     h->block_fields = 0;
+    h->block_decoded = 0;
     return 0;
 }
 
@@ -268,7 +271,8 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
     (void)flags;
     hb_h2 *h = arg;
     const char *name = (const char *)name_p, *value = (const char *)value_p;
-    h->st.header_bytes_decoded += nlen + vlen;
+    h->block_decoded += nlen + vlen;
+    h->block_head |= nlen == 7 && memcmp(name, ":status", 7) == 0;
     h->block_len += (uint32_t)(nlen + vlen + 32);
     h->block_fields += nlen == 0 || name[0] != ':';
     if (h->block_len > h->cfg.max_header_list || h->block_fields > h->cfg.max_fields) {
@@ -345,6 +349,17 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *arg)
     hb_h2 *h = arg;
     switch (f->hd.type) {
     case NGHTTP2_HEADERS:
+        /* A response head's block (a 1xx's too; trailers are no head) as
+         * h2load counts it: the HEADERS and CONTINUATION payloads less the
+         * padding and the priority fields (RFC 9113 section 6.2), which
+         * nghttp2 has summed into hd.length. */
+        if (h->block_head) {
+            h->st.header_bytes_wire +=
+                f->hd.length - f->headers.padlen - ((f->hd.flags & NGHTTP2_FLAG_PRIORITY) ? 5 : 0);
+            h->st.header_bytes_decoded += h->block_decoded;
+        }
+        message_frame(h, f);
+        break;
     case NGHTTP2_DATA: message_frame(h, f); break;
     case NGHTTP2_RST_STREAM:
         h->st.resets++;

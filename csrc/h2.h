@@ -121,7 +121,8 @@ typedef struct hb_h2_stream hb_h2_stream;
 
 /* Figures of a session, kept as it runs. */
 typedef struct {
-    uint64_t header_bytes_wire;    /* HEADERS and CONTINUATION payloads received */
+    uint64_t header_bytes_wire;    /* response heads' header blocks received (h2load's
+                                    * "headers": no padding, priority or trailers) */
     uint64_t header_bytes_decoded; /* the fields they decoded to, name and value */
     uint64_t frames_in;            /* frames received */
     uint64_t resets;               /* RST_STREAM received */

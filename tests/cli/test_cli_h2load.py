@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import free_port, grep_each, hb, nginx, side_by_side
+from helpers import free_port, grep_each, hb, nginx, side_by_side, tool_env, wait_for_port
 from httpbench.cli.flags import markdown
 from httpbench.cli.h2load import FLAGS
 from httpbench.render.h2load import dtos, format_duration, utos_funit
@@ -123,6 +123,34 @@ def test_over_tls_and_on_the_embedded_server(tmp_path, pki):
                            (["-n", "200", "-c", "2"], "/status/503")):
             real, ours = both(args, srv.url(path), tmp_path)
             exact(real, ours)
+
+
+@pytest.mark.timing
+@needs_h2load
+@pytest.mark.skipif(shutil.which("nghttpd") is None, reason="apt-get install nghttp2-server")
+@pytest.mark.parametrize("extra", [["-b", "255"], ["--trailer", "x-t: 1"], ["-w", "10"]],
+                         ids=" ".join)
+def test_padding_trailers_and_small_windows_count_as_h2loads(tmp_path, extra):
+    """nghttpd padding every frame (-b), sending trailers, or granting a
+    1 KiB window: the header bytes and their space savings are the
+    response heads' blocks as h2load counts them (no padding, no
+    trailers); the loop had counted every HEADERS payload whole, padding
+    and trailers too (255 bytes a response more under -b 255)."""
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "rnd").write_bytes(os.urandom(2048))
+    port = free_port()
+    proc = subprocess.Popen(["nghttpd", "--no-tls", "-d", str(tmp_path / "www"), *extra,
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=tool_env())
+    try:
+        wait_for_port(port, proc)
+        real, ours = both(["-n", "400", "-c", "2", "-m", "5"], f"http://127.0.0.1:{port}/rnd",
+                          tmp_path)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    exact(real, ours)
+    assert parse(real)["traffic"][2] == parse(ours)["traffic"][2], (real, ours)  # savings
 
 
 def seconds(text: str) -> float:
