@@ -17,10 +17,12 @@
  * keep the loop resending. A refusal is the server asking to be asked
  * again (RFC 9113 section 8.7: it is busy, the connection lives on). */
 #define MAX_REFUSALS 100
-/* A stream a GOAWAY left unprocessed goes on a new socket, but in three
- * tries in all, as Connection does: a server that ends every connection
- * before processing anything (GOAWAY with last stream 0) is not asking to
- * be asked again, and each try costs a connect. */
+/* A stream a GOAWAY left unprocessed goes on a new socket, first there,
+ * as often as the sockets it was left on served something (a server ending
+ * connections gracefully, nginx's keepalive_requests), but in three tries
+ * on sockets that served nothing, as Connection does: a server that ends
+ * every connection before processing anything (GOAWAY with last stream 0)
+ * is not asking to be asked again, and each try costs a connect. */
 #define GOAWAY_TRIES 3
 /* The wait before connecting again after a GOAWAY ended a socket that
  * served nothing: from the first, doubling to the most, so such a server
@@ -59,7 +61,8 @@ typedef struct {
     int place; /* BX_* */
     hb_h2_stream *strm;
     int refusals; /* the times the server refused it */
-    int goaways;  /* tries a GOAWAY left unprocessed */
+    int goaways;  /* tries a GOAWAY left unprocessed on a socket that served nothing */
+    int again;    /* waiting to be sent again (refused, or a GOAWAY left it) */
 } h2slot;
 
 /* What HTTP/2 keeps of a connection: the session of the socket's life,
@@ -71,6 +74,7 @@ typedef struct {
     hb_buf tx;
     int active;
     int waiting; /* of which BX_WAITING: submit_waiting looks only while some are */
+    int again;   /* of the waiting, those to be sent again: they go first */
     int next_slot;
     int depth;
     int64_t goaway_wait; /* doubling, 0 again once a stream completes */
@@ -93,12 +97,15 @@ static h2slot *slot_of(const bconn *c, const bexch *x)
     return &H(c)->slots[x - c->xs];
 }
 
-/* x's slot to place, the count of the waiting kept. */
-static void set_place(bconn *c, bexch *x, int place)
+/* x's slot to place (again: waiting to be sent again; 0 for any other
+ * place), the counts of the waiting and of those sent again kept. */
+static void set_place(bconn *c, bexch *x, int place, int again)
 {
     h2slot *sl = slot_of(c, x);
     H(c)->waiting += (place == BX_WAITING) - (sl->place == BX_WAITING);
+    H(c)->again += again - sl->again;
     sl->place = place;
+    sl->again = again;
 }
 
 #define FOR_TAKEN(c, x)                                                                            \
@@ -113,7 +120,7 @@ static int depth_of(const hb_bench *b)
 /* x is over (counted by the caller): its slot is free. */
 static void free_slot(bthread *t, bconn *c, bexch *x, int64_t now)
 {
-    set_place(c, x, BX_FREE);
+    set_place(c, x, BX_FREE, 0);
     slot_of(c, x)->strm = NULL;
     H(c)->active--;
     c->free_at = now;
@@ -229,19 +236,20 @@ static void reset_failed(bthread *t, bconn *c, bexch *x, uint32_t code, int64_t 
 }
 
 /* x was above a GOAWAY's last stream, so not processed (RFC 9113 section
- * 6.8): it waits for the next socket, up to GOAWAY_TRIES tries in all
- * (each resend counted in retries), then fails as reset with the
- * GOAWAY's code. */
+ * 6.8): it waits for the next socket (each resend counted in retries),
+ * unless this is the GOAWAY_TRIES-th socket that left it having served
+ * nothing: then it fails as reset with the GOAWAY's code. */
 static void unsent(bthread *t, bconn *c, bexch *x, int64_t now)
 {
-    slot_of(c, x)->strm = NULL;
-    if (++slot_of(c, x)->goaways < GOAWAY_TRIES) {
+    h2slot *sl = slot_of(c, x);
+    sl->strm = NULL;
+    if (c->served > 0 || ++sl->goaways < GOAWAY_TRIES) {
         x->res->retries++;
-        set_place(c, x, BX_WAITING);
+        set_place(c, x, BX_WAITING, 1);
         return;
     }
     reset_failed(t, c, x, hb_h2_stats_of(H(c)->h2)->goaway_code, now,
-                 "the server ended three connections (GOAWAY %s) without processing the stream");
+                 "the server ended three connections (GOAWAY %s) before processing anything");
 }
 
 static void on_closed(void *owner, void *stream, int how, uint32_t code)
@@ -266,7 +274,7 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
         if (how == HB_H2_REFUSED) {
             x->res->refused++;
             if (++slot_of(c, x)->refusals <= MAX_REFUSALS) {
-                set_place(c, x, BX_WAITING);
+                set_place(c, x, BX_WAITING, 1);
                 return;
             }
         }
@@ -336,14 +344,43 @@ static void take(bthread *t, bconn *c, int64_t now)
     }
     slot_of(c, x)->refusals = 0;
     slot_of(c, x)->goaways = 0;
-    set_place(c, x, BX_WAITING);
+    set_place(c, x, BX_WAITING, 0);
     x->tx = t->b->h2reqs[x->variant].body_len; /* (the log's bytes_sent: the body's) */
     H(c)->active++;
     if ((uint32_t)H(c)->active > x->res->streams_max_used)
         x->res->streams_max_used = (uint32_t)H(c)->active;
 }
 
-/* The exchanges waiting go on streams, while the session takes them. */
+/* The exchanges waiting go on streams, those sent again only when
+ * again_only, while the session takes them. Returns 0, or -1 once the
+ * session takes no more. */
+static int submit_pass(bthread *t, bconn *c, int64_t now, int again_only)
+{
+    FOR_TAKEN(c, x)
+    {
+        if ((again_only ? H(c)->again : H(c)->waiting) == 0)
+            return 0; /* (only while some wait: no scan of every slot on every read) */
+        h2slot *sl = slot_of(c, x);
+        if (sl->place != BX_WAITING || (again_only && !sl->again))
+            continue;
+        if (c->served == 0 && x->connect_ns > 0)
+            x->connect_ns = now - x->t_start;
+        if (!hb_h2_can_submit(H(c)->h2))
+            return -1;
+        sl->strm = hb_h2_submit(H(c)->h2, (&t->b->h2reqs[x->variant]), x, &x->stream);
+        if (sl->strm != NULL) {
+            set_place(c, x, BX_OPEN, 0);
+        } else if (errno == ENOMEM) {
+            hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
+            note_error(x, "%s", "out of memory");
+            release(t, c, x, now);
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void submit_waiting(bthread *t, bconn *c, int64_t now)
 {
     /* With many streams a new connection sends nothing before the server's
@@ -354,28 +391,14 @@ static void submit_waiting(bthread *t, bconn *c, int64_t now)
      * wait is part of the first exchange's connect time. */
     if (H(c)->waiting == 0 || (depth_of(t->b) > 1 && !hb_h2_stats_of(H(c)->h2)->settings))
         return;
-    /* (Only while some wait: no scan of every slot on every read.) */
-    FOR_TAKEN(c, x)
-    {
-        if (H(c)->waiting == 0)
-            return;
-        if (slot_of(c, x)->place != BX_WAITING)
-            continue;
-        if (c->served == 0 && x->connect_ns > 0)
-            x->connect_ns = now - x->t_start;
-        if (!hb_h2_can_submit(H(c)->h2))
-            return;
-        slot_of(c, x)->strm = hb_h2_submit(H(c)->h2, (&t->b->h2reqs[x->variant]), x, &x->stream);
-        if (slot_of(c, x)->strm != NULL) {
-            set_place(c, x, BX_OPEN);
-        } else if (errno == ENOMEM) {
-            hb_br_failed(t, x, HB_FAIL(fail_exceptions), now);
-            note_error(x, "%s", "out of memory");
-            release(t, c, x, now);
-        } else {
-            return;
-        }
-    }
+    /* Those sent again go first, on the lowest stream ids: they are the
+     * oldest, and a server that processes a connection's first N streams
+     * and ends it (nginx's keepalive_requests under more streams than N)
+     * would otherwise leave the one in the last slot unprocessed on socket
+     * after socket. */
+    if (H(c)->again > 0 && submit_pass(t, c, now, 1) != 0)
+        return;
+    (void)submit_pass(t, c, now, 0);
 }
 
 static void session_over(bthread *t, bconn *c, int64_t now);

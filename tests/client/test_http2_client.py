@@ -252,6 +252,41 @@ def test_resets_refusals_and_goaway_are_counted_exactly() -> None:
     assert r.reconnects > 0 and r.connects == s.accepted
 
 
+def test_more_streams_than_a_connection_is_allowed_lose_no_request() -> None:
+    """A server that processes seven streams a connection and then ends it
+    (GOAWAY with the seventh's id), under twenty streams a connection: each
+    GOAWAY leaves thirteen unprocessed, and they go again, first, on the
+    next connection, as often as it takes: none fails (the three tries are
+    for connections that processed nothing), and each connection serves its
+    seven. Before, the stream in the last slot was sent last on each
+    connection, left unprocessed three times and failed as reset."""
+    with H2Server("goaway", every=7) as s:
+        r = httpbench.run(s.url + "/", requests=700, concurrency=2, http2=True, streams=20,
+                          progress=False)
+    exact(r)
+    assert r.complete == 700 and r.failed == 0, r.first_error
+    assert r.connects == s.accepted and 100 <= r.connects <= 104, r.connects
+    assert r.counts["retries"] > 0
+
+
+def test_nginxs_keepalive_requests_under_more_streams_lose_no_request(tmp_path: Path) -> None:
+    """nginx ends an HTTP/2 connection after keepalive_requests (10 here)
+    streams, GOAWAY NO_ERROR, the streams above it unprocessed: a run with
+    a hundred streams a connection completes every request, ten a
+    connection, where h2load, which does not connect again, fails all but
+    the first connection's ten."""
+    with nginx(keepalive_requests=10, http2=True) as peer:
+        if peer is None:
+            pytest.skip("nginx not installed")
+        port, _ = peer
+        for c, m in ((1, 11), (1, 100), (4, 100)):
+            r = httpbench.run(f"http://127.0.0.1:{port}/rnd", requests=1000, concurrency=c,
+                              http2=True, streams=m, progress=False)
+            exact(r)
+            assert r.complete == 1000 and r.failed == 0, ((c, m), r.first_error)
+            assert 100 <= r.connects <= 100 + c, ((c, m), r.connects)
+
+
 @pytest.mark.parametrize("mode, kwargs, cls", [
     ("badhpack", {}, "exceptions"),
     ("bigheaders", {"fields": 150}, "exceptions"),
