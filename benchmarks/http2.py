@@ -22,6 +22,9 @@ knowledge), and the embedded server over both (its own certificate).
 - HTTP/2 against HTTP/1.1 for the same client and server (the embedded
   one): 10 connections keep-alive, pipelined 10 deep, and HTTP/2 with 10
   streams each: req/s and CPU per request.
+- Uploads: 300 POSTs of 1 MiB to the embedded server's /echo over h2c at
+  (1, 1), (2, 10) and (10, 10), h2load -d against httpbench -p: req/s and
+  its ratio.
 - With --compare: the comparison over HTTP/2 (httpbench compare --http2)
   on the embedded server: each Python client's ratio to the C core.
 - With --stall (alone): issue 42's stall, ten short runs each of httpbench
@@ -58,10 +61,10 @@ TARGET = "/rnd?c=2048"
 POINTS = ((1, 1), (10, 10), (50, 100))
 
 
-def h2load(url: str, n: int, c: int, m: int, tmp: str) -> tuple[float, float]:
+def h2load(url: str, n: int, c: int, m: int, tmp: str, *flags: str) -> tuple[float, float]:
     """(req/s, CPU us per request) of one h2load run on CPU 0."""
-    out, cpu, _ = measure(["h2load", "-n", str(n), "-c", str(c), "-m", str(m), "-t", "1", url],
-                          0, tmp)
+    out, cpu, _ = measure(["h2load", "-n", str(n), "-c", str(c), "-m", str(m), "-t", "1", *flags,
+                           url], 0, tmp)
     rps = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
     done = re.search(r"(\d+) succeeded", out)
     if rps is None or done is None or int(done.group(1)) != n:
@@ -169,6 +172,30 @@ def multiplexing(n: int, rounds: int, tmp: str) -> None:
               "keep-alive's CPU)")
 
 
+def uploads(rounds: int, tmp: str) -> None:
+    """1 MiB bodies POSTed to the embedded server's /echo over h2c, where
+    the server's window and the socket hold the body back again and again
+    within an answer's time (the loop does not nap while a body is going
+    out: docs/http2.md)."""
+    if not shutil.which("h2load"):
+        print("\nuploads: skipped (h2load: apt-get install nghttp2-client)")
+        return
+    body = Path(tmp) / "body"
+    body.write_bytes(bytes(33 + b % 94 for b in range(1 << 20)))
+    n = 300
+    print(f"\nuploads: {n} POSTs of 1 MiB each to the embedded server's /echo over h2c, "
+          f"medians of {rounds} rounds")
+    print(f"  {'(c, m)':<10}{'h2load req/s':>14}{'httpbench req/s':>17}{'req/s ratio':>13}")
+    with embedded(1) as port:
+        url = f"http://127.0.0.1:{port}/echo"
+        for c, m in ((1, 1), (2, 10), (10, 10)):
+            peer = [h2load(url, n, c, m, tmp, "-d", str(body))[0] for _ in range(rounds)]
+            ours = [hb(url, n, c, tmp, "--http2", "--streams", str(m), "-p", str(body))[0]
+                    for _ in range(rounds)]
+            print(f"  {f'({c}, {m})':<10}{med(peer):>14,.0f}{med(ours):>17,.0f}"
+                  f"{med(ours) / med(peer):>13.2f}")
+
+
 def compare_http2(n: int) -> None:
     # Its own embedded server, in process, pinned with the clients (as the
     # seed's single-connection comparison runs).
@@ -237,6 +264,7 @@ def main() -> int:
             against_h2load("embedded h2c", f"http://127.0.0.1:{port}{TARGET}", n, rounds, tmp)
         servers_under_h2load(n, rounds, tmp)
         multiplexing(n // 2, rounds, tmp)
+        uploads(rounds, tmp)
         if args.compare:
             compare_http2(min(n, 20_000))
     return 0

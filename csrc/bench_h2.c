@@ -78,6 +78,7 @@ typedef struct {
     int next_slot;
     int depth;
     int64_t goaway_wait; /* doubling, 0 again once a stream completes */
+    int sending;         /* counted in t->sending: a request body is still going out */
     int64_t now;
     /* A socket opened before any ticket (t->unticketed counts it): since
      * when. Its first exchange starts then (its connect and the wait for
@@ -404,6 +405,17 @@ static void submit_waiting(bthread *t, bconn *c, int64_t now)
 static void session_over(bthread *t, bconn *c, int64_t now);
 static void broken(bthread *t, bconn *c, int64_t now);
 
+/* c counted in t->sending while a request body is still going out: in
+ * the session (the server's window holds it) or in the write buffer (the
+ * socket's). */
+static void note_sending(bthread *t, bconn *c)
+{
+    int now_sending =
+        H(c)->h2 != NULL && (hb_h2_stats_of(H(c)->h2)->sending > 0 || hb_buf_size(&H(c)->tx) > 0);
+    t->sending += now_sending - H(c)->sending;
+    H(c)->sending = now_sending;
+}
+
 /* Writes what the session has to send. Returns 0, or -1 when c closed
  * (its exchanges failed, or the session is over). */
 static int flush(bthread *t, bconn *c, int64_t now)
@@ -425,6 +437,7 @@ static int flush(bthread *t, bconn *c, int64_t now)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             hb_bs_watch(t, c, EPOLLIN | EPOLLOUT);
+            note_sending(t, c);
             return 0;
         }
         if (n < 0 && errno == EPROTO)
@@ -435,6 +448,7 @@ static int flush(bthread *t, bconn *c, int64_t now)
     }
     hb_buf_shrink(&H(c)->tx, 65536);
     hb_bs_watch(t, c, EPOLLIN);
+    note_sending(t, c);
     if (hb_h2_done(H(c)->h2)) {
         session_over(t, c, now);
         return -1;
@@ -757,6 +771,8 @@ static void h2_closed(bconn *c)
     hb_h2_free(H(c)->h2);
     H(c)->h2 = NULL;
     hb_buf_clear(&H(c)->tx);
+    c->thr->sending -= H(c)->sending;
+    H(c)->sending = 0;
 }
 
 static int h2_setup(bconn *c, int depth)

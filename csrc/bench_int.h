@@ -260,6 +260,8 @@ struct bthread {
     int64_t answer_ns; /* the answers' time, start to end (a moving mean; 0: none yet) */
     int64_t nap_late;  /* how far past its asking a nap ends (a moving mean) */
     int64_t wait_ns;   /* how long its waits in epoll last (a moving mean) */
+    int sending;       /* its HTTP/2 connections with a request body still going out:
+                        * while any is, no nap (bench_loop.c) */
     int64_t interval;  /* rate: ns between one connection's starts */
     bconn **ready;     /* connections between requests, to start again */
     int nready;

@@ -144,8 +144,9 @@ struct hb_h2_stream {
     const hb_h2_req *req;
     size_t body_sent;
     int32_t id;
-    int ended; /* its response's END_STREAM came: the response is whole */
-    int bad;   /* its response broke a rule of h2msg.h's: reset, BROKEN */
+    int ended;   /* its response's END_STREAM came: the response is whole */
+    int bad;     /* its response broke a rule of h2msg.h's: reset, BROKEN */
+    int sending; /* its request's body is not all handed to the session's output */
     hb_h2m msg;
     hb_h2_stream *next_free;
 };
@@ -202,6 +203,8 @@ static hb_h2_stream *stream_take(hb_h2 *h)
 
 static void stream_give(hb_h2 *h, hb_h2_stream *st)
 {
+    h->st.sending -= (uint32_t)st->sending;
+    st->sending = 0;
     if (h->last == st)
         h->last = NULL;
     st->user = NULL;
@@ -454,14 +457,17 @@ static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_
 {
     (void)s;
     (void)id;
-    (void)arg;
+    hb_h2 *h = arg;
     hb_h2_stream *st = src->ptr;
     size_t left = st->req->body_len - st->body_sent;
     size_t n = left < len ? left : len;
     memcpy(buf, st->req->body + st->body_sent, n);
     st->body_sent += n;
-    if (st->body_sent == st->req->body_len)
+    if (st->body_sent == st->req->body_len) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
+        h->st.sending -= (uint32_t)st->sending;
+        st->sending = 0;
+    }
     return (hb_h2_ssize)n;
 }
 
@@ -550,6 +556,7 @@ hb_h2_stream *hb_h2_submit(hb_h2 *h, const hb_h2_req *req, void *stream, int32_t
     st->body_sent = 0;
     st->ended = 0;
     st->bad = 0;
+    st->sending = 0;
     hb_h2m_start(&st->msg, req->head);
     hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     int32_t rc =
@@ -560,6 +567,8 @@ hb_h2_stream *hb_h2_submit(hb_h2 *h, const hb_h2_req *req, void *stream, int32_t
         return NULL;
     }
     st->id = rc;
+    st->sending = req->body != NULL;
+    h->st.sending += (uint32_t)st->sending;
     h->open++;
     *id = rc;
     return st;

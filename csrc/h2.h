@@ -132,6 +132,8 @@ typedef struct {
     int settings;                  /* the server's first SETTINGS came */
     int streams_limited;           /* they set SETTINGS_MAX_CONCURRENT_STREAMS (absent:
                                     * no limit, RFC 9113 section 6.5.2) */
+    uint32_t sending;              /* open streams whose request body is not all in the
+                                    * output yet (the server's window holds it back) */
 } hb_h2_stats;
 
 /* A new client session: the preface and SETTINGS (no push, the windows

@@ -64,6 +64,12 @@ def test_http2_responses_rules(tmp_path):
               minimum=55, timeout=120)
 
 
+def test_http2_session_counts_request_bodies_still_going_out(tmp_path):
+    unit_test(tmp_path, "test_h2sess", "tests/c/test_h2sess.c", "csrc/h2.c", "csrc/h2mem.c",
+              "csrc/h2msg.c", "csrc/parser.c", "csrc/buf.c", libs=("-lnghttp2",), minimum=17,
+              timeout=60)
+
+
 def test_scenario_picks_and_body_check(tmp_path):
     unit_test(tmp_path, "test_scen", "tests/c/test_scen.c", "csrc/scen.c", libs=("-lm",),
               minimum=78, timeout=60)
