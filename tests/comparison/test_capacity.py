@@ -146,15 +146,21 @@ def test_an_slo_that_never_holds_stops_at_the_lowest_rate():
 def test_the_achieved_rate_is_requests_over_the_stage():
     """At low rates a stage's achieved rate is its requests over the stage's
     length (requests over the time to the last answer read 2.17/s for a
-    target of 1.11/s, and 49/s for 1/s over 0.5 s)."""
+    target of 1.11/s, and 49/s for 1/s over 0.5 s). A stage may be
+    measured again, as capacity() does where one breaks (its confirmation)
+    or the client bound it: under `taskset -c 0` beside the sanitizer suite
+    the 8/s stage was measured three times, so the rates are checked each
+    once in order, and every measurement's achieved rate."""
     with httpbench.Server() as srv:
         c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<1s", start=1, stage_s=0.5,
                                step=2, concurrency=1)
     low = [s for s in c.steps if s.target <= 64]
-    assert [s.target for s in low] == [1, 2, 4, 8, 16, 32, 64]
+    rates = [s.target for i, s in enumerate(low) if i == 0 or s.target != low[i - 1].target]
+    assert rates == [1, 2, 4, 8, 16, 32, 64], c.steps
     for s in low:
-        assert s.requests == math.ceil(s.target * 0.5), s
         assert s.achieved == pytest.approx(s.requests / 0.5), s
+        if s.held:
+            assert s.requests == math.ceil(s.target * 0.5), s
 
 
 def test_the_command_line(tmp_path):
