@@ -277,7 +277,7 @@ def test_nginxs_keepalive_requests_under_more_streams_lose_no_request(tmp_path: 
     the first connection's ten."""
     with nginx(keepalive_requests=10, http2=True) as peer:
         if peer is None:
-            pytest.skip("nginx not installed")
+            pytest.skip("nginx: apt-get install nginx-light")
         port, _ = peer
         for c, m in ((1, 11), (1, 100), (4, 100)):
             r = httpbench.run(f"http://127.0.0.1:{port}/rnd", requests=1000, concurrency=c,
