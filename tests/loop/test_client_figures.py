@@ -205,9 +205,30 @@ _STALLED = """
 import json, sys, httpbench
 print("go", flush=True)
 r = httpbench.run(sys.argv[1], duration=float(sys.argv[2]), rate=200, concurrency=2, threads=1,
-                  progress=False)
+                  progress=False, log=sys.argv[3])
 print(json.dumps(r.to_dict()))
 """
+
+
+def busy_outside_the_stall(records: list[httpbench.LogRecord]) -> int:
+    """How many requests fell due, outside the stall, while their
+    connection had an exchange on the wire (sent before, answered after):
+    the most a run can truly call late for a busy connection. The stall is
+    the longest gap between sends; what fell due in it waited for the
+    client, however its connections stood."""
+    starts = sorted(x.start for x in records)
+    gap = max(range(1, len(starts)), key=lambda i: starts[i] - starts[i - 1])
+    stopped, woke = starts[gap - 1], starts[gap]
+    n = 0
+    sent: dict[int, list[httpbench.LogRecord]] = {}
+    for x in sorted(records, key=lambda x: x.start):
+        before = sent.setdefault(x.connection, [])
+        due = x.intended_start
+        on_wire = [p for p in before if p.start <= due]
+        if not stopped < due <= woke and on_wire and due < on_wire[-1].intended_start + on_wire[-1].latency:
+            n += 1
+        before.append(x)
+    return n
 
 
 # Timing: which wait a request's lateness fell in is read from the wall
@@ -226,8 +247,13 @@ def test_a_client_stopped_by_the_machine_is_late_not_busy(srv, tmp_path, duratio
     within the grace its last answers have), the ones due before the end
     are still sent (late), not left unsent. The code before counted the
     catch-up sends late_busy (each connection's last exchange ended after
-    the next one's due time) and the ones due before the end unsent."""
-    proc = subprocess.Popen([sys.executable, "-c", _STALLED, srv.url("/rnd?c=100"), str(duration)],
+    the next one's due time) and the ones due before the end unsent. An
+    answer the server itself was slow with (10 ms, a connection's interval,
+    on a loaded machine) is truly busy, and the per-request log says how
+    many could be: late_busy may not exceed them (it was 160 here)."""
+    log = tmp_path / "requests.csv"
+    proc = subprocess.Popen([sys.executable, "-c", _STALLED, srv.url("/rnd?c=100"), str(duration),
+                             str(log)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "go\n"
@@ -246,7 +272,8 @@ def test_a_client_stopped_by_the_machine_is_late_not_busy(srv, tmp_path, duratio
     assert c is not None and c.late_max is not None
     assert c.late_max >= stop_for / 2, c  # (the stall: its due requests waited for it)
     assert c.unsent == 0 and r.issued == 200 * duration and r.complete == r.issued, c
-    assert c.late_busy == 0 and c.bound and c.reason == "schedule", c
+    assert c.late_busy <= busy_outside_the_stall(httpbench.read_log(log)), c
+    assert c.bound and c.reason == "schedule", c
     assert "its sends were late against the schedule" in r.report()
 
 
