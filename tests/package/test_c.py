@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 FLAGS = ["-O1", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror"]
 
-pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler on PATH")
+# (builds: each test compiles with CC as it is, no sanitizer; the fuzz stage
+# builds the drivers with ASan and UBSan.)
+pytestmark = [pytest.mark.skipif(CC is None, reason="no C compiler on PATH"), pytest.mark.builds]
 
 
 def build(tmp_path: Path, name: str, *sources: str, defines: tuple[str, ...] = (),

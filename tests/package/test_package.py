@@ -92,6 +92,7 @@ def test_stub_matches_the_extension():
             (name, sorted({n for n in stubbed if not n.startswith("_")} - public))
 
 
+@pytest.mark.builds
 def test_mypy_strict_on_the_package_and_examples(tmp_path):
     api = pytest.importorskip("mypy.api")
     root = Path(__file__).resolve().parents[2]
@@ -104,6 +105,7 @@ def test_mypy_strict_on_the_package_and_examples(tmp_path):
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.builds
 def test_the_built_package_holds_every_module(tmp_path):
     """pyproject.toml lists the packages one by one: a new subpackage left
     out of the list builds a wheel without it (or, today, with it as data
@@ -125,6 +127,7 @@ def test_the_built_package_holds_every_module(tmp_path):
     assert "httpbench/agents/base.py" in modules(tmp_path)
 
 
+@pytest.mark.builds
 def test_the_sdist_carries_what_its_tests_need(tmp_path):
     """An unpacked sdist runs its own suite: the tests, their helpers (the
     benchmarks' _support, the C tests and corpora), the examples the tests
@@ -145,6 +148,7 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path):
     assert needed <= names, sorted(needed - names)
 
 
+@pytest.mark.builds
 def test_the_sdist_builds_with_an_spdx_licence_and_no_deprecation(tmp_path):
     """A licence given as a TOML table is deprecated, and setuptools stops
     building such a project on 2027-02-18: the SPDX expression instead."""
@@ -190,6 +194,7 @@ def test_importing_the_source_tree_without_a_core_says_what_to_do(tmp_path):
     assert "ModuleNotFoundError" not in out.stderr
 
 
+@pytest.mark.builds
 def test_pip_install_editable_then_works_from_the_clones_root(tmp_path):
     if not (ROOT / "setup.py").exists():
         pytest.skip("not in a source tree")

@@ -128,6 +128,7 @@ def test_a_baseline_saved_before_schema_14_still_gates(project):
     assert (project.path / "r.html").read_text().startswith("<!DOCTYPE html>")
 
 
+@pytest.mark.builds
 def test_the_pytest_extra_brings_the_plugin_and_no_more(tmp_path):
     """`pip install 'httpbench[pytest]'` into a fresh venv: pytest there
     lists the plugin's options, and none of the other extras' packages
