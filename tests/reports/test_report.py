@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import wait_for_requests
 
 import httpbench
 from httpbench import Request, Scenario
@@ -343,7 +344,11 @@ def test_ctrl_c_is_marked_on_the_timeline(browser, srv, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "httpbench", "-q", "-t", "30", "-c", "2",
                              "--json", "r.json", "--html", "r.html", srv.url("/rnd?c=10")],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(2.5)
+    # Ctrl-C 1.5 s after its first request, not a fixed time after the
+    # spawn: a start under a sanitizer on a shared CPU took more than 2.5 s,
+    # and a Ctrl-C before the run is Python's own (killed, -2).
+    wait_for_requests(srv, srv.stats()["requests"] + 1, proc)
+    time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == 1
