@@ -217,7 +217,7 @@ def stages(value: object, name: str = "stages", what: str = "rate",
            top: float = MAX_RATE) -> list[tuple[float, float]]:
     """A shape: 1 to MAX_STAGES (seconds, value) pairs, seconds as seconds()
     checks them, a value (a rate; connections) finite from 0 to top, not 0
-    throughout."""
+    throughout; connections reach 1 somewhere (none opens below it)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise ValueError(f"{name} must be a list of (seconds, {what}) pairs, not {value!r}")
     out = []
@@ -236,6 +236,12 @@ def stages(value: object, name: str = "stages", what: str = "rate",
         raise ValueError(f"{name}: the shape holds no request (its rates are all 0)")
     if all(v == 0 for _, v in out):
         raise ValueError(f"{name}: the shape is 0 throughout")
+    peak = max(v for _, v in out)
+    if what == "connections" and peak < 1:
+        # Connection i runs while the shape is at i + 1 or above: under 1
+        # throughout, none ever opens (a run of nothing, not an error of
+        # the server's).
+        raise ValueError(f"{name}: the shape never reaches one connection (its peak is {peak:g})")
     return out
 
 

@@ -121,3 +121,9 @@ def test_concurrency_stages_arguments_are_checked(srv):
     for bad in ([], [(1, 0)], [(1, -1)], [(1, 2e6)], [(math.inf, 1)], [(1, math.nan)]):
         with pytest.raises(ValueError, match="concurrency_stages"):
             httpbench.run(url, concurrency_stages=bad)
+    # Connection i runs while the shape is at i + 1 or above: a peak under
+    # one opens none, so the run would count nothing (it ran, empty, for
+    # the shape's length).
+    for bad in ([(1, 0.5)], [(1, 0.99), (1, 0)]):
+        with pytest.raises(ValueError, match="concurrency_stages: the shape never reaches one"):
+            httpbench.run(url, concurrency_stages=bad)
