@@ -45,7 +45,7 @@ other commands:
   httpbench compare [URL]  one scenario through httpbench and Python's HTTP clients, side by side
   httpbench serve          the embedded target server (see httpbench serve --help)
   httpbench capacity URL   the highest rate URL takes within an SLO (--slo 'p99<5ms')
-  httpbench report FILE    a saved result (--json) as text or a standalone HTML report
+  httpbench report FILE... saved results (--json) as one standalone HTML report (-o FILE)
   httpbench                with no URL: that comparison on the embedded server (about 30 s)
 
 exit status: 0 no request failed, 1 some failed (or non-2xx with --fail-on-non-2xx, or
