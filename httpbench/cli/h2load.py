@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -96,8 +98,9 @@ FLAGS: tuple[Flag, ...] = (
          "host and port will be used  for all requests.",
          "unix:PATH: unix_socket=PATH; a URI: the server the URL's path is sent to"),
     Flag(("--npn-list",), "<LIST>", "Comma delimited list of  ALPN protocol identifier "
-         "sorted in the order of preference.", "--h1 says HTTP/1.1; without it, h2 is "
-         "offered", refused=True),
+         "sorted in the order of preference.", "--h1 says HTTP/1.1; without it, h2 and "
+         "http/1.1 are offered, h2load's default, and the server's choice is run",
+         refused=True),
     Flag(("--h1",), "", "Short hand for --npn-list=http/1.1 --no-tls-proto=http/1.1",
          "HTTP/1.1 over TLS and cleartext"),
     Flag(("--header-table-size",), "<SIZE>", "Specify decoder header table size.",
@@ -300,6 +303,39 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     return url, kwargs
 
 
+# h2load's default ALPN list less the drafts: it runs whichever the server
+# chooses, HTTP/1.1 when the server chooses it or nothing.
+_ALPN_OFFER = ["h2", "http/1.1"]
+_ALPN_PROBE_TIMEOUT = 10.0
+
+
+def server_alpn(url: str, unix: str | None, ciphers: str | None,
+                ciphersuites: str | None) -> tuple[bool, str | None]:
+    """One TLS handshake with the server of url (over the Unix socket unix
+    if given), offering h2 and http/1.1 by ALPN as h2load does, certificate
+    unchecked: (whether it completed, the protocol the server chose, None
+    for none). A handshake that fails is (False, None): the run then meets
+    the same failure and reports it."""
+    target = split_url(url)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(_ALPN_OFFER)
+    try:
+        if ciphers:
+            ctx.set_ciphers(ciphers)
+        if unix is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(_ALPN_PROBE_TIMEOUT)
+            sock.connect(unix)
+        else:
+            sock = socket.create_connection((target.host, target.port), _ALPN_PROBE_TIMEOUT)
+        with ctx.wrap_socket(sock, server_hostname=target.host) as tls:
+            return True, tls.selected_alpn_protocol()
+    except (OSError, ValueError):  # (ssl.SSLError is an OSError)
+        return False, None
+
+
 def h2load_main(argv: Sequence[str]) -> int:
     args = h2load_parser().parse_args(argv)
     if args.opt_version:
@@ -310,13 +346,22 @@ def h2load_main(argv: Sequence[str]) -> int:
     if isinstance(settings, int):
         return settings
     url, kwargs = settings
+    tls = split_url(url).tls
+    if tls and kwargs["http2"]:
+        # h2load offers h2 and http/1.1 and speaks what the server chooses:
+        # a server of HTTP/1.1 alone is run over HTTP/1.1, as with --h1.
+        done, chosen = server_alpn(url, kwargs["unix_socket"], kwargs["ciphers"],
+                                   kwargs["ciphersuites"])
+        if done and chosen != "h2":
+            depth = kwargs["streams"]
+            kwargs.update(http2=False, streams=1,
+                          pipeline=1 if kwargs["body"] is not None else depth)
 
     if kwargs["threads"] > (os.cpu_count() or 1):
         print("-t: warning: the number of threads is greater than hardware cores.",
               file=sys.stderr)
     chat = report_stream(args.json)
     print("starting benchmark...", file=chat, flush=True)
-    tls = split_url(url).tls
     phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
                     kwargs["duration"], kwargs["warmup"], chat,
                     ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")

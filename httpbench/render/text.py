@@ -50,6 +50,10 @@ def headline(r: Result) -> str:
         why = f": {r.first_error}" if r.first_error else ""
         advice = f" {_ADVICE[cls]}" if cls in _ADVICE and (cls != "tls" or "verif" in why) \
             else ""
+        if cls == "tls" and r.http_version == "2" and "no application protocol" in why:
+            # ALPN (RFC 7301) offered h2 alone, and the server (nginx) would
+            # not go on without it.
+            advice = " The server speaks no HTTP/2 over TLS: leave out --http2 (http2=False)."
         return f"Nothing completed: {what} requests failed ({cls}){why}.{advice}"
     if r.complete and r.non_2xx == r.complete:
         statuses = sorted((c, n) for c, n in r.status_counts.items() if n)

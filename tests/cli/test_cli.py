@@ -12,7 +12,7 @@ import time
 import pytest
 
 import httpbench
-from helpers import wait_for_requests
+from helpers import nginx, wait_for_requests
 
 
 def run(*args: str, cwd) -> subprocess.CompletedProcess:
@@ -116,6 +116,21 @@ def test_failures_exit_1(tmp_path):
         assert r.returncode == 0 and r.stdout.startswith("Server Software:")
         one_fails = hb("-q", "-n", "4", "-s", "0.3", srv.url("/delay?ms=500"), cwd=tmp_path)
         assert one_fails.returncode == 1
+
+
+def test_http2_against_a_tls_server_of_http11_alone_says_to_leave_out_http2(tmp_path, pki):
+    """nginx's TLS port without http2 answers an ALPN offer of h2 alone
+    with an alert; the first line says what it means."""
+    tls = (f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};")
+    with nginx(tls=tls) as up:
+        if up is None:
+            pytest.skip("nginx not installed")
+        url = f"https://127.0.0.1:{up[0]}/rnd"
+        r = hb("-q", "-n", "5", "--http2", "--insecure", url, cwd=tmp_path)
+        assert r.returncode == 1 and r.stdout.splitlines()[0] == (
+            "Nothing completed: all 5 requests failed (tls): tlsv1 alert no application "
+            "protocol. The server speaks no HTTP/2 over TLS: leave out --http2 (http2=False).")
+        assert hb("-q", "-n", "5", "--insecure", url, cwd=tmp_path).returncode == 0
 
 
 def test_nothing_completed_or_nothing_2xx_says_so_first(tmp_path):

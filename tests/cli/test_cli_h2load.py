@@ -127,6 +127,26 @@ def test_over_tls_and_on_the_embedded_server(tmp_path, pki):
 
 @pytest.mark.timing
 @needs_h2load
+def test_a_tls_server_of_http11_alone_is_run_over_http11_as_h2load_runs_it(tmp_path, pki):
+    """h2load offers h2 and http/1.1 by ALPN and speaks what the server
+    chooses: against nginx's TLS port without http2 and the embedded
+    server's TLS without HTTP/2 it runs HTTP/1.1 (-m the pipeline's depth),
+    where offering h2 alone failed every request (nginx's alert: no
+    application protocol)."""
+    tls = (f"ssl_certificate {pki['server']}; ssl_certificate_key {pki['server_key']};")
+    with nginx(tls=tls) as up, httpbench.Server(tls=True, http2=False) as srv:
+        if up is None:
+            pytest.skip("nginx not installed")
+        for url in (f"https://127.0.0.1:{up[0]}/rnd", srv.url("/rnd?c=2048")):
+            real, ours = both(["-n", "100", "-c", "2", "-m", "4"], url, tmp_path)
+            assert "Application protocol: http/1.1" in real
+            assert "Application protocol: http/1.1" in ours
+            exact(real, ours, headers=False)
+            assert parse(ours)["requests"][3] == "100"
+
+
+@pytest.mark.timing
+@needs_h2load
 @pytest.mark.skipif(shutil.which("nghttpd") is None, reason="apt-get install nghttp2-server")
 @pytest.mark.parametrize("extra", [["-b", "255"], ["--trailer", "x-t: 1"], ["-w", "10"]],
                          ids=" ".join)
