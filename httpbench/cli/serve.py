@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -71,6 +72,12 @@ def serve(argv: Sequence[str]) -> int:
     try:
         if (args.cert or args.key) and not args.tls:
             raise ValueError("--cert and --key are for --tls")
+        # (Named by their flags here; Server's own errors name its arguments.)
+        if args.static is not None and not os.path.isdir(args.static):
+            raise ValueError(f"--static: not a directory: {args.static}")
+        for flag, path in (("--cert", args.cert), ("--key", args.key)):
+            if path is not None and not os.path.isfile(path):
+                raise ValueError(f"{flag}: no such file: {path}")
         max_buffered = _check.byte_size("--max-buffered", args.max_buffered)
         if args.unix_socket is not None and args.port is not None:
             raise ValueError("--port and --unix-socket: give one")

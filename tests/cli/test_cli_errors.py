@@ -195,3 +195,16 @@ def test_every_time_flag_reads_units(tmp_path):
         assert r.returncode in (0, 1) and r.stderr == "" and "capacity: " in r.stdout
         stages = [x for x in r.stdout.splitlines() if x.strip()[:1].isdigit()]
         assert stages and all(s.split()[0] != "0" for s in stages)
+
+
+def test_serves_missing_files_are_named_by_their_flags(tmp_path):
+    """A wrong --static, --cert or --key: exit 2 and the flag named, where
+    the server's own errors named its argument (static_dir) or none."""
+    (tmp_path / "f.txt").write_text("x")
+    for args, words in ((["--static", "nonexist"], "--static: not a directory: nonexist"),
+                        (["--static", "f.txt"], "--static: not a directory: f.txt"),
+                        (["--tls", "--cert", "nonexist"], "--cert: no such file: nonexist"),
+                        (["--tls", "--cert", "f.txt", "--key", "nokey"],
+                         "--key: no such file: nokey")):
+        r = hb("serve", "--port", "0", *args, cwd=tmp_path, timeout=30)
+        assert r.returncode == 2 and r.stderr == f"httpbench serve: {words}\n", (args, r.stderr)
