@@ -323,17 +323,18 @@ def server_alpn(url: str, unix: str | None, ciphers: str | None) -> tuple[bool, 
     try:
         if ciphers:
             ctx.set_ciphers(ciphers)
-        if unix is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(_ALPN_PROBE_TIMEOUT)
-            sock.connect(unix)
-        else:
-            sock = socket.create_connection((target.host, target.port), _ALPN_PROBE_TIMEOUT)
-        # (The name for SNI goes by position: the ssl module's keyword is
-        # also a run setting's name, whose places tests/loop/test_settings.py
-        # counts.)
-        with ctx.wrap_socket(sock, False, True, True, target.host) as tls:
-            return True, tls.selected_alpn_protocol()
+        # (Closed however it ends: wrap_socket takes the descriptor over, and
+        # closing the socket it came from is then a no-op.)
+        with (socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) if unix is not None else
+              socket.create_connection((target.host, target.port), _ALPN_PROBE_TIMEOUT)) as sock:
+            if unix is not None:
+                sock.settimeout(_ALPN_PROBE_TIMEOUT)
+                sock.connect(unix)
+            # (The name for SNI goes by position: the ssl module's keyword is
+            # also a run setting's name, whose places tests/loop/test_settings.py
+            # counts.)
+            with ctx.wrap_socket(sock, False, True, True, target.host) as tls:
+                return True, tls.selected_alpn_protocol()
     except (OSError, ValueError):  # (ssl.SSLError is an OSError)
         return False, None
 

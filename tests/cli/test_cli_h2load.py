@@ -145,6 +145,22 @@ def test_a_tls_server_of_http11_alone_is_run_over_http11_as_h2load_runs_it(tmp_p
             assert parse(ours)["requests"][3] == "100"
 
 
+def test_the_alpn_probe_that_cannot_connect_leaves_no_socket_open(tmp_path):
+    """A Unix socket that is not there, a refused port: (False, None), the
+    run left to report it, and no socket left for the collector."""
+    import gc
+    import warnings
+
+    from httpbench.cli.h2load import server_alpn
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert server_alpn("https://localhost/", str(tmp_path / "none.sock"), None) == \
+            (False, None)
+        assert server_alpn(f"https://127.0.0.1:{free_port()}/", None, None) == (False, None)
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
 @pytest.mark.timing
 @needs_h2load
 @pytest.mark.skipif(shutil.which("nghttpd") is None, reason="apt-get install nghttp2-server")
