@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from . import _check
 from ._url import split_proxy
-from .agents import AGENTS, MAX_WORKERS, available_agents, run_agent
+from .agents import AGENTS, MAX_WORKERS, chosen_agents, run_agent
 from .comparison import Comparison
 from .result import Result
 from .server import Server
@@ -83,11 +83,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if cafile is not None and not os.path.isfile(cafile):
         raise FileNotFoundError(f"cafile: no such file: {os.fspath(cafile)}")
     known = list(AGENTS)
-    names = list(agents) if agents is not None else known
-    unknown = [a for a in names if a not in AGENTS]
-    if unknown:
-        raise ValueError(f"unknown agent(s) {', '.join(map(repr, unknown))}; available here: "
-                         f"{', '.join(available_agents())}")
+    names = chosen_agents(agents) if agents is not None else known
     plan = _plan(url, scenarios, method, body)
     scenario_list = list(plan)
     unix_path = _check.unix_socket("unix_socket", unix_socket)

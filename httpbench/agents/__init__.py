@@ -20,6 +20,7 @@ CA file to verify against (a test server's self-signed certificate).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from .. import _check
 from .._url import split_proxy
@@ -33,9 +34,9 @@ from .pycurl_client import PycurlAgent
 from .requests_client import RequestsAgent
 from .urllib3_client import Urllib3Agent
 
-__all__ = ["AGENTS", "available_agents", "run_agent", "MAX_WORKERS", "Agent", "SyncAgent",
-           "Trust", "HttpbenchAgent", "HttpClientAgent", "Urllib3Agent", "RequestsAgent",
-           "HttpxAgent", "PycurlAgent", "AiohttpAgent"]
+__all__ = ["AGENTS", "available_agents", "chosen_agents", "run_agent", "MAX_WORKERS", "Agent",
+           "SyncAgent", "Trust", "HttpbenchAgent", "HttpClientAgent", "Urllib3Agent",
+           "RequestsAgent", "HttpxAgent", "PycurlAgent", "AiohttpAgent"]
 
 AGENTS: dict[str, Agent] = {a.name: a for a in (
     HttpbenchAgent(), HttpClientAgent(), Urllib3Agent(), RequestsAgent(), HttpxAgent(),
@@ -46,6 +47,25 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
 def available_agents() -> list[str]:
     """The agents importable here, in the order the comparison runs them."""
     return [name for name, agent in AGENTS.items() if agent.available()]
+
+
+def chosen_agents(names: Sequence[str], arg: str = "agents") -> list[str]:
+    """names checked as a choice of agents: at least one, each known, none
+    twice; else a ValueError naming arg (the argument or the flag)."""
+    if isinstance(names, str):
+        raise TypeError(f"{arg}: a list of agent names, not a string")
+    chosen = list(names)
+    if not chosen:
+        raise ValueError(f"{arg}: no agent named")
+    unknown = [a for a in chosen if a not in AGENTS]
+    if unknown:
+        raise ValueError(f"unknown agent(s) {', '.join(map(repr, unknown))}; available here: "
+                         f"{', '.join(available_agents())}")
+    twice = sorted({a for a in chosen if chosen.count(a) > 1})
+    if twice:
+        raise ValueError(f"{arg}: {', '.join(map(repr, twice))} named twice: each agent runs "
+                         "once")
+    return chosen
 
 
 def run_agent(agent_name: str, url: str, method: str = "GET", body: bytes | None = None,

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..agents import AGENTS, MAX_WORKERS, available_agents
+from ..agents import AGENTS, MAX_WORKERS, available_agents, chosen_agents
 from ..compare import compare
 from ..exceptions import HttpbenchError
 from .._url import split_proxy
@@ -71,12 +71,9 @@ def compare_main(argv: Sequence[str]) -> int:
     args = compare_parser().parse_args(argv)
     agents = None
     try:
-        if args.agents:
-            agents = [a.strip() for a in args.agents.split(",") if a.strip()]
-            unknown = [a for a in agents if a not in AGENTS]
-            if unknown:
-                raise UsageError(f"unknown agent(s) {', '.join(unknown)}; available here: "
-                                 f"{', '.join(available_agents())}")
+        if args.agents is not None:
+            agents = chosen_agents([a.strip() for a in args.agents.split(",") if a.strip()],
+                                   "--agents")
         check_common(args, max_concurrency=MAX_WORKERS)
         if args.duration is not None:
             args.duration = parse_time("-t", args.duration)

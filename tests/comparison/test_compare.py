@@ -85,6 +85,17 @@ def test_unknown_agent_names_the_available_ones():
         run_agent("nope", "http://127.0.0.1:1/")
 
 
+def test_no_agent_or_one_named_twice_is_refused_before_anything_runs():
+    # An empty list ran nothing and returned an empty comparison; None is
+    # the way to ask for every agent.
+    with pytest.raises(ValueError, match="agents: no agent named"):
+        httpbench.compare(agents=[])
+    with pytest.raises(ValueError, match="agents: 'httpbench' named twice"):
+        httpbench.compare(agents=["httpbench", "http.client", "httpbench"])
+    with pytest.raises(TypeError, match="not a string"):
+        httpbench.compare(agents="httpbench")
+
+
 def test_agent_raising_mid_run_counts_its_own_failures(monkeypatch, server):
     real = agents_mod.HttpClientAgent.request
     calls = [0]
@@ -191,7 +202,13 @@ def test_cli_compare(tmp_path, server):
     assert r.stdout.count("Complete requests:      100") == 2
     assert r.stdout.index("Complete requests") < r.stdout.index("== Side by side")
     r = hb("compare", "--agents", "httpbench,wget", cwd=tmp_path)
-    assert r.returncode == 2 and "unknown agent(s) wget" in r.stderr
+    assert r.returncode == 2 and "unknown agent(s) 'wget'" in r.stderr
+    # An empty --agents ran every agent (read as the flag left out).
+    for value, said in (("", "--agents: no agent named"), (" , ", "--agents: no agent named"),
+                        ("httpbench,httpbench", "--agents: 'httpbench' named twice")):
+        r = hb("compare", "--agents", value, "-n", "10", cwd=tmp_path)
+        assert r.returncode == 2 and said in r.stderr, (value, r.stderr)
+        assert "Comparing" not in r.stderr
 
 
 def test_main_job_compares_every_installed_agent(tmp_path):
