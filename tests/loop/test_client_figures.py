@@ -81,6 +81,11 @@ def test_a_client_sharing_its_cpu_with_a_burner_is_bound_by_cpu(tmp_path):
     assert "Client:                 CPU " in text
     assert "Warning: the client was the bottleneck: a loop thread was busy" in text
     assert text.index("Client:") > text.index("Percentage of the requests")
+    # At nice 10 beside the burner the loop waited for the CPU more than it
+    # ran: the warning says so, and that more threads would not help.
+    assert c.busy - c.cpu > c.cpu, c
+    assert "waited" in text and "for one another process held" in text
+    assert "--threads" not in text
 
 
 # A wake-up probe: sleeps to each 1/2000 s from its start and notes how late
@@ -313,3 +318,22 @@ def test_a_cluster_s_client_figures_say_which_worker_was_bound():
     assert m.late_p99 == 0.004
     assert "(workers tcp://b:2)" in m.warning()
     assert merge_client([("x", None)]) is None
+
+
+def test_the_cpu_warning_says_whether_the_loop_ran_or_waited_for_a_cpu():
+    """busy counts time on a CPU and time waiting for one alike. A loop that
+    computed all the time wants more threads or machines; one that mostly
+    waited for a CPU another process held (a scheduler can put a lone
+    connection's thread on the CPU of the server it measures: busy 0.99 at
+    CPU 0.47 here) wants a CPU of its own, and more threads would wait
+    too."""
+    ran = ClientFigures(busy=0.98, busy_max=0.99, cpu=0.93, bound=True, reason="cpu")
+    assert "give it more threads (--threads)" in ran.warning()
+    assert "waited" not in ran.warning()
+    waited = ClientFigures(busy=0.99, busy_max=0.99, cpu=0.47, bound=True, reason="cpu")
+    said = waited.warning()
+    assert said.startswith("the client was the bottleneck: a loop thread was busy 99% of")
+    assert "on a CPU 47% of it and waited 52% for one another process held" in said
+    assert "taskset" in said and "--threads" not in said
+    # Not bound: nothing is said, however the time was spent.
+    assert ClientFigures(busy=0.6, busy_max=0.6, cpu=0.1).warning() == ""
