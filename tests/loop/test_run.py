@@ -389,6 +389,26 @@ def test_report_has_abs_fields_in_abs_order(server):
     assert any(line.startswith("Total:") and "0.0" in line for line in lines)
 
 
+def test_the_cpu_split_is_shown_only_with_cpu_time_enough_to_tell(server):
+    """The kernel splits a thread's CPU time into user and system by its
+    ticks: a run of a few milliseconds read "user 16.09 + system 0.00".
+    Under 0.2 s of CPU the line gives the total alone and says why."""
+    from dataclasses import replace
+
+    from httpbench.render.text import SPLIT_MIN_CPU
+    r = httpbench.run(server.url("/rnd?c=2048"), requests=50, progress=False)
+    assert r.cpu_time < SPLIT_MIN_CPU
+    line = next(x for x in r.report().splitlines() if x.startswith("Client CPU per request:"))
+    assert f"{r.cpu_time / r.complete * 1e6:.2f} [us]" in line
+    assert "user and system not told apart in" in line and "+ system" not in line
+    enough = replace(r, cpu_user=0.05, cpu_sys=0.15)
+    line = next(x for x in enough.report().splitlines()
+                if x.startswith("Client CPU per request:"))
+    per = 1e6 / r.complete
+    assert line == (f"Client CPU per request: {0.2 * per:.2f} [us] (user {0.05 * per:.2f} + "
+                    f"system {0.15 * per:.2f})")
+
+
 def test_failed_breakdown_in_report():
     with httpbench.Server() as srv:
         port = srv.port
