@@ -50,16 +50,17 @@ REASONS = {
 }
 
 # The "cpu" reason's words when waiting for a CPU was most of the busy
-# time: the loop was short not of work time but of a CPU, which another
-# process held; on the machine the server runs on, often the server itself
+# time: the loop was short not of work time but of a CPU, which something
+# else held; on the machine the server runs on, often the server itself
 # (a scheduler that puts the two on one CPU: measured, a lone connection on
 # the embedded server's CPU read busy 0.99 at CPU 0.47, and 0.35 at 0.34 on
 # a CPU of its own). More threads would wait too.
 _CPU_WAIT = ("a loop thread was busy {busy:.0%} of the run, never waiting for the server, "
              "yet the loop's threads were on a CPU {cpu:.0%} of it and waited {wait:.0%} for "
-             "one another process held (the server, if it runs on this machine), so these "
-             "figures may describe the machine rather than the server: give the client CPUs "
-             "of its own (taskset; the server others), or run it on another machine")
+             "one that something else held (the server, if it runs on this machine, or "
+             "more loop threads than CPUs), so these figures may describe the machine "
+             "rather than the server: give the client CPUs of its own (taskset; the server "
+             "others), or run it on another machine")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -84,7 +84,7 @@ def test_a_client_sharing_its_cpu_with_a_burner_is_bound_by_cpu(tmp_path):
     # At nice 10 beside the burner the loop waited for the CPU more than it
     # ran: the warning says so, and that more threads would not help.
     assert c.busy - c.cpu > c.cpu, c
-    assert "waited" in text and "for one another process held" in text
+    assert "waited" in text and "for one that something else held" in text
     assert "--threads" not in text
 
 
@@ -323,7 +323,7 @@ def test_a_cluster_s_client_figures_say_which_worker_was_bound():
 def test_the_cpu_warning_says_whether_the_loop_ran_or_waited_for_a_cpu():
     """busy counts time on a CPU and time waiting for one alike. A loop that
     computed all the time wants more threads or machines; one that mostly
-    waited for a CPU another process held (a scheduler can put a lone
+    waited for a CPU something else held (a scheduler can put a lone
     connection's thread on the CPU of the server it measures: busy 0.99 at
     CPU 0.47 here) wants a CPU of its own, and more threads would wait
     too."""
@@ -333,7 +333,7 @@ def test_the_cpu_warning_says_whether_the_loop_ran_or_waited_for_a_cpu():
     waited = ClientFigures(busy=0.99, busy_max=0.99, cpu=0.47, bound=True, reason="cpu")
     said = waited.warning()
     assert said.startswith("the client was the bottleneck: a loop thread was busy 99% of")
-    assert "on a CPU 47% of it and waited 52% for one another process held" in said
+    assert "on a CPU 47% of it and waited 52% for one that something else held" in said
     assert "taskset" in said and "--threads" not in said
     # Not bound: nothing is said, however the time was spent.
     assert ClientFigures(busy=0.6, busy_max=0.6, cpu=0.1).warning() == ""
