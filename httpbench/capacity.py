@@ -102,8 +102,11 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     search steps down, and when the two disagree a third decides, so one
     stall does not end the climb; confirm=False keeps one measurement per
     stage. Every measurement is in `steps` (repeat 1 and 2 for the
-    repeats). run()'s keyword arguments (concurrency, default 50, threads, headers, timeout, ...)
-    pass through; rate, duration and requests are capacity's to set.
+    repeats). Ctrl-C stops the search in the stage it comes in: that
+    stage is not judged, and the result (interrupted True) holds the
+    stages before it. run()'s keyword arguments (concurrency, default
+    50, threads, headers, timeout, ...) pass through; rate, duration and
+    requests are capacity's to set.
 
     metrics="HOST:PORT" serves every stage's figures on one endpoint, each
     with a `stage` label ("probe", then 1, 2, ... in the order run), kept
@@ -172,6 +175,11 @@ class _ClientBound(Exception):
     """The client could not keep up twice at one rate: the search stops."""
 
 
+class _Interrupted(Exception):
+    """Ctrl-C came during a stage (run() returned what it had measured,
+    interrupted): the search stops, that stage not judged."""
+
+
 def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate: float,
             start: float | None, step: float, stage_s: float, confirm: bool,
             run_kwargs: dict[str, Any], endpoint: tuple[Any, float] | None) -> CapacityResult:
@@ -179,7 +187,10 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
 
     def measured(label: str, **kw: Any) -> Result:
         at = (endpoint[0], label) if endpoint is not None else None
-        return run(url, _endpoint=at, **kw, **run_kwargs)
+        r = run(url, _endpoint=at, **kw, **run_kwargs)
+        if r.interrupted:
+            raise _Interrupted
+        return r
 
     def once(rate: float, repeat: int) -> CapacityStep:
         """One measurement of rate that counts: one where the client could
@@ -202,18 +213,18 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
             return False
         return once(rate, second.repeat + 1).held
 
-    if start is None:
-        probe = measured("probe", duration=1.0)
-        start = max(1.0, probe.rps / 10)
-    # One request per connection per stage: below it a stage measures
-    # too few requests to say anything, and the connections sit idle.
-    conns = run_kwargs["concurrency"]
-    lowest = min(start, max(1.0, conns / stage_s) if isinstance(conns, int) else 1.0)
     held: float | None = None
     broke: float | None = None
-    rate = start
-    client = False
+    client = interrupted = False
     try:
+        if start is None:
+            probe = measured("probe", duration=1.0)
+            start = max(1.0, probe.rps / 10)
+        # One request per connection per stage: below it a stage measures
+        # too few requests to say anything, and the connections sit idle.
+        conns = run_kwargs["concurrency"]
+        lowest = min(start, max(1.0, conns / stage_s) if isinstance(conns, int) else 1.0)
+        rate = start
         for _ in range(_MAX_STEPS):
             if stage(rate):
                 held = rate
@@ -238,9 +249,14 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
                     broke = mid
     except _ClientBound:
         client = True
+    except _Interrupted:
+        interrupted = True
     limited = "client" if client else "server" if broke is not None else None
-    found = CapacityResult(held or 0.0, slo, max_error_rate, steps, url, met=held is not None,
-                           limited_by=limited)
+    # (Interrupted before the lowest rate broke, nothing shows that no rate
+    # holds.)
+    met = held is not None or interrupted
+    found = CapacityResult(held or 0.0, slo, max_error_rate, steps, url, met=met,
+                           limited_by=limited, interrupted=interrupted)
     if endpoint is not None:
         endpoint[0].linger(endpoint[1])
     return found

@@ -84,7 +84,11 @@ class CapacityResult:
     if lower) broke: no rate holds, and the last step says what broke it.
     limited_by: "server" when a breach was confirmed, "client" when the
     client could not keep up (its CPU, or its schedule: the search then
-    stops, the server untested beyond), None when nothing broke."""
+    stops, the server untested beyond), None when nothing broke.
+    interrupted: Ctrl-C (or SIGTERM on the command line) stopped the
+    search during a stage; that stage is not in `steps` (a part of a
+    stage says nothing of its rate), and rate, met and limited_by say what
+    the stages before it found."""
 
     rate: float
     slo: str
@@ -93,6 +97,7 @@ class CapacityResult:
     url: str
     met: bool = True
     limited_by: str | None = None
+    interrupted: bool = False
 
     @property
     def bounds(self) -> tuple[float | None, float | None]:
@@ -129,7 +134,8 @@ class CapacityResult:
         held, broke = self.bounds
         return {"kind": "capacity", "schema": SCHEMA, "url": self.url, "slo": self.slo,
                 "max_error_rate": self.max_error_rate, "rate": self.rate, "met": self.met,
-                "limited_by": self.limited_by, "held": held, "broke": broke,
+                "limited_by": self.limited_by, "interrupted": self.interrupted,
+                "held": held, "broke": broke,
                 "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
                           for s in self.steps]}
 

@@ -29,8 +29,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # 16 conn_rps_within (h2load's +/- sd of the connections' req/s); 17 the
 # `unopened` count (requests failed while their connection opened) and
 # tls_failed_handshakes; 18 conn_connect (each connect's start to its
-# connection made: h2load's time for connect).
-SCHEMA = 18
+# connection made: h2load's time for connect); 19 a capacity search's
+# `interrupted`.
+SCHEMA = 19
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

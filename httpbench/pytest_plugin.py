@@ -224,9 +224,19 @@ def httpbench_run(request: pytest.FixtureRequest) -> Callable[..., Result]:
                 not 0 <= warmup_rounds <= 1000:
             raise ValueError(f"warmup_rounds must be from 0 to 1,000, not {warmup_rounds!r}")
         kwargs.setdefault("progress", False)
+
+        def one() -> Result:
+            # run() answers Ctrl-C by returning what it measured; here the
+            # rounds after it would run on and a part of a round would be
+            # recorded (and saved as a baseline): the session stops instead,
+            # as pytest stops on Ctrl-C.
+            r = run(url, **kwargs)
+            if r.interrupted:
+                raise KeyboardInterrupt("httpbench_run: interrupted during a round")
+            return r
         for _ in range(warmup_rounds):
-            run(url, **kwargs)
-        measured = Rounds([run(url, **kwargs) for _ in range(rounds)])
+            one()
+        measured = Rounds([one() for _ in range(rounds)])
         count[0] += 1
         name = request.node.nodeid + (f"#{count[0]}" if count[0] > 1 else "")
         state.runs.append((name, measured))
@@ -313,7 +323,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.compare and state.baseline_path is not None:
         tr.write_line(f"baseline: {state.baseline_path}")
     machine = _machine()
-    if state.save:
+    if state.save and exitstatus == pytest.ExitCode.INTERRUPTED:
+        # A baseline of the tests that ran before Ctrl-C would stand, under
+        # the name given, for the whole session (and replace one that did).
+        tr.write_line(f"not saved to {state.dir / f'{state.save}.json'}: the session was "
+                      "interrupted")
+    elif state.save:
         state.dir.mkdir(parents=True, exist_ok=True)
         path = state.dir / f"{state.save}.json"
         runs = {}

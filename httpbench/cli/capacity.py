@@ -82,6 +82,7 @@ def capacity_main(argv: Sequence[str]) -> int:
         if out is not None:
             out.write(text)
     outputs.close()
-    # Not met even at the lowest rate, or the client could not keep up (the
-    # server's capacity is not known): a failure, as a run's failed requests.
-    return 0 if c.met and c.limited_by != "client" else 1
+    # Not met even at the lowest rate, the client could not keep up, or the
+    # search was stopped (the server's capacity is not known): a failure, as
+    # a run's failed requests or a stopped run.
+    return 0 if c.met and c.limited_by != "client" and not c.interrupted else 1

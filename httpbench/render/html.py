@@ -327,7 +327,8 @@ def capacity_table(c: CapacityResult) -> str:
                                                                      "nothing broke")
     about = (f"<p>Held up to {f'{held:,.0f}/s' if held is not None else '- (none held)'}; "
              f"broke from {f'{broke:,.0f}/s' if broke is not None else '- (none broke)'}; "
-             f"limited by {e(limit)}.</p>")
+             f"limited by {e(limit)}"
+             f"{'; interrupted during the next stage' if c.interrupted else ''}.</p>")
     return about + table(["target/s", "achieved/s", "p50 ms", "p99 ms", "errors", "requests",
                           "repeat", "outcome"], rows, "capacity")
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from . import charts
 from . import html as tables
+from .tables import capacity_found
 
 if TYPE_CHECKING:
     from ..capacity_result import CapacityResult
@@ -164,11 +165,7 @@ def _comparison_section(d: Doc) -> str:
 def _capacity_section(d: Doc) -> str:
     c = d.capacity
     assert c is not None
-    if c.met:
-        found = f"capacity: {c.rate:,.0f} req/s within {c.slo}"
-    else:
-        low = min(c.steps, key=lambda s: s.target)
-        found = f"SLO not met even at {low.target:,.2f} req/s ({low.why})"
+    found = f"capacity within {c.slo}: {capacity_found(c)}"
     return (f"<section class=\"capacity\" data-label=\"{e(d.label)}\"><h2>{e(d.label)}</h2>"
             f"<p><b>{e(c.url)}</b>: <span data-key=\"rate\" data-value=\"{c.rate!r}\">"
             f"{e(found)}</span>, error rate at most {c.max_error_rate:g}</p>"

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..comparison import Comparison
 
 __all__ = ["comparison_text", "comparison_summary", "comparison_report", "comparison_markdown",
-           "capacity_report", "step_outcome"]
+           "capacity_report", "capacity_found", "step_outcome"]
 
 
 def comparison_text(c: Comparison) -> str:
@@ -80,15 +80,21 @@ def capacity_report(c: CapacityResult) -> str:
     for s in c.steps:
         lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
                      f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {step_outcome(s)}")
+    lines.append(f"capacity: {capacity_found(c)}")
+    return "\n".join(lines)
+
+
+def capacity_found(c: CapacityResult) -> str:
+    """What the search found, in words: the capacity, or why none was."""
     held, broke = c.bounds
     span = (f"held up to {held:,.0f}/s" if held is not None else "nothing held") + \
         (f", broke from {broke:,.0f}/s" if broke is not None else "")
+    if c.interrupted:
+        return f"not found: the search was interrupted during a stage ({span} before it)"
     if c.limited_by == "client":
-        lines.append(f"capacity: not found: the client, not the server, set the limit "
-                     f"({span}; the client could not keep up: {c.steps[-1].client})")
-    elif c.met:
-        lines.append(f"capacity: {c.rate:,.0f} req/s ({span})")
-    else:
-        low = min(c.steps, key=lambda s: s.target)
-        lines.append(f"capacity: SLO not met even at {low.target:,.2f} req/s ({low.why})")
-    return "\n".join(lines)
+        return (f"not found: the client, not the server, set the limit ({span}; the client "
+                f"could not keep up: {c.steps[-1].client})")
+    if c.met:
+        return f"{c.rate:,.0f} req/s ({span})"
+    low = min(c.steps, key=lambda s: s.target)
+    return f"SLO not met even at {low.target:,.2f} req/s ({low.why})"

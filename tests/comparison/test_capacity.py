@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -191,6 +192,38 @@ def test_the_command_line(tmp_path):
     for said in ("the server and path to load", "a header added to every request",
                  "default 50", "p95"):
         assert said in " ".join(helptext.split()), said
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_the_search_with_the_stages_before_it(tmp_path, sig):
+    """Ctrl-C ended the stage it came in and the search went on to the next
+    (run() returns what it measured when stopped), so it seemed to do
+    nothing. Now the search stops there: the stages before it, the
+    capacity not found, status 1, the JSON marked interrupted."""
+    with httpbench.Server() as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "httpbench", "capacity",
+                                 srv.url("/rnd?c=10"), "--slo", "p99<1s", "--start", "100",
+                                 "--stage", "1", "-c", "2", "--json", "c.json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=tmp_path)
+        try:
+            # Into the second stage (the first is 100 requests at 100/s).
+            helpers.wait_for_requests(srv, 150, proc)
+            t0 = time.monotonic()
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert time.monotonic() - t0 < 5, out
+    assert proc.returncode == 1, (out, err)
+    assert "Traceback" not in err
+    assert "capacity: not found: the search was interrupted during a stage (held up to" in out
+    d = json.loads((tmp_path / "c.json").read_text())
+    assert d["interrupted"] is True and d["met"] is True and d["limited_by"] is None
+    assert d["steps"] and all(x["held"] for x in d["steps"]), d["steps"]
+    assert d["rate"] == d["steps"][-1]["target"]
+    back = httpbench.CapacityResult.from_dict(d)
+    assert back.interrupted and "interrupted" in back.to_html()
 
 
 def test_plot():

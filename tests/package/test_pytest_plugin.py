@@ -213,6 +213,41 @@ def test_missing_or_corrupt_baseline_names_the_file(project):
     result.stderr.fnmatch_lines(["*baseline*bad.json is not a saved baseline*"])
 
 
+INTERRUPTED = '''
+import os, signal, threading
+
+def test_first(httpbench_server, httpbench_run):
+    httpbench_run(httpbench_server.url("/rnd?c=10"), requests=200, rounds=1, warmup_rounds=0)
+
+def test_stopped(httpbench_server, httpbench_run):
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    httpbench_run(httpbench_server.url("/rnd?c=10"), duration=4, rounds=3, warmup_rounds=0)
+
+def test_never():
+    pass
+'''
+
+
+def test_ctrl_c_during_a_round_stops_the_session_and_saves_no_baseline(pytester):
+    """run() answers Ctrl-C by returning what it measured: the fixture took
+    that part of a round as a round and ran the next ones (Ctrl-C seemed
+    to do nothing for 8 s), the session went on, and --httpbench-save
+    wrote a baseline of part of it over the name given."""
+    pytester.makepyfile(test_stop=INTERRUPTED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--httpbench-save=base",
+                                           timeout=60)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out
+    assert "KeyboardInterrupt" in out and "test_never" not in out.split("KeyboardInterrupt")[-1]
+    assert re.search(r"test_stop\.py \.", out), out  # test_first passed, then it stopped
+    assert "not saved to" in out and "the session was interrupted" in out
+    assert not (pytester.path / ".httpbench" / "base.json").exists()
+    # The rounds after the Ctrl-C did not run: the session took the 1 s to
+    # the Ctrl-C and the loop's grace, not three rounds of 4 s.
+    took = float(re.search(r"in ([0-9.]+)s", out.splitlines()[-1]).group(1))
+    assert took < 8, out
+
+
 def test_under_xdist_says_so_and_still_runs(project):
     pytest.importorskip("xdist")
     result = project.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
