@@ -249,7 +249,8 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
                     broke = mid
     except _ClientBound:
         client = True
-    except _Interrupted:
+    except (_Interrupted, KeyboardInterrupt):
+        # (KeyboardInterrupt: Ctrl-C between two stages, outside a run.)
         interrupted = True
     limited = "client" if client else "server" if broke is not None else None
     # (Interrupted before the lowest rate broke, nothing shows that no rate

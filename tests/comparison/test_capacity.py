@@ -226,6 +226,33 @@ def test_ctrl_c_stops_the_search_with_the_stages_before_it(tmp_path, sig):
     assert back.interrupted and "interrupted" in back.to_html()
 
 
+def test_ctrl_c_between_two_stages_stops_the_search_too(monkeypatch):
+    """Ctrl-C that comes between two runs (the search judging a stage)
+    raises KeyboardInterrupt outside run(): the search stops as in a stage,
+    with the stages before it. (The signal's moment is stood in for by a
+    run() that raises it on the third stage.)"""
+    capacity_mod = sys.modules["httpbench.capacity"]  # (the name is the function)
+    calls = []
+
+    def run(*args, **kwargs):
+        calls.append(kwargs["rate"])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return httpbench.run(*args, **kwargs)
+    monkeypatch.setattr(capacity_mod, "run", run)
+    with httpbench.Server() as srv:
+        try:
+            c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<1s", start=100,
+                                   stage_s=0.3, concurrency=2)
+        except KeyboardInterrupt:
+            pytest.fail("the KeyboardInterrupt left capacity(): the stages before it are lost")
+    assert c.interrupted and c.met and c.limited_by is None
+    assert [s.target for s in c.steps] == calls[:2] and all(s.held for s in c.steps)
+    assert c.rate == calls[1]
+    assert c.report().endswith(f"capacity: not found: the search was interrupted during a "
+                               f"stage (held up to {calls[1]:,.0f}/s before it)")
+
+
 def test_plot():
     pytest.importorskip("matplotlib")
     import matplotlib
