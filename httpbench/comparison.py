@@ -19,11 +19,14 @@ class Comparison:
     """The results of several agents through the same scenarios."""
 
     def __init__(self, results: dict[tuple[str, str], Result], notes: list[str],
-                 agents: list[str], scenarios: list[str]) -> None:
+                 agents: list[str], scenarios: list[str], interrupted: bool = False) -> None:
         self.results = results
         self.notes = notes
         self.agents = agents
         self.scenarios = scenarios
+        # Ctrl-C stopped the comparison: in a run (that result is
+        # interrupted too) or between two; the runs after it did not run.
+        self.interrupted = interrupted
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per agent and scenario, with the ratio to the fastest agent
@@ -107,6 +110,7 @@ class Comparison:
         notes (compare --json writes this; docs/schema.md)."""
         return {"kind": "comparison", "schema": SCHEMA, "agents": self.agents,
                 "scenarios": self.scenarios, "notes": self.notes,
+                "interrupted": self.interrupted,
                 "results": {f"{a} {s}": r.to_dict() for (a, s), r in self.results.items()}}
 
     @classmethod
@@ -123,7 +127,8 @@ class Comparison:
                 for name in ("notes", "agents", "scenarios")}
         return cls(out, rest["notes"],
                    rest["agents"] or list(dict.fromkeys(a for a, _ in out)),
-                   rest["scenarios"] or list(dict.fromkeys(s for _, s in out)))
+                   rest["scenarios"] or list(dict.fromkeys(s for _, s in out)),
+                   typed(d.get("interrupted", False) if new else False, bool, "interrupted"))
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of the comparison (the table, bars

@@ -30,7 +30,7 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # `unopened` count (requests failed while their connection opened) and
 # tls_failed_handshakes; 18 conn_connect (each connect's start to its
 # connection made: h2load's time for connect); 19 a capacity search's
-# `interrupted`.
+# and a comparison's `interrupted`.
 SCHEMA = 19
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2

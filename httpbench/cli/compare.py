@@ -124,4 +124,4 @@ def compare_main(argv: Sequence[str]) -> int:
     if out is not None:
         out.write(cmp.to_html())
     outputs.close()
-    return 0 if all(r.ok for r in cmp.results.values()) else 1
+    return 0 if all(r.ok for r in cmp.results.values()) and not cmp.interrupted else 1

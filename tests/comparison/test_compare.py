@@ -96,6 +96,61 @@ def test_no_agent_or_one_named_twice_is_refused_before_anything_runs():
         httpbench.compare(agents="httpbench")
 
 
+def test_ctrl_c_between_two_runs_ends_the_comparison_with_what_ran(monkeypatch):
+    """Ctrl-C in a run comes back as that run's interrupted result, and the
+    comparison stops there; Ctrl-C between two runs (an agent's library
+    importing, its threads starting) left compare() as a KeyboardInterrupt
+    and lost what had run. (The signal's moment is stood in for by a
+    run_agent that raises it on the second run.)"""
+    compare_mod = sys.modules["httpbench.compare"]  # (the name is the function)
+    calls = []
+
+    def second_raises(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return run_agent(*args, **kwargs)
+    monkeypatch.setattr(compare_mod, "run_agent", second_raises)
+    try:
+        cmp = httpbench.compare(agents=["httpbench", "http.client"], scenarios=["get"],
+                                requests=50)
+    except KeyboardInterrupt:
+        pytest.fail("the KeyboardInterrupt left compare(): the runs before it are lost")
+    assert cmp.interrupted and list(cmp.results) == [("httpbench", "get")]
+    assert cmp.results["httpbench", "get"].complete == 50
+    assert any("interrupted (Ctrl-C) between two runs" in n for n in cmp.notes)
+    back = httpbench.Comparison.from_dict(json.loads(json.dumps(cmp.to_dict())))
+    assert back.interrupted and list(back.results) == [("httpbench", "get")]
+    assert not httpbench.Comparison.from_dict({**cmp.to_dict(), "interrupted": False}).interrupted
+
+
+def test_sigterm_in_a_run_ends_the_command_with_the_runs_so_far(tmp_path):
+    """timeout(1)'s SIGTERM (or Ctrl-C) in the first agent's run: the
+    comparison stops there, prints what ran, writes --json marked
+    interrupted, exit 1."""
+    import signal
+    import time
+
+    from helpers import wait_for_requests
+    with httpbench.Server() as srv:
+        proc = subprocess.Popen([sys.executable, "-m", "httpbench", "compare", "--agents",
+                                 "httpbench,http.client", "-t", "20", "-q", "--json", "c.json",
+                                 srv.url("/rnd?c=100")], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        try:
+            wait_for_requests(srv, 200, proc)
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert time.monotonic() - t0 < 5 and proc.returncode == 1, (out, err)
+    assert "Traceback" not in err and out.startswith("== Side by side")
+    d = json.loads((tmp_path / "c.json").read_text())
+    assert d["interrupted"] is True and list(d["results"]) == ["httpbench get"]
+    assert d["results"]["httpbench get"]["interrupted"] is True
+
+
 def test_agent_raising_mid_run_counts_its_own_failures(monkeypatch, server):
     real = agents_mod.HttpClientAgent.request
     calls = [0]
