@@ -114,38 +114,37 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if server is not None and tls:
         verify, cafile = True, server.cafile
     try:
-        try:
-            for name in runnable:
-                for scenario in scenario_list:
-                    verb, path, payload = plan[scenario]
-                    # Against another server the scenario's method goes to the URL
-                    # given; the echo is checked where the URL is an /echo.
-                    target = server.url(path) if server is not None else str(url)
-                    echo = server is not None or urlsplit(target).path == "/echo"
-                    if progress:
-                        print(f"  {name} {scenario} ...", file=sys.stderr, flush=True)
-                    try:
-                        r = run_agent(name, target, verb, payload, requests, duration,
-                                      concurrency, timeout, check_echo=echo and payload is not None,
-                                      verify=verify, cafile=cafile, unix_socket=unix_path,
-                                      proxy=proxy, http2=http2)
-                    except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
-                        notes.append(f"{name} {scenario} failed to run: {e}")
-                        continue
-                    results[name, scenario] = r
-                    if echo and payload is not None and \
-                            r.document_length not in (None, len(payload)):
-                        notes.append(f"{name} {scenario}: the echo was {r.document_length} bytes, "
-                                     f"not {len(payload)}")
-                    if r.interrupted:
-                        return Comparison(results, notes, runnable, scenario_list,
-                                          interrupted=True)
-        except KeyboardInterrupt:
-            # Ctrl-C between two runs (an agent's library importing, its
-            # threads starting): a run answers it by returning what it
-            # measured, and so does the comparison.
-            notes.append("interrupted (Ctrl-C) between two runs: the runs after it did not run")
-            return Comparison(results, notes, runnable, scenario_list, interrupted=True)
+        for name in runnable:
+            for scenario in scenario_list:
+                verb, path, payload = plan[scenario]
+                # Against another server the scenario's method goes to the URL
+                # given; the echo is checked where the URL is an /echo.
+                target = server.url(path) if server is not None else str(url)
+                echo = server is not None or urlsplit(target).path == "/echo"
+                if progress:
+                    print(f"  {name} {scenario} ...", file=sys.stderr, flush=True)
+                try:
+                    r = run_agent(name, target, verb, payload, requests, duration,
+                                  concurrency, timeout, check_echo=echo and payload is not None,
+                                  verify=verify, cafile=cafile, unix_socket=unix_path,
+                                  proxy=proxy, http2=http2)
+                except Exception as e:  # noqa: BLE001 - one agent's trouble is its own
+                    notes.append(f"{name} {scenario} failed to run: {e}")
+                    continue
+                results[name, scenario] = r
+                if echo and payload is not None and \
+                        r.document_length not in (None, len(payload)):
+                    notes.append(f"{name} {scenario}: the echo was {r.document_length} bytes, "
+                                 f"not {len(payload)}")
+                if r.interrupted:
+                    return Comparison(results, notes, runnable, scenario_list,
+                                      interrupted=True)
+    except KeyboardInterrupt:
+        # Ctrl-C between two runs (an agent's library importing, its
+        # threads starting): a run answers it by returning what it
+        # measured, and so does the comparison.
+        notes.append("interrupted (Ctrl-C) between two runs: the runs after it did not run")
+        return Comparison(results, notes, runnable, scenario_list, interrupted=True)
     finally:
         if server is not None:
             server.close()

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
+from helpers import wait_for_requests
 
 import httpbench
 from httpbench import agents as agents_mod
@@ -128,10 +131,6 @@ def test_sigterm_in_a_run_ends_the_command_with_the_runs_so_far(tmp_path):
     """timeout(1)'s SIGTERM (or Ctrl-C) in the first agent's run: the
     comparison stops there, prints what ran, writes --json marked
     interrupted, exit 1."""
-    import signal
-    import time
-
-    from helpers import wait_for_requests
     with httpbench.Server() as srv:
         proc = subprocess.Popen([sys.executable, "-m", "httpbench", "compare", "--agents",
                                  "httpbench,http.client", "-t", "20", "-q", "--json", "c.json",
