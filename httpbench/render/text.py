@@ -111,7 +111,9 @@ def _report_lines(r: Result) -> Iterable[str]:
     doc = r.document_length
     yield f"Document Length:        {doc if doc is not None else 0} bytes"
     yield ""
-    yield f"Concurrency Level:      {r.concurrency}"
+    yield f"Concurrency Level:      {r.concurrency}" + (
+        f" (at most {r.issued} at once: {r.issued} requests)"
+        if 0 < r.issued < r.concurrency else "")
     if r.pipeline > 1:
         yield f"Pipeline Depth:         {r.pipeline}"
     if r.http_version == "2":
@@ -155,9 +157,10 @@ def _report_lines(r: Result) -> Iterable[str]:
         # ab's concurrency x time / requests assumes a closed loop: under a
         # rate the connections wait for their schedule, not for answers.
         yield "Time per request:       n/a (open loop: see the latency table)"
-    elif flying > r.concurrency:
+    elif flying != r.concurrency:
         # ab's concurrency is the requests in flight at once: with streams
-        # or a pipeline, more than one per connection.
+        # or a pipeline, more than one per connection; with fewer requests
+        # than connections, fewer (ab refuses -c over -n).
         yield f"Time per request:       {per * flying * 1e3:.3f} [ms] (mean, {flying} in flight)"
     else:
         yield f"Time per request:       {per * r.concurrency * 1e3:.3f} [ms] (mean)"
@@ -412,7 +415,9 @@ def in_flight(r: Result) -> int:
     each = max(r.pipeline, r.streams if r.http_version == "2" else 1)
     if r.http_version == "2" and r.streams_allowed is not None:
         each = min(each, r.streams_allowed)
-    return r.concurrency * max(1, each)
+    most = r.concurrency * max(1, each)
+    # No more than were issued: `-n 5 -c 50` has 5 in flight, not 50.
+    return min(most, r.issued) if r.issued > 0 else most
 
 
 def streams_allowed(r: Result) -> str:

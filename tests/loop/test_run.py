@@ -132,6 +132,26 @@ def test_time_per_request_counts_what_is_in_flight_not_the_connections(server):
         assert line == f"Time per request:       {per:.3f} [ms] (mean)"
 
 
+def test_fewer_requests_than_connections_count_the_requests_in_flight(server):
+    """`httpbench -n 5 -c 50` (ab refuses -c over -n) opens 5 connections,
+    yet the report said `Concurrency Level: 50` and ab's concurrency x
+    time / requests with 50: 7.276 ms a request, where each took 0.1-0.3.
+    The line counts the requests that could be in flight: no more than
+    were issued; the concurrency line says so."""
+    url = server.url("/delay?ms=2")
+    for kwargs in (dict(concurrency=50), dict(concurrency=2, http2=True, streams=10)):
+        r = httpbench.run(url, requests=5, progress=False, **kwargs)
+        assert r.connects <= 5 and r.complete == 5
+        lines = r.report().splitlines()
+        per = next(x for x in lines if x.startswith("Time per request:"))
+        assert per == f"Time per request:       {r.time_taken / 5 * 5 * 1e3:.3f} [ms] (mean, 5 in flight)"
+        # Five at once for 2 ms each: about 2 ms, not ten times it.
+        assert float(per.split()[3]) < 10 * r.latency.mean * 1e3
+        level = next(x for x in lines if x.startswith("Concurrency Level:"))
+        note = " (at most 5 at once: 5 requests)" if r.concurrency > 5 else ""
+        assert level == f"Concurrency Level:      {r.concurrency}{note}"
+
+
 def test_a_run_whose_every_request_failed_prints_no_percentile_figures():
     with socket.socket() as s0:
         s0.bind(("127.0.0.1", 0))  # bound, never listening: refused
