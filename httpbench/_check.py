@@ -24,7 +24,7 @@ __all__ = [
     "MAX_SOCKET_BUFFER",
     "count", "seconds", "rate", "port", "warmup", "byte_size", "tls_version", "text",
     "UNIX_PATH_MAX", "unix_socket", "allow", "MAX_STAGES", "stages", "shape_total",
-    "parse_address", "check_label", "log_format",
+    "parse_address", "check_label", "log_format", "flag",
 ]
 
 # The limits live in C (csrc/bench.h), once; read here for the checks and
@@ -51,6 +51,20 @@ def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:
     if not lo <= v <= hi:
         raise ValueError(f"{name} must be from {lo:,} to {hi:,}, not {value!r}")
     return v
+
+
+def flag(name: str, value: object, hint: str = "") -> bool:
+    """True or False (a NumPy bool, or the whole numbers 0 and 1, too):
+    anything else was taken as its truth, so keepalive="false" kept
+    connections alive and verify="ca.pem" verified against the system's
+    CAs, the file unread. hint follows the message."""
+    if isinstance(value, bool):
+        return value
+    kind = type(value)
+    if (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")) or (
+            isinstance(value, numbers.Integral) and int(value) in (0, 1)):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, not {value!r}{hint}")
 
 
 def seconds(name: str, value: object) -> float:

@@ -136,8 +136,7 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
                               or not 1 <= start <= _check.MAX_RATE):
         raise ValueError(f"start must be a rate from 1 to {_check.MAX_RATE:.0e} a second, "
                          f"not {start!r}")
-    if not isinstance(confirm, bool):
-        raise ValueError(f"confirm must be True or False, not {confirm!r}")
+    confirm = _check.flag("confirm", confirm)
     taken = {"rate", "duration", "requests"} & run_kwargs.keys()
     if taken:
         raise ValueError(f"capacity sets {', '.join(sorted(taken))} itself: leave "

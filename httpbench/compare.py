@@ -78,6 +78,11 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if duration is not None:
         duration = _check.seconds("duration", duration)
     timeout = _check.seconds("timeout", timeout)
+    verify = _check.flag("verify", verify, " (a CA file goes in cafile)")
+    tls, http2 = _check.flag("tls", tls), _check.flag("http2", http2)
+    progress = _check.flag("progress", progress)
+    if pin is not None:
+        pin = _check.flag("pin", pin)
     if tls and url is not None:
         raise ValueError("tls=True is for the embedded server: give an https:// url instead")
     if cafile is not None and not os.path.isfile(cafile):

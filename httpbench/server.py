@@ -134,6 +134,8 @@ class Server:
         idle_timeout = _check.seconds("idle_timeout", idle_timeout)
         upstream_timeout = _check.seconds("upstream_timeout", upstream_timeout)
         max_streams = _check.count("max_streams", max_streams, 1, _check.MAX_STREAMS)
+        zero_copy, tls = _check.flag("zero_copy", zero_copy), _check.flag("tls", tls)
+        proxy, http2 = _check.flag("proxy", proxy), _check.flag("http2", http2)
         if not proxy and allow is not None:
             raise ValueError("allow is the relay's list: it needs proxy=True")
         allowed = _check.allow(allow)

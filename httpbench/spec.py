@@ -125,7 +125,7 @@ class RunSpec:
         flags=("--threads",), cli={"type": int, "metavar": "N"})
     keepalive: bool = setting(
         True, "keep connections alive (False: a new connection per request)",
-        check=lambda n, v, a: bool(v), flags=("--no-keepalive",),
+        check=lambda n, v, a: _check.flag(n, v), flags=("--no-keepalive",),
         cli={"action": "store_false"})
     rate: float | None = setting(
         None, "open loop at this many requests a second over the whole run (wrk2), "
@@ -147,10 +147,11 @@ class RunSpec:
         feeds=("warmup_requests", "warmup_seconds"))
     lengths_vary: bool = setting(
         False, "do not count a body length unlike the first as a failure (ab's -l)",
-        check=lambda n, v, a: bool(v), flags=("-l",),
+        check=lambda n, v, a: _check.flag(n, v), flags=("-l",),
         cli={"action": "store_true"})
     verify: bool = setting(
         True, "verify an https:// server's certificate and name",
+        check=lambda n, v, a: _check.flag(n, v, " (a CA file goes in cafile)"),
         flags=("--insecure",), feeds=("tls",))
     cafile: Path | None = setting(
         None, "the CA certificates (PEM) to verify against, not the system's",
@@ -174,7 +175,8 @@ class RunSpec:
         None, "TLS 1.3's cipher suites, in order", flags=("--tls13-ciphers",), feeds=("tls",))
     tls_resume: bool = setting(
         True, "resume the connection's last TLS session on a new connection (False: a full "
-        "handshake each time, as ab)", flags=("--no-tls-resume",), feeds=("tls",))
+        "handshake each time, as ab)", check=lambda n, v, a: _check.flag(n, v),
+        flags=("--no-tls-resume",), feeds=("tls",))
     unix_socket: str | None = setting(
         None, "connect to this Unix socket, not the URL's host and port (the URL still "
         "gives Host and the path)", check=lambda n, v, a: _check.unix_socket(n, v),
@@ -205,7 +207,7 @@ class RunSpec:
     http2: bool = setting(
         False, "speak HTTP/2 (h2 by ALPN over https://; over http://, h2c by prior "
         "knowledge, as curl's --http2-prior-knowledge)",
-        check=lambda n, v, a: bool(v), flags=("--http2",), cli={"action": "store_true"})
+        check=lambda n, v, a: _check.flag(n, v), flags=("--http2",), cli={"action": "store_true"})
     streams: int = setting(
         1, "with {http2}: requests in flight on each connection (h2load's -m), at most what "
         "the server allows",

@@ -126,6 +126,42 @@ def test_compare_refuses_a_number_out_of_range_before_any_agent_runs(kwargs, nam
         httpbench.compare("http://127.0.0.1:1/", agents=["http.client"], **kwargs)
 
 
+@pytest.mark.parametrize("name,value", [
+    ("keepalive", "false"), ("keepalive", [1]), ("http2", math.nan), ("http2", "1"),
+    ("lengths_vary", 2), ("verify", "ca.pem"), ("tls_resume", "no"), ("verify", None),
+])
+def test_run_refuses_a_switch_that_is_not_true_or_false(name, value):
+    """Each was taken as its truth: keepalive="false" kept connections
+    alive, verify="ca.pem" (requests' way) verified against the system's
+    CAs with the file unread, http2=nan spoke HTTP/2."""
+    with pytest.raises(ValueError, match=f"{name} must be True or False") as e:
+        httpbench.run(URL, **{name: value}, progress=False)
+    assert ("cafile" in str(e.value)) == (name == "verify")
+
+
+def test_switches_take_true_false_0_1_and_numpys_bools(server):
+    np = pytest.importorskip("numpy")
+    for value in (True, False, 0, 1, np.True_, np.False_, np.int64(1)):
+        r = httpbench.run(server.url("/rnd?c=8"), requests=4, keepalive=value,
+                          progress=False)
+        assert r.complete == 4 and r.keepalive_requests == (4 if value else 0)
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: httpbench.Server(tls="yes"), "tls"),
+    (lambda: httpbench.Server(http2="no"), "http2"),
+    (lambda: httpbench.Server(proxy=2), "proxy"),
+    (lambda: httpbench.Server(zero_copy=None), "zero_copy"),
+    (lambda: httpbench.compare(URL, agents=["http.client"], verify="ca.pem"), "verify"),
+    (lambda: httpbench.compare(URL, agents=["http.client"], http2="no"), "http2"),
+    (lambda: httpbench.compare(URL, agents=["http.client"], pin="yes"), "pin"),
+    (lambda: httpbench.capacity(URL, slo="p99<10ms", confirm="no"), "confirm"),
+])
+def test_the_other_switches_are_true_or_false_too(call, name):
+    with pytest.raises(ValueError, match=f"{name} must be True or False"):
+        call()
+
+
 def test_timeout_none_is_the_documented_no_limit():
     with httpbench.Server() as srv:
         r = httpbench.run(srv.url("/rnd?c=10"), requests=20, concurrency=2, timeout=None,
