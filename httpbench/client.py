@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _core
+from . import _check, _core
 from ._url import proxy_route, split_url
 
 __all__ = ["Connection"]
@@ -27,6 +27,10 @@ class Connection(_core.Connection):
     def __init__(self, host: str, port: int, timeout: float | None = 30.0, *,
                  proxy: str | None = None, **options: Any) -> None:
         via = None
+        for name in ("tls", "verify", "http2"):  # (the core takes any value's truth)
+            if name in options:
+                options[name] = _check.flag(
+                    name, options[name], " (a CA file goes in cafile)" if name == "verify" else "")
         # Wrong types go on to the core, which names them.
         if proxy is not None and isinstance(host, str) and isinstance(port, int):
             tunnel = bool(options.get("tls", False)) or bool(options.get("http2", False))

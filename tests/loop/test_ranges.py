@@ -156,6 +156,9 @@ def test_switches_take_true_false_0_1_and_numpys_bools(server):
     (lambda: httpbench.compare(URL, agents=["http.client"], http2="no"), "http2"),
     (lambda: httpbench.compare(URL, agents=["http.client"], pin="yes"), "pin"),
     (lambda: httpbench.capacity(URL, slo="p99<10ms", confirm="no"), "confirm"),
+    (lambda: httpbench.Connection("127.0.0.1", 1, tls="no"), "tls"),
+    (lambda: httpbench.Connection("127.0.0.1", 1, verify="ca.pem"), "verify"),
+    (lambda: httpbench.Connection.from_url(URL, http2="no"), "http2"),
 ])
 def test_the_other_switches_are_true_or_false_too(call, name):
     with pytest.raises(ValueError, match=f"{name} must be True or False"):
