@@ -40,7 +40,11 @@ def split_url(url: str) -> Target:
     """The Target of an http:// or https:// URL; ValueError otherwise."""
     parts = urlsplit(url)
     if parts.scheme not in DEFAULT_PORTS:
-        raise ValueError(f"only http:// and https:// URLs are supported, not {url!r}")
+        # (urlsplit takes "localhost:8080" for a scheme and its port.) A
+        # word alone may be a mistyped command: no hint.
+        bare = "://" not in url and any(c in url for c in ":/.")
+        hint = f" (did you mean {'http://' + url.strip()!r}?)" if bare else ""
+        raise ValueError(f"only http:// and https:// URLs are supported, not {url!r}{hint}")
     if not parts.hostname:
         raise ValueError(f"the URL has no host: {url!r}")
     try:

@@ -63,6 +63,11 @@ def test_usage_and_version(tmp_path):
     assert r.returncode == 0 and "serve" in r.stdout
     r = run("frobnicate", cwd=tmp_path)
     assert r.returncode == 2 and "only http:// and https:// URLs are supported" in r.stderr
+    assert "did you mean" not in r.stderr  # a word: perhaps a command mistyped
+    # ab takes a URL without its scheme; here it is named, with the fix.
+    for bare in ("localhost:8080", "127.0.0.1:8080/x", "example.com/"):
+        r = run("-n", "1", bare, cwd=tmp_path)
+        assert r.returncode == 2 and f"(did you mean 'http://{bare}'?)" in r.stderr, r.stderr
 
 
 def hb(*args: str, cwd, timeout: float = 60) -> subprocess.CompletedProcess:
