@@ -38,6 +38,7 @@ import pytest
 
 from .figures import SCHEMA
 from .noise import decide, spread
+from .render.text import headline
 from .result import Result
 from .runner import run
 from .server import Server
@@ -184,6 +185,20 @@ def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]]
     a fall negative, in both."""
     failures, warnings = [], []
     for metric, limit in fail:
+        if metric != "rps":
+            # A round that completed nothing has no latency (its figures
+            # read 0): a dead server passed a p99 gate as 100% faster.
+            empty = [r for r in rounds.results if not r.complete]
+            if empty:
+                failures.append(f"httpbench: {metric} cannot be held to baseline {name!r}: "
+                                f"{len(empty)} of {len(rounds.results)} rounds completed no "
+                                f"request, so their latency is unknown. {headline(empty[0])}")
+                continue
+            if any(x <= 0 for x in _base_rounds(base, metric)):
+                warnings.append(f"{metric}: a round of the baseline completed no request (its "
+                                f"{metric} is unknown): this gate cannot decide; save the "
+                                "baseline again")
+                continue
         v = decide(metric, rounds.values(metric), _base_rounds(base, metric), limit)
         noisy = f"; {v.too_noisy()}" if v.noisy else ""
         if v.fails:
@@ -290,8 +305,10 @@ def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]
     for name, rounds in runs:
         rps = rounds.values("rps")
         med_rps, med_p99 = rounds.figure("rps"), rounds.figure("p99")
+        timed = all(x.complete for x in rounds.results)  # (else no p99 to show)
         line = (f"{name[-44:]:<44}{len(rps):>7}{med_rps:>11,.0f}{min(rps):>11,.0f}"
-                f"{max(rps):>11,.0f}{rounds.spread('rps'):>8.1%}{_ms(med_p99):>9}"
+                f"{max(rps):>11,.0f}{rounds.spread('rps'):>8.1%}"
+                f"{_ms(med_p99) if timed else '-':>9}"
                 f"{rounds.spread('p99'):>8.1%}{sum(x.failed for x in rounds.results):>7}")
         if baseline is not None:
             base = baseline.get(name)
@@ -300,8 +317,8 @@ def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]
             else:
                 b = {m: statistics.median(_base_rounds(base, m)) for m in ("rps", "p99")}
                 d_rps = (med_rps - b["rps"]) / b["rps"] if b["rps"] else 0.0
-                d_p99 = (med_p99 - b["p99"]) / b["p99"] if b["p99"] else 0.0
-                line += f"{b['rps']:>12,.0f}{d_rps:>+9.1%}{_ms(b['p99']):>10}{d_p99:>+9.1%}"
+                d_p99 = f"{(med_p99 - b['p99']) / b['p99']:+.1%}" if timed and b["p99"] else "-"
+                line += f"{b['rps']:>12,.0f}{d_rps:>+9.1%}{_ms(b['p99']):>10}{d_p99:>9}"
         lines.append(line)
         lines.extend(f"    warning: {w}" for w in warnings.get(name, []))
     return lines

@@ -286,7 +286,7 @@ def rounds_of(rps: list[float], p99: list[float] | None = None) -> Rounds:
     """Rounds of doctored figures: just what the statistics read."""
     p99 = p99 or [0.001] * len(rps)
     return Rounds([SimpleNamespace(rps=x, latency=SimpleNamespace(p50=y / 2, p99=y),
-                                   failed=0) for x, y in zip(rps, p99, strict=True)])
+                                   failed=0, complete=1) for x, y in zip(rps, p99, strict=True)])
 
 
 def saved(rps: float, p99: float) -> dict:
@@ -417,3 +417,47 @@ def test_a_session_against_a_slowed_target_fails_end_to_end(pytester, monkeypatc
     # request before, 8.46 after; the pattern was -4x.x% only).
     assert re.search(r"httpbench: rps regressed -(4\d|5\d)\.\d% against baseline 'base'",
                      out), out
+
+
+DOWN = '''
+import os
+
+def test_target(httpbench_run):
+    httpbench_run(os.environ["HB_TEST_URL"], requests=200, rounds=3, warmup_rounds=0)
+'''
+
+
+def test_a_latency_gate_fails_when_nothing_completed(pytester, monkeypatch):
+    """A round that completed no request has no latency; its figures read
+    0, and a p99 gate took a dead server for one 100% faster: `p99 change
+    -100.0%`, 1 passed. Now the gate fails naming why, the table shows no
+    p99 for it, and a baseline with such a round makes the gate say it
+    cannot decide."""
+    import socket
+
+    import httpbench
+
+    pytester.makepyfile(test_down=DOWN)
+    with socket.socket() as s0:
+        s0.bind(("127.0.0.1", 0))  # bound, never listening: refused
+        dead = f"http://127.0.0.1:{s0.getsockname()[1]}/"
+        with httpbench.Server() as srv:
+            monkeypatch.setenv("HB_TEST_URL", srv.url("/rnd?c=64"))
+            pytester.runpytest("--httpbench-save=live").assert_outcomes(passed=1)
+            monkeypatch.setenv("HB_TEST_URL", dead)
+            pytester.runpytest("--httpbench-save=dead").assert_outcomes(passed=1)
+            for metric in ("p99", "p50"):
+                down = pytester.runpytest("--httpbench-compare=live",
+                                          f"--httpbench-compare-fail={metric}:10%")
+                down.assert_outcomes(failed=1)
+                out = down.stdout.str()
+                assert (f"httpbench: {metric} cannot be held to baseline 'live': 3 of 3 rounds "
+                        "completed no request, so their latency is unknown. Nothing completed: "
+                        "all 200 requests failed (connect)") in out, out
+                row = next(x for x in out.splitlines() if x.startswith("test_down.py::"))
+                assert row.split()[6] == "-" and row.split()[-1] == "-", row
+            monkeypatch.setenv("HB_TEST_URL", srv.url("/rnd?c=64"))
+            back = pytester.runpytest("--httpbench-compare=dead", "--httpbench-compare-fail=p99:10%")
+    back.assert_outcomes(passed=1)
+    assert ("warning: p99: a round of the baseline completed no request (its p99 is unknown): "
+            "this gate cannot decide") in back.stdout.str()
