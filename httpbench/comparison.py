@@ -35,12 +35,14 @@ class Comparison:
                 for s in self.scenarios}
         out = []
         for (agent, scenario), r in self.results.items():
+            timed = True if r.latency.count else None
             out.append({
                 "agent": agent, "version": r.agent_version, "scenario": scenario,
-                "requests": r.issued, "rps": r.rps, "mean_ms": r.latency.mean * 1e3,
-                "p99_ms": r.latency.p99 * 1e3, "failed": r.failed, "non_2xx": r.non_2xx,
+                # (None when no request completed: no latency to show.)
+                "requests": r.issued, "rps": r.rps, "mean_ms": timed and r.latency.mean * 1e3,
+                "p99_ms": timed and r.latency.p99 * 1e3, "failed": r.failed, "non_2xx": r.non_2xx,
                 "reconnects": r.reconnects,
-                "of_fastest": r.rps / best[scenario] if best[scenario] else 0.0,
+                "of_fastest": r.rps / best[scenario] if best[scenario] else None,
             })
         return out
 

@@ -11,8 +11,17 @@ from .base import SyncAgent, _head_bytes, _Job
 class _HttpClientSession:
     def __init__(self, conn: Any, prefix: str = "", extra: dict[str, str] | None = None) -> None:
         self.conn = conn
+        # Each socket opened, as the other agents count them: one refused
+        # too (counted from the socket's identity after a request, a
+        # refused connect went uncounted: 0 connects where urllib3 and the
+        # core counted 50).
         self.sockets = 0
-        self.last: Any = None
+        opens = conn.connect
+
+        def connect() -> None:
+            self.sockets += 1
+            opens()
+        conn.connect = connect
         # Through a proxy to an http:// server: the origin before each path
         # (absolute form) and the proxy's credentials.
         self.prefix, self.extra = prefix, extra or {}
@@ -50,9 +59,6 @@ class HttpClientAgent(SyncAgent):
         try:
             conn.request(method, session.prefix + path, body=body,
                          headers={**headers, **session.extra} if session.extra else headers)
-            if conn.sock is not session.last:
-                session.sockets += 1
-                session.last = conn.sock
             r = conn.getresponse()
             data = r.read()
         except BaseException:

@@ -296,19 +296,24 @@ def workers_table(r: Result) -> str:
                   "State"], rows, "workers")
 
 
+def _s(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1e3
+
+
 def comparison_table(cmp: Comparison) -> str:
     """A row per agent and scenario, its ratio to the fastest."""
     rows = []
     for row in cmp.rows():
+        ratio = row["of_fastest"]  # (None: no agent completed a request)
         rows.append(
             f"<tr data-agent=\"{e(row['agent'])}\" data-scenario=\"{e(row['scenario'])}\">"
             f"<td>{e(row['agent'])}</td><td>{e(row['version'])}</td>"
             f"<td>{e(row['scenario'])}</td>{fig(row['requests'], key='issued')}"
-            f"{num(row['rps'], ',.0f', 'rps')}{msf(row['mean_ms'] / 1e3, 'latency.mean')}"
-            f"{msf(row['p99_ms'] / 1e3, 'latency.percentiles.99')}"
+            f"{num(row['rps'], ',.0f', 'rps')}{msf(_s(row['mean_ms']), 'latency.mean')}"
+            f"{msf(_s(row['p99_ms']), 'latency.percentiles.99')}"
             f"{fig(row['failed'], key='failed')}{fig(row['non_2xx'], key='non_2xx')}"
             f"{fig(row['reconnects'], key='reconnects')}"
-            f"{num(row['of_fastest'], '.2f', 'of_fastest')}</tr>")
+            f"{fig(ratio, None if ratio is None else f'{ratio:.2f}', 'of_fastest')}</tr>")
     notes = "".join(f"<p>{e(n)}</p>" for n in cmp.warnings() + cmp.notes)
     return table(["agent", "version", "scenario", "requests", "req/s", "mean ms", "p99 ms",
                   "failed", "non-2xx", "reconnects", "x fastest"], rows) + notes

@@ -11,8 +11,15 @@ if TYPE_CHECKING:
     from ..capacity_result import CapacityResult, CapacityStep
     from ..comparison import Comparison
 
+
 __all__ = ["comparison_text", "comparison_summary", "comparison_report", "comparison_markdown",
            "capacity_report", "capacity_found", "step_outcome"]
+
+
+def _cell(value: float | None, spec: str, width: int = 0) -> str:
+    """A row's figure by spec, "-" for None (nothing completed: no
+    latency; no agent completed any: no fastest)."""
+    return f"{'-' if value is None else format(value, spec):>{width}}"
 
 
 def comparison_text(c: Comparison) -> str:
@@ -23,9 +30,9 @@ def comparison_text(c: Comparison) -> str:
     lines = [head, "-" * len(head)]
     for row in c.rows():
         lines.append(f"{row['agent']:<14}{row['version'][:9]:<10}{row['scenario']:<9}"
-                     f"{row['requests']:>9}{row['rps']:>10,.0f}{row['mean_ms']:>9.3f}"
-                     f"{row['p99_ms']:>9.3f}{row['failed']:>7}{row['non_2xx']:>8}"
-                     f"{row['reconnects']:>7}{row['of_fastest']:>10.2f}")
+                     f"{row['requests']:>9}{row['rps']:>10,.0f}{_cell(row['mean_ms'], '.3f', 9)}"
+                     f"{_cell(row['p99_ms'], '.3f', 9)}{row['failed']:>7}{row['non_2xx']:>8}"
+                     f"{row['reconnects']:>7}{_cell(row['of_fastest'], '.2f', 10)}")
     return "\n".join(lines)
 
 
@@ -54,9 +61,9 @@ def comparison_markdown(c: Comparison) -> str:
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in c.rows():
         lines.append(f"| {row['agent']} | {row['version']} | {row['scenario']} | "
-                     f"{row['requests']} | {row['rps']:,.0f} | {row['mean_ms']:.3f} | "
-                     f"{row['p99_ms']:.3f} | {row['failed']} | {row['non_2xx']} | "
-                     f"{row['reconnects']} | {row['of_fastest']:.2f} |")
+                     f"{row['requests']} | {row['rps']:,.0f} | {_cell(row['mean_ms'], '.3f')} | "
+                     f"{_cell(row['p99_ms'], '.3f')} | {row['failed']} | {row['non_2xx']} | "
+                     f"{row['reconnects']} | {_cell(row['of_fastest'], '.2f')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -189,6 +190,34 @@ def test_server_closing_connections_shows_as_reconnects():
             assert r.connects == 5 and r.reconnects == 4, agent
     finally:
         scripted.close()
+
+
+def test_a_comparison_that_completed_nothing_shows_no_latency_and_counts_every_socket():
+    """Against a port that refuses, the table read `mean ms 0.000, p99 ms
+    0.000, x fastest 0.00` for every agent (no latency was measured and no
+    agent was fastest), and http.client counted 0 connects where urllib3
+    and the core counted 50 (it counted a socket only once a request went
+    out on it). Now "-" in the text, the Markdown and the HTML, None in the
+    rows, and each agent counts each socket it opened."""
+    with socket.socket() as s0:
+        s0.bind(("127.0.0.1", 0))  # bound, never listening: refused
+        url = f"http://127.0.0.1:{s0.getsockname()[1]}/"
+        agents = [a for a in ("httpbench", "http.client", "urllib3") if a in INSTALLED]
+        cmp = httpbench.compare(url, agents=agents, requests=20)
+    for row in cmp.rows():
+        assert (row["mean_ms"], row["p99_ms"], row["of_fastest"]) == (None, None, None), row
+    for agent in agents:
+        r = cmp.results[agent, "get"]
+        assert (r.failures["connect"], r.connects, r.reconnects) == (20, 20, 19), agent
+    for line in cmp.table().splitlines()[2:]:
+        cells = line.split()
+        assert cells[5:7] == ["-", "-"] and cells[-1] == "-", line
+    for line in cmp.to_markdown().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[5:7] == ["-", "-"] and cells[-1] == "-", line
+    html = cmp._repr_html_()
+    assert '<td data-key="of_fastest" data-value="null">-</td>' in html
+    assert '<td data-key="latency.percentiles.99" data-value="null">-</td>' in html
 
 
 def test_to_markdown(server):
