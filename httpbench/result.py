@@ -534,7 +534,8 @@ class Result:
     def __repr__(self) -> str:
         return (f"<Result {self.method} {self.url}: {self.complete} complete, "
                 f"{self.failed} failed, "
-                f"{self.rps:,.0f} req/s, p99 {self.latency.p99 * 1e3:.3f} ms>")
+                f"{self.rps:,.0f} req/s, p99 "
+                f"{f'{self.latency.p99 * 1e3:.3f} ms' if self.latency.count else '-'}>")
 
 
 @dataclasses.dataclass(kw_only=True, eq=False)
