@@ -278,6 +278,9 @@ def load_scenario(path: str) -> tuple[Scenario, str | None]:
         names = runpy.run_path(path, run_name="httpbench_scenario")
     except FileNotFoundError:
         raise UsageError(f"--scenario: no such file: {path}") from None
+    except SystemExit as e:  # (the command ended with the file's status, saying nothing)
+        raise UsageError(f"--scenario: {path} called sys.exit({e.code!r}) while loading; it "
+                         "is to define `scenario`, an httpbench.Scenario") from None
     except Exception as e:  # the file's own error (a SyntaxError, a ValueError): say so
         raise UsageError(f"--scenario: {path}: {type(e).__name__}: {e}") from None
     scenario, url = names.get("scenario"), names.get("url")

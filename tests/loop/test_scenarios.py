@@ -430,6 +430,7 @@ def test_the_command_line_takes_several_urls_and_a_scenario_file(tmp_path):
         "])\n")
     (tmp_path / "broken.py").write_text("scenario = httpbench.Scenario([])\n")
     (tmp_path / "nothing.py").write_text("x = 1\n")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")  # (exit 3, silent)
     with httpbench.Server() as srv:
         u = srv.url("/")
         p = _cli(tmp_path, "-n", "900", "-c", "3", "-q", "--json", "r.json", u + "rnd?c=5",
@@ -448,6 +449,7 @@ def test_the_command_line_takes_several_urls_and_a_scenario_file(tmp_path):
                 (["--scenario", "missing.py", u], "no such file"),
                 (["--scenario", "broken.py", u], "NameError"),
                 (["--scenario", "nothing.py", u], "must define `scenario`"),
+                (["--scenario", "exits.py", u], "exits.py called sys.exit(3) while loading"),
                 (["--scenario", "shop.py"], "give the server's URL"),
                 (["--scenario", "shop.py", "-p", "shop.py", u], "-p"),
                 (["--pipeline", "2", u, u + "x"], "pipeline")):
