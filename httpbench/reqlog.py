@@ -27,6 +27,7 @@ import json
 import os
 import sqlite3
 import stat
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -193,6 +194,23 @@ def _typed(row: Sequence[str]) -> LogRecord:
                      int(row[8]), int(row[9]), int(row[10]) if row[10] else None)
 
 
+def _cut_short(path: str | os.PathLike[str]) -> bool:
+    """Whether the file's last line has no newline: a record cut short, as
+    a run killed while writing it leaves (the writer ends each with one)."""
+    with open(path, "rb") as f:
+        if f.seek(0, os.SEEK_END) == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
+
+
+def _drop_cut(path: str | os.PathLike[str], line: int) -> None:
+    """Says that the last record (line `line`), cut short, is left out:
+    the records before it are whole, and a cut number may still parse."""
+    warnings.warn(f"{os.fspath(path)}: line {line}, the last, is cut short (no newline ends "
+                  "it, as when the run was killed while writing it): left out", stacklevel=3)
+
+
 def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
     """The records of a run's log, by the file's extension (.csv, .jsonl,
     .db or .sqlite): a list of LogRecord, or with frame=True a pandas
@@ -200,18 +218,39 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
     extension or a file that is not a log."""
     fmt = log_format("path", path)
     records: list[LogRecord] = []
+    line = 0
     try:
         if fmt == "csv":
+            cut = _cut_short(path)
             with open(path, newline="", encoding="utf-8") as f:
                 rows = csv.reader(f)
                 head = next(rows, None)
                 if head is None or tuple(head) != FIELDS:
                     raise ValueError(f"{os.fspath(path)}: not a request log (its header is "
                                      f"{head!r})")
-                records = [_typed(r) for r in rows]
+                last: tuple[int, list[str]] | None = None  # (parsed a row late: it may be cut)
+                for row in rows:
+                    if last is not None:
+                        line = last[0]
+                        records.append(_typed(last[1]))
+                    last = (rows.line_num, row)
+                if last is not None:
+                    line = last[0]
+                    if cut:
+                        _drop_cut(path, line)
+                    else:
+                        records.append(_typed(last[1]))
         elif fmt == "jsonl":
+            cut = _cut_short(path)
             with open(path, encoding="utf-8") as f:
-                records = [LogRecord(**json.loads(line)) for line in f if line.strip()]
+                for line, text in enumerate(f, 1):
+                    if cut and not text.endswith("\n"):
+                        try:
+                            records.append(LogRecord(**json.loads(text)))
+                        except (TypeError, json.JSONDecodeError):
+                            _drop_cut(path, line)
+                    elif text.strip():
+                        records.append(LogRecord(**json.loads(text)))
         else:
             db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
             try:
@@ -219,8 +258,12 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
                     f"SELECT {', '.join(FIELDS)} FROM requests ORDER BY rowid")]
             finally:
                 db.close()
-    except (KeyError, TypeError, IndexError, json.JSONDecodeError, sqlite3.Error) as e:
-        raise ValueError(f"{os.fspath(path)}: not a request log ({e})") from None
+    except (KeyError, TypeError, IndexError, ValueError, json.JSONDecodeError,
+            sqlite3.Error) as e:
+        if str(e).startswith(os.fspath(path)):
+            raise
+        at = f"line {line}: " if line else ""
+        raise ValueError(f"{os.fspath(path)}: not a request log ({at}{e})") from None
     if not frame:
         return records
     try:

@@ -385,3 +385,31 @@ def test_each_exchange_has_its_own_stamps(srv, tmp_path):
         seen = collections.Counter(map(stamp, recs))
         shared = sum(n for n in seen.values() if n > 1)
         assert shared < 0.05 * len(recs), shared
+
+
+@pytest.mark.parametrize("ext", ["csv", "jsonl"])
+def test_a_log_cut_short_keeps_its_whole_records(srv, tmp_path, ext):
+    """A run killed while writing its log leaves the last record without
+    its newline, maybe mid-number; read_log refused the whole file ("not a
+    request log (list index out of range)"). Now the whole records are
+    read and the cut one is left out with a warning naming its line; a bad
+    record elsewhere is an error naming its line."""
+    path = tmp_path / f"r.{ext}"
+    httpbench.run(srv.url("/rnd?c=10"), requests=50, progress=False, log=path)
+    whole = read_log(path)
+    data = path.read_bytes()
+    header = 1 if ext == "csv" else 0
+    for keep in (len(data) - 1, len(data) - 9):  # its newline lost; a number cut too
+        path.write_bytes(data[:keep])
+        if ext == "jsonl" and keep == len(data) - 1:
+            assert read_log(path) == whole  # (a whole object: a whole record)
+            continue
+        with pytest.warns(UserWarning, match=f"line {50 + header}, the last, is cut short"):
+            assert read_log(path) == whole[:49]
+    path.write_bytes(data)
+    assert read_log(path) == whole  # (a whole file: no warning, every record)
+    lines = data.decode().splitlines(keepends=True)
+    lines[header + 9] = lines[header + 9].replace("200", "2x0", 1)
+    path.write_text("".join(lines))
+    with pytest.raises(ValueError, match=f"not a request log \\(line {header + 10}: "):
+        read_log(path)
