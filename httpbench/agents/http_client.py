@@ -9,22 +9,26 @@ from .base import SyncAgent, _head_bytes, _Job
 
 
 class _HttpClientSession:
-    def __init__(self, conn: Any, prefix: str = "", extra: dict[str, str] | None = None) -> None:
-        self.conn = conn
-        # Each socket opened, as the other agents count them: one refused
+    def __init__(self, tls: bool) -> None:
+        # Each socket opened, as the other agents count them, a refused one
         # too (counted from the socket's identity after a request, a
         # refused connect went uncounted: 0 connects where urllib3 and the
-        # core counted 50).
-        self.sockets = 0
-        opens = conn.connect
+        # core counted 50). Counted in a class of ours, as _PoolSession's.
+        import http.client
+        session = self
+        base: Any = http.client.HTTPSConnection if tls else http.client.HTTPConnection
 
-        def connect() -> None:
-            self.sockets += 1
-            opens()
-        conn.connect = connect
+        class CountingConnection(base):  # type: ignore[misc]
+            def connect(self) -> None:
+                session.sockets += 1
+                super().connect()
+
+        self.connection_class: Any = CountingConnection
+        self.sockets = 0
+        self.conn: Any = None
         # Through a proxy to an http:// server: the origin before each path
         # (absolute form) and the proxy's credentials.
-        self.prefix, self.extra = prefix, extra or {}
+        self.prefix, self.extra = "", dict[str, str]()
 
 
 class HttpClientAgent(SyncAgent):
@@ -38,20 +42,21 @@ class HttpClientAgent(SyncAgent):
         return {"receive": (http.client.IncompleteRead, http.client.BadStatusLine)}
 
     def open(self, job: _Job) -> _HttpClientSession:
-        import http.client
         auth = {"Proxy-Authorization": job.proxy_auth} if job.proxy_auth else {}
         host, port = (job.proxy.host, job.proxy.port) if job.proxy else (job.host, job.port)
+        session = _HttpClientSession(job.tls)
         if job.tls:
-            conn = http.client.HTTPSConnection(host, port, timeout=job.timeout,
-                                               context=job.trust.ssl_context())
+            session.conn = session.connection_class(host, port, timeout=job.timeout,
+                                                    context=job.trust.ssl_context())
             if job.proxy:
-                conn.set_tunnel(job.host, job.port, headers=auth)
-            return _HttpClientSession(conn)
-        plain = http.client.HTTPConnection(host, port, timeout=job.timeout)
+                session.conn.set_tunnel(job.host, job.port, headers=auth)
+            return session
+        session.conn = session.connection_class(host, port, timeout=job.timeout)
         if job.proxy:
-            origin = job.url[:len(job.url) - len(job.path)] if job.url.endswith(job.path) else ""
-            return _HttpClientSession(plain, origin, auth)
-        return _HttpClientSession(plain)
+            session.prefix = job.url[:len(job.url) - len(job.path)] \
+                if job.url.endswith(job.path) else ""
+            session.extra = auth
+        return session
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
                 headers: dict[str, str]) -> tuple[int, bytes, int]:
