@@ -14,6 +14,7 @@ import resource
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from . import _core
 from ._core import Histogram
@@ -26,6 +27,15 @@ __all__ = ["GRACE_S", "Tally", "Ledger", "ThreadCPU", "agent_result"]
 GRACE_S = _core.GRACE_SECONDS
 
 
+class Head(NamedTuple):
+    """A response head as the ledger counts it: its size as sent, and
+    whether it kept its connection alive (as the C loop's
+    keepalive_requests and ab's Keep-Alive requests count it)."""
+
+    size: int
+    kept: bool
+
+
 class Tally:
     """One worker's figures; merged at the end."""
 
@@ -36,7 +46,7 @@ class Tally:
         self.failures = dict.fromkeys(FAILURE_CLASSES, 0)
         self.status: dict[int, int] = {}
         self.body_bytes = self.head_bytes = 0
-        self.connects = 0
+        self.connects = self.keepalive = 0
         self.cpu_user = self.cpu_sys = 0.0
         self.first_error = ""
 
@@ -93,7 +103,7 @@ class Ledger:
                 tally.inflight = False
                 tally.fail(cls, error)
 
-    def check(self, tally: Tally, status: int, data: bytes, head: int, t0: int) -> None:
+    def check(self, tally: Tally, status: int, data: bytes, head: Head, t0: int) -> None:
         """The request in flight in tally was answered: complete or failed,
         as the C loop counts it."""
         elapsed = time.perf_counter_ns() - t0
@@ -103,7 +113,7 @@ class Ledger:
             tally.inflight = False
             tally.status[status] = tally.status.get(status, 0) + 1
             tally.body_bytes += len(data)
-            tally.head_bytes += head
+            tally.head_bytes += head.size
             if not 200 <= status < 300:
                 tally.non_2xx += 1
             else:
@@ -118,6 +128,7 @@ class Ledger:
                                          f"{self.doc_len}")
                     return
             tally.complete += 1
+            tally.keepalive += head.kept
             tally.hist.record(elapsed)
 
     def finish(self, tallies: Sequence[Tally]) -> None:
@@ -215,7 +226,7 @@ def agent_result(name: str, version: str, url: str, method: str, host: str, port
         failures=failures, non_2xx=sum(t.non_2xx for t in tallies), status_counts=status,
         time_taken=elapsed, bytes_received=sum(t.body_bytes + t.head_bytes for t in tallies),
         body_bytes=sum(t.body_bytes for t in tallies), document_length=ledger.doc_len,
-        keepalive_requests=max(0, complete - connects), connects=connects,
+        keepalive_requests=sum(t.keepalive for t in tallies), connects=connects,
         reconnects=max(0, connects - concurrency), concurrency=concurrency, threads=threads,
         cpu_user=sum(t.cpu_user for t in tallies), cpu_sys=sum(t.cpu_sys for t in tallies),
         interrupted=interrupted,

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._ledger import Tally, ThreadCPU
 from ..result import Result
-from .base import Agent, Trust, _head_bytes, _Job
+from .base import Agent, Trust, _head, _Job
 
 
 class AiohttpAgent(Agent):
@@ -74,7 +74,8 @@ class AiohttpAgent(Agent):
                                                    proxy=job.proxy_url,
                                                    proxy_headers=proxy_headers) as r:
                             data = await r.read()
-                            head = _head_bytes(r.status, r.reason or "", list(r.headers.items()))
+                            head = _head(r.status, r.reason or "", list(r.headers.items()),
+                                         r.version is not None and tuple(r.version) == (1, 0))
                             status = r.status
                     except Exception as e:  # noqa: BLE001 - counted in its class
                         ledger.fail(tally, self.classify(e), e)

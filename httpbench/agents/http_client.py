@@ -5,7 +5,8 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from .base import SyncAgent, _head_bytes, _Job
+from .._ledger import Head
+from .base import SyncAgent, _head, _Job
 
 
 class _HttpClientSession:
@@ -59,7 +60,7 @@ class HttpClientAgent(SyncAgent):
         return session
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
-                headers: dict[str, str]) -> tuple[int, bytes, int]:
+                headers: dict[str, str]) -> tuple[int, bytes, Head]:
         conn = session.conn
         try:
             conn.request(method, session.prefix + path, body=body,
@@ -71,7 +72,7 @@ class HttpClientAgent(SyncAgent):
             # request would raise CannotSendRequest): start afresh.
             conn.close()
             raise
-        return r.status, data, _head_bytes(r.status, r.reason, r.getheaders())
+        return r.status, data, _head(r.status, r.reason, r.getheaders(), r.version == 10)
 
     def connections(self, session: Any) -> int:
         return int(session.sockets)

@@ -6,7 +6,8 @@ import importlib
 import importlib.util
 from typing import Any
 
-from .base import SyncAgent, _head_bytes, _Job
+from .._ledger import Head
+from .base import SyncAgent, _head, _Job
 
 
 class _HttpxSession:
@@ -49,15 +50,15 @@ class HttpxAgent(SyncAgent):
                                           proxy=proxy, http1=h1, http2=h2))
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
-                headers: dict[str, str]) -> tuple[int, bytes, int]:
+                headers: dict[str, str]) -> tuple[int, bytes, Head]:
         r = session.client.request(method, url, content=body, headers=headers)
         data = r.content
         stream = r.extensions.get("network_stream")
         if stream is not session.last:
             session.streams += 1
             session.last = stream
-        return r.status_code, data, _head_bytes(r.status_code, r.reason_phrase,
-                                                list(r.headers.items()))
+        return r.status_code, data, _head(r.status_code, r.reason_phrase,
+                                          list(r.headers.items()), r.http_version == "HTTP/1.0")
 
     def connections(self, session: Any) -> int:
         return int(session.streams)

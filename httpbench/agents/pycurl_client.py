@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .._ledger import Head
 from .base import SyncAgent, _Job
 
 
@@ -70,13 +71,22 @@ class PycurlAgent(SyncAgent):
         return _CurlSession(c)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
-                headers: dict[str, str]) -> tuple[int, bytes, int]:
+                headers: dict[str, str]) -> tuple[int, bytes, Head]:
         import pycurl
         chunks: list[bytes] = []
         head = [0]
+        # The last head's status line and Connection tokens (curl passes
+        # every head, a 1xx's too, line by line): whether it kept the
+        # connection alive, as base._head judges the other clients'.
+        version, tokens = [b""], set[bytes]()
 
         def on_header(line: bytes) -> None:
             head[0] += len(line)
+            if line.startswith(b"HTTP/"):
+                version[0] = line.split(b" ", 1)[0]
+                tokens.clear()
+            elif line[:11].lower() == b"connection:":
+                tokens.update(t.strip().lower() for t in line[11:].split(b","))
 
         c = session.handle
         c.setopt(pycurl.URL, url)
@@ -92,7 +102,8 @@ class PycurlAgent(SyncAgent):
             c.setopt(pycurl.CUSTOMREQUEST, method)
         c.perform()
         session.connects += c.getinfo(pycurl.NUM_CONNECTS)
-        return c.getinfo(pycurl.RESPONSE_CODE), b"".join(chunks), head[0]
+        kept = b"close" not in tokens and (version[0] != b"HTTP/1.0" or b"keep-alive" in tokens)
+        return c.getinfo(pycurl.RESPONSE_CODE), b"".join(chunks), Head(head[0], kept)
 
     def connections(self, session: Any) -> int:
         return int(session.connects)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from .base import SyncAgent, _head_bytes, _Job, _PoolSession
+from .._ledger import Head
+from .base import SyncAgent, _head, _Job, _PoolSession
 from .urllib3_client import _urllib3_errors, _urllib3_trust
 
 
@@ -76,11 +77,12 @@ class RequestsAgent(SyncAgent):
         return _RequestsSession(job)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
-                headers: dict[str, str]) -> tuple[int, bytes, int]:
+                headers: dict[str, str]) -> tuple[int, bytes, Head]:
         r = session.session.request(method, url, data=body, headers=headers,
                                     timeout=session.timeout, verify=session.verify)
         return (r.status_code, r.content,
-                _head_bytes(r.status_code, r.reason or "", list(r.headers.items())))
+                _head(r.status_code, r.reason or "", list(r.headers.items()),
+                      getattr(r.raw, "version", 11) == 10))
 
     def connections(self, session: Any) -> int:
         return int(session.connects)

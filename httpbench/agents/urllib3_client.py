@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import SyncAgent, Trust, _head_bytes, _Job, _PoolSession
+from .._ledger import Head
+from .base import SyncAgent, Trust, _head, _Job, _PoolSession
 
 
 def _urllib3_trust(trust: Trust) -> dict[str, Any]:
@@ -52,10 +53,11 @@ class Urllib3Agent(SyncAgent):
         return _Urllib3Session(job)
 
     def request(self, session: Any, method: str, url: str, path: str, body: bytes | None,
-                headers: dict[str, str]) -> tuple[int, bytes, int]:
+                headers: dict[str, str]) -> tuple[int, bytes, Head]:
         r = session.pool.request(method, session.target, body=body, headers=headers,
                                  retries=False)
-        return r.status, r.data, _head_bytes(r.status, r.reason or "", list(r.headers.items()))
+        return r.status, r.data, _head(r.status, r.reason or "", list(r.headers.items()),
+                                       r.version == 10)
 
     def connections(self, session: Any) -> int:
         return int(session.connects)

@@ -33,7 +33,9 @@ def test_every_installed_agent_exact_counts(server, agent, scenario):
     assert r.document_length == 2048 and r.body_bytes == 300 * 2048
     assert r.latency.count == 300 and r.latency.p99 > 0
     assert r.agent == agent and r.agent_version and r.python_version
-    assert r.connects == 3 and r.reconnects == 0 and r.keepalive_requests >= 297
+    # Every response kept its connection alive, each connection's first
+    # too (as the core and ab count them; complete - connects read 297).
+    assert r.connects == 3 and r.reconnects == 0 and r.keepalive_requests == 300
 
 
 def test_all_agents_are_known_and_installed_in_ci():
@@ -169,25 +171,42 @@ def test_agent_raising_mid_run_counts_its_own_failures(monkeypatch, server):
     assert cmp.results["httpbench", "get"].complete == 30
 
 
+def test_a_python_agents_head_keeps_its_connection_as_rfc_9112_says():
+    """Section 9.3: a `close` option ends the connection; HTTP/1.0 keeps it
+    only with `keep-alive`. The size is the head as sent."""
+    from httpbench.agents.base import _head
+
+    cases = [([], False, True), ([("Connection", "close")], False, False),
+             ([("connection", "Upgrade, Close")], False, False),
+             ([("Connection", "keep-alive")], False, True), ([], True, False),
+             ([("Connection", "Keep-Alive")], True, True),
+             ([("Connection", "keep-alive, close")], True, False)]
+    for fields, http10, kept in cases:
+        head = _head(200, "OK", fields, http10)
+        assert head.kept is kept, (fields, http10)
+        assert head.size == len("HTTP/1.1 200 OK\r\n") + sum(len(f"{k}: {v}\r\n")
+                                                             for k, v in fields) + 2
+
+
 def test_server_closing_connections_shows_as_reconnects():
     # The embedded server honours Connection: close; every agent must then
-    # reconnect, and the comparison shows it.
+    # reconnect, and the comparison shows it; no response kept its
+    # connection alive (ab's Keep-Alive requests: 0).
     with httpbench.Server() as srv:
         r = run_agent("http.client", srv.url("/rnd?c=10"), requests=20)
-        assert r.reconnects == 0
+        assert r.reconnects == 0 and r.keepalive_requests == 20
     ok = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
     from helpers import ScriptedServer
 
     scripted = ScriptedServer([[("recv",), ("send", ok), ("close",)]] * 10)
     try:
-        for agent in ("http.client", "urllib3", "httpbench"):
-            if agent not in INSTALLED:
-                continue
+        for agent in INSTALLED:
             scripted.scripts = [[("recv",), ("send", ok), ("close",)]] * 10
             scripted.connections = 0
             r = run_agent(agent, f"http://127.0.0.1:{scripted.port}/", requests=5)
             assert (r.complete, r.failed) == (5, 0), (agent, r.first_error)
             assert r.connects == 5 and r.reconnects == 4, agent
+            assert r.keepalive_requests == 0, agent
     finally:
         scripted.close()
 
