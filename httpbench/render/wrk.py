@@ -105,7 +105,11 @@ def wrk_report(r: Result, duration: float, threads: int, connections: int,
 
 def header(url: str, duration: float, threads: int, connections: int) -> str:
     """wrk's two lines before the run."""
-    return (f"Running {format_time_s(duration)} test @ {url}\n"
+    # (wrk takes whole seconds; another -d, taken here, read "0s" for 0.5
+    # and "2s" for 1.5.)
+    length = (format_time_s(duration) if duration == int(duration) else
+              f"{duration:g}s" if duration >= 1 else f"{duration * 1e3:g}ms")
+    return (f"Running {length} test @ {url}\n"
             f"  {threads} threads and {connections} connections\n")
 
 

@@ -19,7 +19,8 @@ import httpbench
 from helpers import free_port, grep_each, hb, nginx, server_context, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
-from httpbench.render.wrk import format_binary, format_metric, format_time_s, format_time_us
+from httpbench.render.wrk import (format_binary, format_metric, format_time_s, format_time_us,
+                                  header)
 
 WRK = shutil.which("wrk")
 needs_wrk = pytest.mark.skipif(WRK is None, reason="wrk not installed (apt-get install wrk)")
@@ -194,6 +195,14 @@ def test_wrks_formats():
     assert format_metric(56200) == "56.20k" and format_metric(900) == "0.90k"
     assert format_metric(800) == "800.00" and format_binary(17.76 * 1024 ** 3) == "17.76G"
     assert format_time_s(10) == "10s" and format_time_s(60) == "1m" and format_time_s(30) == "30s"
+
+
+def test_a_duration_wrk_would_not_take_is_named_as_it_runs():
+    """wrk takes whole seconds (and prints -d 90 as "2m", as here); -d 0.5
+    or 500ms, taken here, printed "Running 0s test", -d 1.5 "Running 2s"."""
+    for seconds, shown in ((0.5, "500ms"), (1.5, "1.5s"), (0.025, "25ms"), (10, "10s"),
+                           (90, "2m")):
+        assert header("http://h/", seconds, 1, 1).startswith(f"Running {shown} test @ http://h/\n")
 
 
 def test_wrks_defaults_and_layout(tmp_path, server):
