@@ -20,7 +20,7 @@ from . import _core
 from ._core import Histogram
 from .result import FAILURE_CLASSES, Latency, Result
 
-__all__ = ["GRACE_S", "Tally", "Ledger", "ThreadCPU", "agent_result"]
+__all__ = ["GRACE_S", "Head", "Tally", "Ledger", "ThreadCPU", "agent_result"]
 
 # After Ctrl-C or the end of a duration, how long requests in flight may take
 # to finish before they are cancelled: the C loop's rule (bench.h).
