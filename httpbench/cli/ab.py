@@ -19,7 +19,7 @@ from ..render.ab import AbLayout, ab_report
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)
-from .execute import execute_mode, output_options, report_stream
+from .execute import execute_mode, output_options, output_paths, report_stream
 from .flags import Flag, checked, given_last, mode_parser, whole
 
 PROG = "httpbench ab"
@@ -199,7 +199,7 @@ def ab_main(argv: Sequence[str]) -> int:
     verbosity = kwargs.pop("_verbosity")
     host = split_url(url).host
     through = f" [through {args.opt_X}]" if args.opt_X else ""
-    chat = report_stream(args.json)
+    chat = report_stream(output_paths(args, args.opt_e))
     print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=chat)
     print(f"Benchmarking {host}{through} (be patient)", end="\n" if kwargs["progress"] else "",
           file=chat, flush=True)

@@ -27,7 +27,7 @@ from .common import (
     tls_options,
 )
 from .compare import compare_main
-from .execute import execute
+from .execute import execute, output_paths
 
 
 EXAMPLES = """\
@@ -311,9 +311,7 @@ def bench(argv: Sequence[str]) -> int:
         if r.first_error and r.failed and r.complete:  # (else the first line said it)
             print(f"First failure: {r.first_error}", file=report)
 
-    r = execute("httpbench", args.url, kwargs, {"-e": args.csv, "--json": args.json,
-                                                "--hgrm": args.hgrm, "--html": args.html},
-                write_report)
+    r = execute("httpbench", args.url, kwargs, output_paths(args, args.csv), write_report)
     if isinstance(r, int):
         return r
     if not r.ok:

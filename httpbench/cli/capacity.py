@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ..exceptions import HttpbenchError
 from .common import (Outputs, UsageError, add_common, check_common, load_scenario, one_line,
                      parse_time)
+from .execute import report_stream
 
 
 def capacity_parser() -> argparse.ArgumentParser:
@@ -75,7 +76,7 @@ def capacity_main(argv: Sequence[str]) -> int:
         if outputs is not None:
             outputs.discard()
         raise
-    print(c.report(), flush=True)
+    print(c.report(), flush=True, file=report_stream({"--json": args.json, "--html": args.html}))
     for flag, text in (("--json", json.dumps(c.to_dict(), indent=2) + "\n"),
                        ("--html", c.to_html() if args.html else "")):
         out = outputs.get(flag)

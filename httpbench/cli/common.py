@@ -12,6 +12,7 @@ import stat
 import sys
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from typing import IO
 
 from .. import _check
@@ -297,8 +298,12 @@ class Outputs:
     error at once, not a traceback after a long run. A file the run never
     wrote to is removed again if it did not exist before."""
 
-    def __init__(self, paths: dict[str, str | None]) -> None:
+    def __init__(self, paths: Mapping[str, str | None]) -> None:
         self.files: dict[str, tuple[str, IO[str], bool]] = {}
+        to_stdout = [flag for flag, path in paths.items() if path == "-"]
+        if len(to_stdout) > 1:  # (they went out one after the other, mixed)
+            raise UsageError(f"{' and '.join(to_stdout)} both ask for standard output (-): "
+                             "give all but one a file")
         for flag, path in paths.items():
             if path is None:
                 continue

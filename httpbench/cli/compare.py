@@ -13,6 +13,7 @@ from ..compare import compare
 from ..exceptions import HttpbenchError
 from .._url import split_proxy
 from ..runner import parse_url
+from .execute import report_stream
 from .common import (Outputs, UsageError, add_common, check_common, one_line, parse_time,
                      read_body_file)
 
@@ -113,7 +114,9 @@ def compare_main(argv: Sequence[str]) -> int:
         outputs.discard()
         print(one_line("httpbench compare", e), file=sys.stderr)
         return 2 if isinstance(e, ValueError) else 1
-    sys.stdout.write(cmp.report(reports=args.reports))
+    # (To standard error when an output goes to standard output.)
+    report_stream({"--json": args.json, "--markdown": args.markdown, "--html": args.html}).write(
+        cmp.report(reports=args.reports))
     out = outputs.get("--json")
     if out is not None:
         json.dump(cmp.to_dict(), out, indent=2)

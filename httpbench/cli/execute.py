@@ -36,18 +36,25 @@ def write_csv(result: Result, f: IO[str]) -> None:
         f.write(f"{p},{result.latency.percentile(p) * 1e3:.3f}\n")
 
 
-def report_stream(json_path: str | None) -> IO[str]:
+def output_paths(args: Any, csv: str | None = None) -> dict[str, str | None]:
+    """The files every mode's output options name (and ab's -e CSV), by
+    flag: execute()'s paths."""
+    return {"-e": csv, "--json": args.json, "--hgrm": args.hgrm, "--html": args.html}
+
+
+def report_stream(paths: Mapping[str, str | None]) -> IO[str]:
     """Where the report, and all a mode prints around it (its banner, its
-    tool's progress lines on stdout), go: standard error when the JSON goes
-    to standard output (--json -), so that stays JSON alone."""
-    return sys.stderr if json_path == "-" else sys.stdout
+    tool's progress lines on stdout), go: standard error when an output
+    goes to standard output (--json -, --html -, ...), so that stays that
+    output alone."""
+    return sys.stderr if "-" in paths.values() else sys.stdout
 
 
 def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | None],
             write_report: Callable[[Result, IO[str]], None],
             flags: Mapping[str, str] = FLAGS) -> Result | int:
     """Runs run(url, **kwargs) and writes its report with write_report (to
-    standard error when the JSON goes to standard output) and the files
+    standard error when an output goes to standard output) and the files
     paths names ("-e": ab's CSV, "--json", "--hgrm", "--html"). The Result,
     or the exit status when nothing was measured. A setting run() refuses
     is named by its flag in flags (httpbench's own, unless a mode gives
@@ -75,7 +82,7 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
         outputs.discard()
         print(one_line(prog, e), file=sys.stderr)
         return 1
-    report = report_stream(paths.get("--json"))
+    report = report_stream(paths)
     write_report(r, report)
     report.flush()
     for flag, text in (("-e", None), ("--json", r.to_json()),
@@ -98,8 +105,7 @@ def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
     """A drop-in mode's run: execute() with the output options every mode
     takes (and ab's -e CSV), and httpbench's exit status: 0 when no request
     failed, 1 when some did or nothing could start, 2 for bad settings."""
-    r = execute(prog, url, kwargs, {"-e": csv, "--json": args.json, "--hgrm": args.hgrm,
-                                    "--html": args.html}, write_report, flags)
+    r = execute(prog, url, kwargs, output_paths(args, csv), write_report, flags)
     if isinstance(r, int):
         return r
     return 0 if r.ok else 1

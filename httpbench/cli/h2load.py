@@ -21,7 +21,7 @@ from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
 from ..result import Result
 from .common import UsageError, parse_headers, read_body_file
-from .execute import execute_mode, output_options, report_stream
+from .execute import execute_mode, output_options, output_paths, report_stream
 from .flags import Flag, checked, mode_parser, rate_per, whole
 
 PROG = "httpbench h2load"
@@ -362,7 +362,7 @@ def h2load_main(argv: Sequence[str]) -> int:
     if kwargs["threads"] > (os.cpu_count() or 1):
         print("-t: warning: the number of threads is greater than hardware cores.",
               file=sys.stderr)
-    chat = report_stream(args.json)
+    chat = report_stream(output_paths(args))
     print("starting benchmark...", file=chat, flush=True)
     phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
                     kwargs["duration"], kwargs["warmup"], chat,

@@ -22,7 +22,7 @@ from .._version import __version__
 from ..render.wrk import header, wrk_report
 from ..result import Result
 from .common import UsageError, parse_headers, parse_time
-from .execute import execute_mode, output_options, report_stream
+from .execute import execute_mode, output_options, output_paths, report_stream
 from .flags import Flag, checked, mode_parser
 
 PROG = "httpbench wrk"
@@ -153,8 +153,8 @@ def wrk_main(argv: Sequence[str]) -> int:
     if unreachable is not None:
         print(unreachable, file=sys.stderr)
         return 1
-    print(header(args.url, duration, threads, connections), end="", file=report_stream(args.json),
-          flush=True)
+    print(header(args.url, duration, threads, connections), end="",
+          file=report_stream(output_paths(args)), flush=True)
 
     def write_report(r: Result, out: IO[str]) -> None:
         out.write(wrk_report(r, duration, threads, connections, args.opt_latency))

@@ -191,3 +191,26 @@ def test_json_to_stdout_is_json_alone_in_every_mode(tmp_path, server, mode):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["complete"] > 0, r.stdout
     assert "requests" in r.stderr.lower(), r.stderr
+    # So does every other output given -: the report went to standard
+    # output before it (--html -, --hgrm -); and two of them would mix.
+    r = hb(*mode, "--html", "-", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), r.stdout[:200]
+    r = hb(*mode, "--hgrm", "-", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.lstrip().startswith("Value"), r.stdout[:200]
+    r = hb(*mode, "--json", "-", "--html", "-", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "", r.stdout[:200]
+    assert "--json and --html both ask for standard output (-)" in r.stderr, r.stderr
+
+
+def test_json_to_stdout_is_json_alone_in_compare_and_capacity(tmp_path, server):
+    """compare and capacity printed their table to standard output before
+    the JSON (--json -): not JSON."""
+    url = server.url("/rnd?c=10")
+    for argv, kind in ((["compare", "-n", "50", "--agents", "httpbench,http.client"], "comparison"),
+                       (["capacity", "--stage", "0.2s", "--start", "50", "--slo", "p99<1s"],
+                        "capacity")):
+        r = hb(*argv, "--json", "-", url, cwd=tmp_path, timeout=120)
+        assert json.loads(r.stdout)["kind"] == kind, r.stdout[:300]
+        assert "x fastest" in r.stderr or "capacity:" in r.stderr, r.stderr
+        r = hb(*argv, "--json", "-", "--html", "-", url, cwd=tmp_path)
+        assert r.returncode == 2 and "both ask for standard output" in r.stderr, r.stderr
