@@ -519,9 +519,12 @@ class Result:
             return pd.DataFrame(draw("by_name_rows", self)).set_index("name")
         row = {k: v for k, v in self.to_dict().items() if not isinstance(v, (dict, list))}
         row.update({f"fail_{k}": v for k, v in self.failures.items()})
+        # NaN with nothing timed, not the empty histogram's 0: in a frame of
+        # many runs a dead server's would read as the fastest.
+        timed = self.latency.count > 0
         for p in (50, 90, 99, 99.9):
-            row[f"p{draw('percent_label', p)}"] = self.latency.percentile(p)
-        row["latency_mean"] = self.latency.mean
+            row[f"p{draw('percent_label', p)}"] = self.latency.percentile(p) if timed else math.nan
+        row["latency_mean"] = self.latency.mean if timed else math.nan
         return pd.DataFrame([row])
 
     def plot(self, kind: str = "percentiles", ax: Any = None) -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import builtins
 import io
+import math
 import re
+import socket
 import subprocess
 import sys
 
@@ -102,6 +104,15 @@ def test_to_pandas(result):
     hist = result.latency.to_pandas()
     assert list(hist.columns) == ["lower", "upper", "count"]
     assert hist["count"].sum() == result.latency.count
+    # Nothing timed: NaN, not the empty histogram's 0 (in a frame of runs
+    # a dead server's read as the fastest).
+    with socket.socket() as s0:
+        s0.bind(("127.0.0.1", 0))  # bound, never listening: refused
+        dead = httpbench.run(f"http://127.0.0.1:{s0.getsockname()[1]}/", requests=3,
+                             progress=False)
+    row = dead.to_pandas().iloc[0]
+    assert row["complete"] == 0 and row["failed"] == 3
+    assert all(math.isnan(row[k]) for k in ("p50", "p90", "p99", "p99.9", "latency_mean"))
 
 
 def test_tqdm_progress_on_a_terminal(monkeypatch):
