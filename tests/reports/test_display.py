@@ -113,6 +113,11 @@ def test_to_pandas(result):
     row = dead.to_pandas().iloc[0]
     assert row["complete"] == 0 and row["failed"] == 3
     assert all(math.isnan(row[k]) for k in ("p50", "p90", "p99", "p99.9", "latency_mean"))
+    # The notebook's key figures (and the report's) say "-", where they
+    # said 0.000 ms.
+    shown = dead._repr_html_()
+    for key in ("latency.mean", "latency.percentiles.50", "latency.percentiles.99"):
+        assert f'<td data-key="{key}" data-value="null">-</td>' in shown, key
 
 
 def test_tqdm_progress_on_a_terminal(monkeypatch):
