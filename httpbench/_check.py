@@ -53,18 +53,22 @@ def count(name: str, value: object, lo: int = 1, hi: int = MAX_REQUESTS) -> int:
     return v
 
 
-def flag(name: str, value: object, hint: str = "") -> bool:
+# What a switch's message adds: requests' verify takes a CA file's path.
+_FLAG_HINTS = {"verify": " (a CA file goes in cafile)"}
+
+
+def flag(name: str, value: object) -> bool:
     """True or False (a NumPy bool, or the whole numbers 0 and 1, too):
     anything else was taken as its truth, so keepalive="false" kept
     connections alive and verify="ca.pem" verified against the system's
-    CAs, the file unread. hint follows the message."""
+    CAs, the file unread."""
     if isinstance(value, bool):
         return value
     kind = type(value)
     if (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")) or (
             isinstance(value, numbers.Integral) and int(value) in (0, 1)):
         return bool(value)
-    raise ValueError(f"{name} must be True or False, not {value!r}{hint}")
+    raise ValueError(f"{name} must be True or False, not {value!r}{_FLAG_HINTS.get(name, '')}")
 
 
 def seconds(name: str, value: object) -> float:

@@ -29,8 +29,7 @@ class Connection(_core.Connection):
         via = None
         for name in ("tls", "verify", "http2"):  # (the core takes any value's truth)
             if name in options:
-                options[name] = _check.flag(
-                    name, options[name], " (a CA file goes in cafile)" if name == "verify" else "")
+                options[name] = _check.flag(name, options[name])
         # Wrong types go on to the core, which names them.
         if proxy is not None and isinstance(host, str) and isinstance(port, int):
             tunnel = bool(options.get("tls", False)) or bool(options.get("http2", False))

@@ -78,7 +78,7 @@ def compare(url: str | None = None, agents: Sequence[str] | None = None,
     if duration is not None:
         duration = _check.seconds("duration", duration)
     timeout = _check.seconds("timeout", timeout)
-    verify = _check.flag("verify", verify, " (a CA file goes in cafile)")
+    verify = _check.flag("verify", verify)
     tls, http2 = _check.flag("tls", tls), _check.flag("http2", http2)
     progress = _check.flag("progress", progress)
     if pin is not None:

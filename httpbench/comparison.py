@@ -35,12 +35,13 @@ class Comparison:
                 for s in self.scenarios}
         out = []
         for (agent, scenario), r in self.results.items():
-            timed = True if r.latency.count else None
+            timed = r.latency.count > 0  # (else None: no latency to show)
             out.append({
                 "agent": agent, "version": r.agent_version, "scenario": scenario,
-                # (None when no request completed: no latency to show.)
-                "requests": r.issued, "rps": r.rps, "mean_ms": timed and r.latency.mean * 1e3,
-                "p99_ms": timed and r.latency.p99 * 1e3, "failed": r.failed, "non_2xx": r.non_2xx,
+                "requests": r.issued, "rps": r.rps,
+                "mean_ms": r.latency.mean * 1e3 if timed else None,
+                "p99_ms": r.latency.p99 * 1e3 if timed else None,
+                "failed": r.failed, "non_2xx": r.non_2xx,
                 "reconnects": r.reconnects,
                 "of_fastest": r.rps / best[scenario] if best[scenario] else None,
             })

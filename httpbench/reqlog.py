@@ -194,6 +194,10 @@ def _typed(row: Sequence[str]) -> LogRecord:
                      int(row[8]), int(row[9]), int(row[10]) if row[10] else None)
 
 
+class _NotALog(ValueError):
+    """read_log's own refusal, its words whole (not wrapped as a record's)."""
+
+
 def _cut_short(path: str | os.PathLike[str]) -> bool:
     """Whether the file's last line has no newline: a record cut short, as
     a run killed while writing it leaves (the writer ends each with one)."""
@@ -226,8 +230,8 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
                 rows = csv.reader(f)
                 head = next(rows, None)
                 if head is None or tuple(head) != FIELDS:
-                    raise ValueError(f"{os.fspath(path)}: not a request log (its header is "
-                                     f"{head!r})")
+                    raise _NotALog(f"{os.fspath(path)}: not a request log (its header is "
+                                   f"{head!r})")
                 last: tuple[int, list[str]] | None = None  # (parsed a row late: it may be cut)
                 for row in rows:
                     if last is not None:
@@ -258,10 +262,10 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
                     f"SELECT {', '.join(FIELDS)} FROM requests ORDER BY rowid")]
             finally:
                 db.close()
-    except (KeyError, TypeError, IndexError, ValueError, json.JSONDecodeError,
-            sqlite3.Error) as e:
-        if str(e).startswith(os.fspath(path)):
-            raise
+    except _NotALog as e:
+        raise ValueError(str(e)) from None
+    except (KeyError, TypeError, IndexError, ValueError, sqlite3.Error) as e:
+        # (JSONDecodeError is a ValueError.)
         at = f"line {line}: " if line else ""
         raise ValueError(f"{os.fspath(path)}: not a request log ({at}{e})") from None
     if not frame:

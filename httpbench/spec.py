@@ -151,7 +151,7 @@ class RunSpec:
         cli={"action": "store_true"})
     verify: bool = setting(
         True, "verify an https:// server's certificate and name",
-        check=lambda n, v, a: _check.flag(n, v, " (a CA file goes in cafile)"),
+        check=lambda n, v, a: _check.flag(n, v),
         flags=("--insecure",), feeds=("tls",))
     cafile: Path | None = setting(
         None, "the CA certificates (PEM) to verify against, not the system's",

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from .._ledger import Head
-from .base import SyncAgent, _Job
+from .base import SyncAgent, _Job, _kept
 
 
 class _CurlSession:
@@ -75,18 +75,18 @@ class PycurlAgent(SyncAgent):
         import pycurl
         chunks: list[bytes] = []
         head = [0]
-        # The last head's status line and Connection tokens (curl passes
-        # every head, a 1xx's too, line by line): whether it kept the
-        # connection alive, as base._head judges the other clients'.
-        version, tokens = [b""], set[bytes]()
+        # The last head's status line and Connection values (curl passes
+        # every head, a 1xx's too, line by line), judged by _kept as the
+        # other clients' heads are.
+        version, connection = [b""], list[str]()
 
         def on_header(line: bytes) -> None:
             head[0] += len(line)
             if line.startswith(b"HTTP/"):
                 version[0] = line.split(b" ", 1)[0]
-                tokens.clear()
+                connection.clear()
             elif line[:11].lower() == b"connection:":
-                tokens.update(t.strip().lower() for t in line[11:].split(b","))
+                connection.append(line[11:].decode("latin-1"))
 
         c = session.handle
         c.setopt(pycurl.URL, url)
@@ -102,7 +102,7 @@ class PycurlAgent(SyncAgent):
             c.setopt(pycurl.CUSTOMREQUEST, method)
         c.perform()
         session.connects += c.getinfo(pycurl.NUM_CONNECTS)
-        kept = b"close" not in tokens and (version[0] != b"HTTP/1.0" or b"keep-alive" in tokens)
+        kept = _kept(connection, version[0] == b"HTTP/1.0")
         return c.getinfo(pycurl.RESPONSE_CODE), b"".join(chunks), Head(head[0], kept)
 
     def connections(self, session: Any) -> int:
