@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from . import _check
+from ._view import draw
 from .capacity_result import PERCENT, STATS, CapacityResult, CapacityStep, parse_slo
 from .result import Result
 from .runner import run
@@ -74,7 +75,7 @@ def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
     if why and not explains:
         client = ""
     return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why,
-                        repeat, client)
+                        repeat, client, r.latency.count, draw("headline", r))
 
 
 def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 0.001,

@@ -52,7 +52,14 @@ class CapacityStep:
     this measurement ("cpu", "schedule"; "" when it did not, or when its
     late sends could not explain the breach: an error rate, or a latency
     over the bound by more than their lateness). `counts` says whether its
-    verdict counts."""
+    verdict counts. timed: the responses whose latency p50 and p99 are
+    of; 0 when none arrived (a server down, every request cancelled), and
+    then the two are 0, not a latency (None in a search saved before
+    schema 20). note: the line a run's report would open with, where
+    nothing completed or nothing was 2xx (render.text.headline: "Nothing
+    completed: all 30 requests failed (connect): Connection refused. Is
+    the server up...", "All 500 responses were 404 Not Found."), else ""
+    (a 404 is no error to the error rate, so a wrong path still "holds")."""
 
     target: float
     achieved: float
@@ -64,10 +71,18 @@ class CapacityStep:
     why: str
     repeat: int = 0
     client: str = ""
+    timed: int | None = None
+    note: str = ""
 
     @property
     def error_rate(self) -> float:
         return self.errors / self.requests if self.requests else 0.0
+
+    @property
+    def latency_known(self) -> bool:
+        """Whether p50 and p99 are a latency: some response arrived (or
+        the step was saved before schema 20 said)."""
+        return self.timed != 0
 
     @property
     def counts(self) -> bool:

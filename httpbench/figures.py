@@ -30,8 +30,9 @@ FAILURE_CLASSES = ("connect", "receive", "length", "exceptions", "timeout", "tls
 # `unopened` count (requests failed while their connection opened) and
 # tls_failed_handshakes; 18 conn_connect (each connect's start to its
 # connection made: h2load's time for connect); 19 a capacity search's
-# and a comparison's `interrupted`.
-SCHEMA = 19
+# and a comparison's `interrupted`; 20 a capacity step's `timed` (how many
+# responses its p50 and p99 are of).
+SCHEMA = 20
 # The oldest layout from_dict reads (1 had no `schema` and other names).
 OLDEST_SCHEMA = 2
 # ab's percentiles, with the tail it rounds away.

@@ -33,6 +33,11 @@ def _report(r: Result) -> str:
     return report(r)
 
 
+def _headline(r: Result) -> str:
+    from .render.text import headline
+    return headline(r)
+
+
 def _summary(r: Result) -> str:
     from .render.html import summary
     return summary(r)
@@ -108,7 +113,7 @@ def _capacity_report(c: CapacityResult) -> str:
     return capacity_report(c)
 
 
-register(hgrm=_hgrm, report=_report, summary=_summary, run_page=_run_page,
+register(hgrm=_hgrm, report=_report, headline=_headline, summary=_summary, run_page=_run_page,
          by_name_rows=_by_name_rows, percent_label=_percent_label, plot=_plot,
          comparison_table=_comparison_table, comparison_page=_comparison_page,
          comparison_plot=_comparison_plot, capacity_page=_capacity_page,

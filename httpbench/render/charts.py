@@ -217,8 +217,9 @@ def by_name_chart(r: Result) -> str:
 def capacity_chart(c: CapacityResult) -> str:
     """p99 and p50 against the rate asked for, in order of rate; held
     stages as dots and broken ones as crosses; the SLO's bounds and the
-    capacity found."""
-    steps = sorted(c.steps, key=lambda s: s.target)
+    capacity found; a stage that timed nothing has no latency to draw (the
+    table beside says why it broke)."""
+    steps = sorted((s for s in c.steps if s.latency_known), key=lambda s: s.target)
     bounds = c.slo_bounds()
     top = max([s.p99 for s in steps] + [v for _, v in bounds], default=0.0)
     scale, unit = time_unit(top)

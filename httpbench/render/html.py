@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..figures import FAILURE_CLASSES, PERCENTILES
-from .tables import step_outcome
+from .tables import capacity_noted, step_outcome
 from .text import (by_name_rows, headline, non_2xx_text, percent_label, shape_text,
                    streams_allowed)
 
@@ -324,7 +324,9 @@ def comparison_table(cmp: Comparison) -> str:
 def capacity_table(c: CapacityResult) -> str:
     """The stages in the order run, and what each found."""
     rows = [f"<tr data-step=\"{i}\">{num(s.target, ',.0f', 'target')}"
-            f"{num(s.achieved, ',.0f', 'achieved')}{msf(s.p50, 'p50')}{msf(s.p99, 'p99')}"
+            f"{num(s.achieved, ',.0f', 'achieved')}"
+            f"{msf(s.p50 if s.latency_known else None, 'p50')}"
+            f"{msf(s.p99 if s.latency_known else None, 'p99')}"
             f"{fig(s.errors, key='errors')}{fig(s.requests, key='requests')}"
             f"{fig(s.repeat, key='repeat')}{txt(step_outcome(s))}</tr>"
             for i, s in enumerate(c.steps)]
@@ -336,6 +338,8 @@ def capacity_table(c: CapacityResult) -> str:
              f"broke from {f'{broke:,.0f}/s' if broke is not None else '- (none broke)'}; "
              f"limited by {e(limit)}"
              f"{'; interrupted during the next stage' if c.interrupted else ''}.</p>")
+    noted = capacity_noted(c)
+    about += f'<p class="warning">{e(noted)}</p>' if noted else ""
     return about + table(["target/s", "achieved/s", "p50 ms", "p99 ms", "errors", "requests",
                           "repeat", "outcome"], rows, "capacity")
 

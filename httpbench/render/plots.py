@@ -205,7 +205,8 @@ def capacity_plot(c: CapacityResult, ax: Any = None) -> Any:
     plt = pyplot()
     if ax is None:
         _, ax = plt.subplots()
-    steps = sorted(c.steps, key=lambda s: s.target)
+    # (a stage that timed nothing has no latency to draw: the table says why)
+    steps = sorted((s for s in c.steps if s.latency_known), key=lambda s: s.target)
     xs = [s.target for s in steps]
     ax.plot(xs, [s.p99 * 1e3 for s in steps], "-", color="C0", label="p99")
     ax.plot(xs, [s.p50 * 1e3 for s in steps], "-", color="C1", label="p50")

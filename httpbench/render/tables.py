@@ -85,10 +85,26 @@ def capacity_report(c: CapacityResult) -> str:
              f"{'target/s':>10} {'achieved/s':>11} {'p50 ms':>8} {'p99 ms':>8} "
              f"{'errors':>7}  outcome"]
     for s in c.steps:
-        lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {s.p50 * 1e3:>8.2f} "
-                     f"{s.p99 * 1e3:>8.2f} {s.errors:>7}  {step_outcome(s)}")
+        p50, p99 = (f"{s.p50 * 1e3:.2f}", f"{s.p99 * 1e3:.2f}") if s.latency_known else ("-", "-")
+        lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {p50:>8} {p99:>8} {s.errors:>7}  "
+                     f"{step_outcome(s)}")
     lines.append(f"capacity: {capacity_found(c)}")
+    noted = capacity_noted(c)
+    if noted:
+        lines.append(noted)
     return "\n".join(lines)
+
+
+def capacity_noted(c: CapacityResult) -> str:
+    """The first stage's note that has one (nothing completed, or nothing
+    was 2xx: a wrong path holds any rate), with how many stages had one;
+    or ""."""
+    noted = [s for s in c.steps if s.note]
+    if not noted:
+        return ""
+    more = f" (as in {len(noted) - 1} more of the {len(c.steps)} stages)" if len(noted) > 1 \
+        else ""
+    return f"at {noted[0].target:,.0f}/s: {noted[0].note}{more}"
 
 
 def capacity_found(c: CapacityResult) -> str:

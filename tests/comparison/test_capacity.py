@@ -108,6 +108,65 @@ def test_capacity_of_a_rate_limit():
     assert all(s.errors == 0 for s in c.steps if s.target < 280)
 
 
+class _Missing(BaseHTTPRequestHandler):
+    """404 Not Found after 20 ms: a wrong path on a slow server."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        time.sleep(0.02)
+        self.wfile.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_down_or_a_wrong_path_is_said(tmp_path):
+    """Against a refused port every stage read p50 and p99 0.00 (an empty
+    histogram's), fastest of all, and the search said only "error rate
+    1.0000"; a path that answers 404 has no error rate at all (only
+    failures and 5xx count) and could seem to hold. Now a stage that timed
+    nothing shows '-' (timed 0), and the report ends with what a run's
+    report would open with."""
+    port = helpers.free_port()
+    c = httpbench.capacity(f"http://127.0.0.1:{port}/", start=100, stage_s=0.3, concurrency=2)
+    assert c.steps and not c.met
+    for s in c.steps:
+        assert (s.timed, s.achieved, s.errors) == (0, 0.0, s.requests) and s.requests > 0, s
+        assert s.note.startswith(f"Nothing completed: all {s.requests} requests failed "
+                                 "(connect): Connection refused."), s
+    text = c.report().splitlines()
+    for row in text[2:2 + len(c.steps)]:
+        assert row.split()[2:4] == ["-", "-"], row
+    assert text[-1] == (f"at 100/s: {c.steps[0].note} (as in {len(c.steps) - 1} more of the "
+                        f"{len(c.steps)} stages)")
+    assert "Is the server up, on that address and port?" in text[-1]
+    page = c.to_html()
+    assert 'data-key="p99" data-value="null">-<' in page and "Connection refused" in page
+    back = httpbench.CapacityResult.from_dict(json.loads(json.dumps(c.to_dict())))
+    assert back.steps == c.steps
+    # A search saved before schema 20 (no timed, no note) shows its figures.
+    old = c.to_dict()
+    for s in old["steps"]:
+        del s["timed"], s["note"]
+    back = httpbench.CapacityResult.from_dict(old)
+    assert all(s.timed is None and s.latency_known and not s.note for s in back.steps)
+    assert "0.00     0.00" in back.report() and "Nothing completed" not in back.report()
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Missing)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        c = httpbench.capacity(f"http://127.0.0.1:{srv.server_port}/nowhere", slo="p99<5ms",
+                               start=40, stage_s=0.3, concurrency=2)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert c.steps and all(s.errors == 0 and s.timed == s.requests > 0 for s in c.steps), c
+    assert all(s.note == f"All {s.requests} responses were 404 Not Found." for s in c.steps)
+    assert c.report().splitlines()[-1].startswith(f"at 40/s: {c.steps[0].note}")
+
+
 def test_a_first_stage_that_breaks_steps_down():
     with httpbench.Server() as srv:
         c = httpbench.capacity(srv.url("/delay?ms=50"), slo="p99<80ms", start=400,
