@@ -268,7 +268,11 @@ def parse_headers(lines: list[str]) -> list[tuple[str, str]]:
 
 
 def one_line(prog: str, e: BaseException) -> str:
+    """`prog: what went wrong`; an OSError by its words and file, without
+    str()'s "[Errno 98] " before them."""
     text = str(e) or type(e).__name__
+    if isinstance(e, OSError) and e.errno is not None and e.strerror:
+        text = e.strerror + (f": {e.filename}" if e.filename else "")
     return f"{prog}: {text}"
 
 
