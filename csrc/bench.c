@@ -292,7 +292,7 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
         return -1;
     /* A pipeline writes and reads at once: the event loop's. */
     t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL &&
-                  cfg->pipeline <= 1 && !cfg->http2;
+                  cfg->pipeline <= 1;
     t->naps = cfg->http2 && !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL;
     if (!t->blocking) {
         struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};

@@ -48,7 +48,7 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now);
 static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon);
 
 static const hb_bc_state STATES[] = {
-    {"open", h2_event, LONE_NONE, HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_RATE), 1},
+    {"open", h2_event, LONE_WATCHED, HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_RATE), 1},
 };
 
 /* An exchange's place: free, taken and waiting for a stream (a socket, a
@@ -648,11 +648,13 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
         return;
     if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
         return;
-    H(c)->now = now;
     hb_bench_result *res = &t->res[0];
     int reads;
     for (reads = 0; reads < READS_PER_WAKE; reads++) {
         ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+        if (t->blocking)
+            now = hb_now_ns(); /* the wait was in the read */
+        H(c)->now = now;
         if (n > 0 && past_grace(t->b, now)) {
             h2_tick(t, c, now, 1); /* (past_grace) */
             return;
@@ -671,8 +673,10 @@ static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
                 return;
             }
             /* The requests the responses free go out in one write after
-             * the reading, not one a record. */
-            if (n < SCRATCH && read_enough(c))
+             * the reading, not one a record. A lone connection reads once
+             * a call: its next read blocks, and a stream this one freed
+             * is to be sent first (the lone loop calls again at once). */
+            if (t->blocking || (n < SCRATCH && read_enough(c)))
                 break;
             continue;
         }

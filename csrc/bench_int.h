@@ -173,8 +173,11 @@ typedef struct bconn {
 
 /* How a lone connection (one per thread, closed loop) waits in a state,
  * where the event loop waits in epoll: not at all, in the state's own
- * blocking recv, in poll for what the socket wants, or asleep. */
-enum { LONE_NONE = 0, LONE_RECV, LONE_POLL, LONE_SLEEP };
+ * blocking recv, in poll for what the socket wants, asleep, or by what
+ * the connection watches (c->events, which hb_bs_watch keeps without
+ * epoll for a lone one): in its handler's blocking read (EPOLLIN), in
+ * poll while it waits to write too (EPOLLOUT). */
+enum { LONE_NONE = 0, LONE_RECV, LONE_POLL, LONE_SLEEP, LONE_WATCHED };
 
 /* One state of a machine: its name, its event handler (events: epoll's, 0
  * from a lone connection's wait), how a lone connection waits in it, and

@@ -111,6 +111,15 @@ static void lone_loop(bthread *t)
                 nanosleep(&ts, NULL);
             }
             hb_bs_retry_due(t, hb_now_ns());
+        } else if (lone == LONE_WATCHED) {
+            if (!(c->events & EPOLLOUT) || hb_sock_pending(&c->sock)) {
+                on_event(t, c, EPOLLIN, now); /* blocks up to a tick in its read */
+            } else {
+                struct pollfd p = {.fd = c->sock.fd, .events = POLLIN | POLLOUT};
+                /* (poll's and epoll's bits are the same on Linux) */
+                if (poll(&p, 1, (int)(t->b->tick_ns / 1000000)) > 0)
+                    on_event(t, c, (unsigned)p.revents, hb_now_ns());
+            }
         } else if (lone == LONE_POLL) {
             struct pollfd p = {.fd = c->sock.fd,
                                .events = c->sock.wants == HB_SOCK_WANT_READ ? POLLIN : POLLOUT};

@@ -77,6 +77,10 @@ void hb_bs_watch(bthread *t, bconn *c, unsigned events)
 {
     if (c->events == events)
         return;
+    if (t->blocking) {
+        c->events = events; /* (the lone loop's LONE_WATCHED reads it) */
+        return;
+    }
     struct epoll_event ev = {.events = events, .data.ptr = c};
     epoll_ctl(t->ep, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->sock.fd, &ev);
     c->events = events;

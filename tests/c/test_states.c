@@ -82,7 +82,7 @@ static void loop_machine(const hb_carrier *k)
         char what[96];
         snprintf(what, sizeof what, "%s state %d", k->name, s);
         expect(st->name != NULL && st->on_event != NULL, "named and handled", what);
-        expect(st->lone >= LONE_NONE && st->lone <= LONE_SLEEP, "a lone wait", what);
+        expect(st->lone >= LONE_NONE && st->lone <= LONE_WATCHED, "a lone wait", what);
         uint32_t outside = st->next & ~HB_BC_TO_CARRIER & ~((1u << n) - 1);
         expect(outside == 0, "goes only to its machine's states", what);
         expect(s >= BC_CARRIED || !st->entry, "entry marks a carrier's state", what);
