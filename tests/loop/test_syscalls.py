@@ -38,23 +38,24 @@ def _row(summary: str, name: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2) or 0)
 
 
-def _traced_over_tls(tmp_path, trace: str, n: int, c: int, streams: int) -> str:
-    """strace -c's table of `trace` in a run of n requests over HTTP/2 and
-    TLS against the embedded server, the client on CPU 0 and the server on
-    CPU 1, apart as benchmarks/http2.py measures: the server's answers
-    then come while the loop runs."""
+def _traced(tmp_path, trace: str, n: int, c: int, streams: int, tls: bool = True) -> str:
+    """strace -c's table of `trace` in a run of n requests over HTTP/2 (and
+    TLS, else h2c) against the embedded server, the client on CPU 0 and
+    the server on CPU 1, apart as benchmarks/http2.py measures: the
+    server's answers then come while the loop runs."""
     if not _strace_works():
         pytest.skip("strace cannot trace here (ptrace not permitted)")
     port = helpers.free_port()
     out = tmp_path / "strace.txt"
     with helpers.listening(helpers.pinned(1, [sys.executable, "-m", "httpbench", "serve",
-                                              "--port", str(port), "--tls", "--threads", "1"]),
+                                              "--port", str(port), "--threads", "1",
+                                              *(["--tls"] if tls else [])]),
                            port):
         run = subprocess.run(helpers.pinned(0, [
             "strace", "-f", "-c", "-e", f"trace={trace}", "-o", str(out), sys.executable,
             "-m", "httpbench", "-q", "--insecure", "--http2", "--streams", str(streams),
             "-c", str(c), "--threads", "1", "-n", str(n),
-            f"https://127.0.0.1:{port}/rnd?c=2048"]),
+            f"{'https' if tls else 'http'}://127.0.0.1:{port}/rnd?c=2048"]),
             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     return out.read_text()
@@ -69,7 +70,7 @@ def test_http2_over_tls_writes_once_a_batch_not_once_a_record(tmp_path):
     (without reading ahead OpenSSL read each record's header and body
     apart: two reads a record)."""
     n = 20_000
-    summary = _traced_over_tls(tmp_path, "read,write", n, 50, 100)
+    summary = _traced(tmp_path, "read,write", n, 50, 100)
     writes, reads = calls(summary, "write"), calls(summary, "read")
     assert writes < n / 25, summary
     # (2 KiB responses, TLS records of up to 16 KiB read ahead.)
@@ -86,10 +87,28 @@ def test_http2_over_tls_reads_no_further_than_a_short_read_once_answered(tmp_pat
     near one a response. (With streams open it still reads on to EAGAIN,
     as h2load does: answers come meanwhile.)"""
     n = 2_000
-    summary = _traced_over_tls(tmp_path, "read", n, 1, 1)
+    summary = _traced(tmp_path, "read", n, 1, 1)
     reads, failed = _row(summary, "read")
     assert failed < 50, summary
     assert reads < n * 1.5, summary
+
+
+def test_http2_one_connection_of_one_stream_waits_in_its_read(tmp_path):
+    """One connection, one stream (h2c, the embedded server, which writes an
+    answer whole): the thread waits in the socket's blocking read as over
+    HTTP/1.1, a write and a read a request, where it waited in epoll_wait
+    before each read (three calls a request; h2load makes seven). With 10
+    streams it waits in epoll: a read there frees several streams, and
+    the event loop reads on to EAGAIN and sends them in one write (over
+    TLS a lone read is one record: a write a record, 7.0 -> 11.5 us a
+    request at 100 streams)."""
+    n = 2_000
+    summary = _traced(tmp_path, "recvfrom,sendto,epoll_wait", n, 1, 1, tls=False)
+    assert calls(summary, "sendto") <= n + 10, summary
+    assert calls(summary, "recvfrom") <= n + 10, summary
+    assert "epoll_wait" not in summary, summary
+    summary = _traced(tmp_path, "epoll_wait", n, 1, 10, tls=False)
+    assert calls(summary, "epoll_wait") > 0, summary
 
 
 def _naps(tmp_path, url: str, n: int, c: int, *flags: str) -> list[int]:
