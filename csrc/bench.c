@@ -225,6 +225,17 @@ static int copy_shapes(hb_bench *b, const hb_bench_config *cfg)
     return 0;
 }
 
+/* Whether a thread with one connection in closed loop waits in its
+ * blocking read. A pipeline writes and reads at once: the event loop's.
+ * So do many HTTP/2 streams: a lone connection reads once before it sends
+ * what the read freed (a TLS read is one record), and the event loop reads
+ * on to EAGAIN and sends them all in one write (one connection of 100
+ * streams over TLS: 7.0 us a request in epoll, 11.5 lone). */
+static int lone_kind(const hb_bench_config *cfg)
+{
+    return cfg->pipeline <= 1 && (!cfg->http2 || cfg->streams <= 1);
+}
+
 /* Thread i's share of the connections (from the first-th over all
  * threads), its figures, its epoll set and, for the event loop, its tick.
  * Returns 0, or -1 with errno (hb_bench_free undoes what was done). */
@@ -290,14 +301,9 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
     t->ep = epoll_create1(EPOLL_CLOEXEC);
     if (t->ep < 0)
         return -1;
-    /* A pipeline writes and reads at once: the event loop's. So do many
-     * HTTP/2 streams: a lone connection reads once before it sends what
-     * the read freed (a TLS read is one record), and the event loop reads
-     * on to EAGAIN and sends them all in one write (one connection of
-     * 100 streams over TLS: 7.0 us a request in epoll, 11.5 lone). */
-    t->blocking = t->nconns == 1 && !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL &&
-                  cfg->pipeline <= 1 && (!cfg->http2 || cfg->streams <= 1);
-    t->naps = cfg->http2 && !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL;
+    int closed = !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL;
+    t->blocking = closed && t->nconns == 1 && lone_kind(cfg);
+    t->naps = cfg->http2 && closed;
     if (!t->blocking) {
         struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
