@@ -3,6 +3,7 @@
 
 #include "h2mem.h"
 #include "h2ver.h"
+#include "head.h"
 #include "parser.h"
 #include "route.h"
 
@@ -193,12 +194,14 @@ static void nv(nghttp2_nv *v, const char *name, const char *value, size_t vlen)
     v->flags = NGHTTP2_NV_FLAG_NONE; /* copied: the values are the stream's */
 }
 
-/* Submits st's response now. Returns 0, or -1 when memory ran out. */
+/* Submits st's response now. Returns 0, or -1 when memory ran out. Its
+ * numbers are written as HTTP/1.1's head writes them (hb_head_u64):
+ * snprintf's were 4.5% of the server's CPU under h2load at (10, 10). */
 static int answer(hb_h2s *h, h2s_stream *st)
 {
     hb_plan *p = &st->plan;
-    char status[4], length[24];
-    snprintf(status, sizeof status, "%03d", p->status);
+    char status[4], length[20];               /* (hb_head_u64's most) */
+    hb_head_u64(status, (uint64_t)p->status); /* 100 to 999: three digits */
     uint64_t total = p->src == HB_SRC_ECHO ? hb_buf_size(&st->body) : p->length;
     int has_body =
         !p->head_only && p->status != 204 && p->status != 304 && total > 0 && p->src != HB_SRC_NONE;
@@ -210,7 +213,7 @@ static int answer(hb_h2s *h, h2s_stream *st)
     size_t n = 0;
     nv(&hd[n++], ":status", status, 3);
     nv(&hd[n++], "server", server, server_len);
-    nv(&hd[n++], "date", date, strlen(date));
+    nv(&hd[n++], "date", date, HB_SRV_DATE_LEN);
     if (ctype != NULL && ctype[0] != 0)
         nv(&hd[n++], "content-type", ctype, strlen(ctype));
     if (p->allow != NULL)
@@ -219,8 +222,7 @@ static int answer(hb_h2s *h, h2s_stream *st)
      * streams DATA frames whose end alone says the length, as its
      * HTTP/1.1 answer is chunked. */
     if (p->status != 204 && p->status != 304 && p->src != HB_SRC_CHUNKED) {
-        snprintf(length, sizeof length, "%llu", (unsigned long long)total);
-        nv(&hd[n++], "content-length", length, strlen(length));
+        nv(&hd[n++], "content-length", length, (size_t)(hb_head_u64(length, total) - length));
     }
     hb_h2_provider body = {.source.ptr = st, .read_callback = read_body};
     st->answered = 1;

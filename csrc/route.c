@@ -260,8 +260,8 @@ static void route_static(const hb_route_static *st, const char *path, size_t n, 
 static void origin_form(const char **t, size_t *n)
 {
     hb_target_abs a;
-    if (!hb_parse_absolute_form(*t, *n, &a))
-        return;
+    if ((*n > 0 && (*t)[0] == '/') || !hb_parse_absolute_form(*t, *n, &a))
+        return; /* (origin-form, the usual one, starts with '/') */
     if (a.path_off == *n || (*t)[a.path_off] == '?') {
         *t = "/";
         *n = 1;

@@ -313,7 +313,7 @@ static int sess_queue_head(hb_sess *s)
     char *w = hb_buf_wrptr(&s->tx), *start = w;
     w = hb_head_status(w, p->status, reason, strlen(reason));
     w = hb_head_put(w, s->sh->server_field, s->sh->server_field_len);
-    w = hb_head_field(w, "Date", 4, hb_srv_http_date(), 29);
+    w = hb_head_field(w, "Date", 4, hb_srv_http_date(), HB_SRV_DATE_LEN);
     if (ctype)
         w = hb_head_field(w, "Content-Type", 12, ctype, strlen(ctype));
     if (p->allow)

@@ -55,8 +55,10 @@ int hb_srv_reserve(hb_srv_shared *sh, uint64_t *held, uint64_t n);
 void hb_srv_release(hb_srv_shared *sh, uint64_t *held);
 
 /* The Date field's value for now (RFC 9110 section 6.6.1), formatted once
- * a second per thread; valid until the thread's next call. */
+ * a second per thread; valid until the thread's next call. Its length is
+ * HB_SRV_DATE_LEN (IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT"). */
 const char *hb_srv_http_date(void);
+#define HB_SRV_DATE_LEN 29
 
 /* Fills buf with n printable pseudo-random bytes. */
 void hb_srv_fill_random(char *buf, size_t n, uint64_t seed);
