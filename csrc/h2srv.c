@@ -47,6 +47,7 @@ typedef struct h2s_stream {
     uint64_t body_got;
     uint64_t reserved; /* of the server's body budget */
     uint64_t sent;     /* response body bytes given to nghttp2 */
+    uint64_t frame_at; /* where the DATA frame read_body left to send_data begins */
     int64_t due;       /* a /delay's end, while it runs; 0: none */
     struct h2s_stream *prev, *next;
 } h2s_stream;
@@ -65,6 +66,8 @@ struct hb_h2s {
     int sending;        /* of which whose response is not all sent */
     int64_t data_at;    /* the last DATA given to send, or response submitted */
     int64_t idle_since; /* when the last stream closed (or the session began) */
+    hb_buf *out;        /* while hb_h2s_output runs: where send_data writes, */
+    size_t out_limit;   /* and the size past which it waits */
     /* Floods, counted over the current second. */
     int64_t window;
     unsigned rst, ping, settings, empty_data, priority, unknown, acks;
@@ -145,6 +148,31 @@ static void stream_free(hb_h2s *h, h2s_stream *st)
 
 /* ---- responses */
 
+/* Copies n bytes of st's body from offset off to dst, from a source in
+ * memory: /rnd's block (and /chunked's), a text, an echoed body. */
+static void copy_body(const hb_h2s *h, const h2s_stream *st, uint64_t off, uint8_t *dst, size_t n)
+{
+    const hb_plan *p = &st->plan;
+    switch (p->src) {
+    case HB_SRC_RND:
+    case HB_SRC_CHUNKED:
+        for (size_t done = 0; done < n;) {
+            size_t at = (size_t)((off + done) % HB_RND_BLOCK);
+            size_t k = HB_RND_BLOCK - at < n - done ? HB_RND_BLOCK - at : n - done;
+            memcpy(dst + done, h->sh->rnd + at, k);
+            done += k;
+        }
+        break;
+    case HB_SRC_TEXT: memcpy(dst, p->text + off, n); break;
+    case HB_SRC_ECHO: memcpy(dst, hb_buf_rdptr(&st->body) + off, n); break;
+    default: break;
+    }
+}
+
+/* A DATA frame's length. A body in memory is not copied here but by
+ * send_data, straight into the output (NGHTTP2_DATA_FLAG_NO_COPY): once,
+ * where nghttp2's own frame buffer took a copy and the output another
+ * (2 KiB twice a response at /rnd?c=2048). A file's is read here. */
 static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
                              uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
@@ -156,26 +184,14 @@ static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_
     uint64_t total = p->src == HB_SRC_ECHO ? hb_buf_size(&st->body) : p->length;
     uint64_t left = total - st->sent;
     size_t n = left < len ? (size_t)left : len;
-    switch (p->src) {
-    case HB_SRC_RND:
-    case HB_SRC_CHUNKED:
-        for (size_t done = 0; done < n;) {
-            size_t off = (size_t)((st->sent + done) % HB_RND_BLOCK);
-            size_t k = HB_RND_BLOCK - off < n - done ? HB_RND_BLOCK - off : n - done;
-            memcpy(buf + done, h->sh->rnd + off, k);
-            done += k;
-        }
-        break;
-    case HB_SRC_TEXT: memcpy(buf, p->text + st->sent, n); break;
-    case HB_SRC_ECHO: memcpy(buf, hb_buf_rdptr(&st->body) + st->sent, n); break;
-    case HB_SRC_FILE: {
+    if (p->src == HB_SRC_FILE) {
         ssize_t r = pread(p->file_fd, buf, n, (off_t)st->sent);
         if (r <= 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the file shrank: reset */
         n = (size_t)r;
-        break;
-    }
-    default: n = 0; break;
+    } else if (n > 0) {
+        st->frame_at = st->sent;
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     }
     st->sent += n;
     if (n > 0)
@@ -183,6 +199,36 @@ static hb_h2_ssize read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_
     if (st->sent >= total)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (hb_h2_ssize)n;
+}
+
+/* The DATA frame read_body left: its header (and padding, were any asked
+ * for) and len bytes of st's body from frame_at, appended to the output.
+ * Past the output's limit it waits (nghttp2 calls again with the same
+ * frame: hb_h2s_want_write stays true). */
+static int send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *framehd, size_t len,
+                     nghttp2_data_source *src, void *arg)
+{
+    (void)s;
+    hb_h2s *h = arg;
+    const h2s_stream *st = src->ptr;
+    size_t pad = f->data.padlen; /* (RFC 9113 section 6.1: Pad Length, then as many zeros) */
+    if (h->out == NULL || hb_buf_size(h->out) >= h->out_limit)
+        return NGHTTP2_ERR_WOULDBLOCK;
+    if (hb_buf_reserve(h->out, 9 + pad + len) != 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    uint8_t *w = (uint8_t *)hb_buf_wrptr(h->out), *start = w;
+    memcpy(w, framehd, 9);
+    w += 9;
+    if (pad > 0)
+        *w++ = (uint8_t)(pad - 1);
+    copy_body(h, st, st->frame_at, w, len);
+    w += len;
+    if (pad > 1) {
+        memset(w, 0, pad - 1);
+        w += pad - 1;
+    }
+    hb_buf_commit(h->out, (size_t)(w - start));
+    return 0;
 }
 
 static void nv(nghttp2_nv *v, const char *name, const char *value, size_t vlen)
@@ -516,6 +562,7 @@ hb_h2s *hb_h2s_new(hb_srv_shared *sh)
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_send_data_callback(cb, send_data);
     nghttp2_option *opt = NULL;
     int rc = nghttp2_option_new(&opt);
     if (rc == 0) {
@@ -676,17 +723,21 @@ int hb_h2s_output(hb_h2s *h, hb_buf *out, size_t budget, int64_t now)
         }
     }
     size_t start = hb_buf_size(out);
+    int rc = 0;
+    h->out = out;
+    h->out_limit = start + budget;
     while (hb_buf_size(out) - start < budget) {
         const uint8_t *p;
         hb_h2_ssize n = HB_H2_MEM_SEND(h->s, &p);
-        if (n < 0)
-            return -1;
+        if (n < 0 || (n > 0 && hb_buf_append(out, p, (size_t)n) != 0)) {
+            rc = -1;
+            break;
+        }
         if (n == 0)
             break;
-        if (hb_buf_append(out, p, (size_t)n) != 0)
-            return -1;
     }
-    return 0;
+    h->out = NULL;
+    return rc;
 }
 
 int hb_h2s_want_write(const hb_h2s *h)

@@ -192,6 +192,23 @@ def test_a_streams_record_kept_for_the_next_carries_nothing_over(server: httpben
     c.close()
 
 
+def test_bodies_are_http1s_byte_for_byte(server: httpbench.Server) -> None:
+    """DATA goes from its source straight into the output (NO_COPY): every
+    source in memory gives HTTP/1.1's bytes, across /rnd's 1 MiB block
+    where it starts over, over many frames and window updates, with an
+    odd length, and a request's body echoed whole."""
+    h1 = httpbench.Connection("127.0.0.1", server.port, max_body=4 << 20)
+    h2c = httpbench.Connection("127.0.0.1", server.port, http2=True, max_body=4 << 20)
+    for path in ("/rnd?c=1", "/rnd?c=16385", f"/rnd?c={(1 << 20) + 50_001}",
+                 f"/chunked?c={(1 << 20) + 7}", "/status/418", "/nothing-here"):
+        a, b = h1.request("GET", path), h2c.request("GET", path)
+        assert (b.status, b.body) == (a.status, a.body), path
+    body = os.urandom(300_001)
+    assert h2c.request("POST", "/echo", body=body).body == body
+    h1.close()
+    h2c.close()
+
+
 def test_http2_off_is_http1_only() -> None:
     with httpbench.Server(http2=False) as srv:
         c = httpbench.Connection("127.0.0.1", srv.port, http2=True)
