@@ -278,8 +278,9 @@ def shape_total(shape: list[tuple[float, float]]) -> float:
 # it); checked here, with the rest, before anything runs.
 
 def parse_address(name: str, text: object) -> tuple[str, int]:
-    """HOST:PORT (or [IPv6]:PORT) to listen on, PORT 0..65535 (0: any
-    free one); ValueError naming the argument otherwise."""
+    """HOST:PORT (or [IPv6]:PORT) to listen on, PORT 1..65535; ValueError
+    naming the argument otherwise. Not 0, any free port: a scraper is
+    told where to scrape, and no one would be told which port that was."""
     if not isinstance(text, str):
         raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
     m = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^\s:\[\]]*):(\d{1,5})", text)
@@ -287,8 +288,11 @@ def parse_address(name: str, text: object) -> tuple[str, int]:
         raise ValueError(f"{name} must be 'HOST:PORT' (127.0.0.1:9464), not {text!r}")
     host = m.group(1) if m.group(1) is not None else m.group(3)
     port = int(m.group(2) or m.group(4))
+    if port == 0:
+        raise ValueError(f"{name}'s port must be 1 to 65535, not 0: a scraper is told where to "
+                         "scrape, and no one would be told which port 0 picked")
     if port > 65535:
-        raise ValueError(f"{name}'s port must be 0 to 65535, not {port}")
+        raise ValueError(f"{name}'s port must be 1 to 65535, not {port}")
     return host or "0.0.0.0", port
 
 

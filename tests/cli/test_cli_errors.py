@@ -181,7 +181,7 @@ def test_every_time_flag_reads_units(tmp_path):
     for command, names in times:
         args = [command] if command else []
         if "--metrics-linger" in names:
-            args.extend(["--metrics", "127.0.0.1:0"])
+            args.extend(["--metrics", "127.0.0.1:9464"])
         if "--upstream-timeout" in names:
             args.extend(["--proxy", "--port", "0"])
         r = hb(*args, names[-1], "2x", *([] if command == "serve" else [URL]), cwd=tmp_path)

@@ -201,15 +201,16 @@ def test_only_metrics_is_served_and_bad_settings_are_refused(srv, tmp_path):
     assert out["status"] == 404
     url = srv.url("/")
     for kwargs, said in (({"metrics": "nonsense"}, "metrics must be 'HOST:PORT'"),
-                         ({"metrics": "127.0.0.1:70000"}, "port must be 0 to 65535"),
+                         ({"metrics": "127.0.0.1:70000"}, "port must be 1 to 65535, not 70000"),
+                         ({"metrics": "127.0.0.1:0"}, "port must be 1 to 65535, not 0: a scraper"),
                          ({"metrics": 9464}, "metrics must be 'HOST:PORT'"),
                          ({"metrics_run": "x"}, "pass metrics="),
-                         ({"metrics": "127.0.0.1:0", "metrics_run": ""}, "metrics_run must be"),
-                         ({"metrics": "127.0.0.1:0", "metrics_linger": math.nan},
+                         ({"metrics": "127.0.0.1:9464", "metrics_run": ""}, "metrics_run must be"),
+                         ({"metrics": "127.0.0.1:9464", "metrics_linger": math.nan},
                           "metrics_linger must be"),
-                         ({"metrics": "127.0.0.1:0", "metrics_linger": -1},
+                         ({"metrics": "127.0.0.1:9464", "metrics_linger": -1},
                           "metrics_linger must be"),
-                         ({"metrics": "127.0.0.1:0", "metrics_linger": 1e9},
+                         ({"metrics": "127.0.0.1:9464", "metrics_linger": 1e9},
                           "metrics_linger must be")):
         with pytest.raises(ValueError, match=said):
             httpbench.run(url, requests=1, progress=False, **kwargs)
@@ -231,6 +232,10 @@ def test_only_metrics_is_served_and_bad_settings_are_refused(srv, tmp_path):
     cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5", "--metrics",
                           "x", url], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert cli.returncode == 2 and "--metrics must be 'HOST:PORT'" in cli.stderr
+    cli = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "--metrics",
+                          "127.0.0.1:0", url], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert cli.returncode == 2 and "--metrics's port must be 1 to 65535, not 0" in cli.stderr
     cli = subprocess.run([sys.executable, "-m", "httpbench", "-q", "-n", "5",
                           "--metrics-linger", "3s", url], capture_output=True, text=True,
                          timeout=60, cwd=tmp_path)
