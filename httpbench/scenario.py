@@ -168,7 +168,8 @@ class Scenario:
 def join_target(base: str, target: str) -> str:
     """The request target to send for `target` on the server of `base`: a
     path as it is; a URL of the same origin (scheme, host, port) as its
-    path; another origin is a ValueError, as h2load refuses it."""
+    path; another origin is a ValueError (h2load would send its path to
+    the first URL's server, which hides a mistyped host)."""
     if target.startswith("/"):
         return target
     if "://" not in target:

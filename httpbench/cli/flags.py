@@ -49,12 +49,12 @@ class Flag:
 
 
 def mode_parser(prog: str, description: str, epilog: str, table: Sequence[Flag],
-                url: str) -> argparse.ArgumentParser:
+                url: str, many: bool = False) -> argparse.ArgumentParser:
     """A parser that takes exactly the table's flags (the tool's help flag,
     -h, is argparse's own), their values as text for the mode to read, the
-    URL (its metavar as the tool writes it), and httpbench's output files
-    as long options; refused flags parse too, so that refusal() can name
-    them."""
+    URL (its metavar as the tool writes it; with many, any number of them:
+    args.url a list), and httpbench's output files as long options;
+    refused flags parse too, so that refusal() can name them."""
     from .common import add_common
     from .execute import OUTPUT_FLAGS
     p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
@@ -74,7 +74,7 @@ def mode_parser(prog: str, description: str, epilog: str, table: Sequence[Flag],
         else:
             tool.add_argument(*flag.names, dest=flag.dest, default=flag.default,
                               metavar=flag.value, help=help_text)
-    p.add_argument("url", nargs="?", metavar=url)
+    p.add_argument("url", nargs="*" if many else "?", metavar=url)
     outputs = p.add_argument_group(f"httpbench's outputs ({prog.split()[-1]} has none of these)")
     add_common(outputs, *OUTPUT_FLAGS)
     return p

@@ -20,6 +20,7 @@ from .._url import split_url
 from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
 from ..result import Result
+from ..scenario import Request, Scenario, join_target
 from .common import UsageError, parse_headers, read_body_file
 from .execute import execute_mode, output_options, output_paths, report_stream
 from .flags import Flag, checked, mode_parser, rate_per, whole
@@ -139,7 +140,7 @@ line. Exit status: 0 when no request failed, 1 when some did (h2load exits
 
 def h2load_parser() -> argparse.ArgumentParser:
     return mode_parser(PROG, "h2load 1.52's command line and report, with httpbench's C loop "
-                             "underneath.", EXAMPLES, FLAGS, "<URI>")
+                             "underneath.", EXAMPLES, FLAGS, "<URI>", many=True)
 
 
 def _split(total: int, threads: int) -> list[int]:
@@ -249,10 +250,13 @@ class Phases:
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    """The URL and run()'s arguments from h2load's flags."""
-    if args.url is None:
+    """The URL and run()'s arguments from h2load's flags. Several URIs are
+    each client's requests in turn, as h2load sends them: a Scenario in
+    order "sequence", each URI's path on the first's server (h2load ignores
+    the scheme, host and port of the others)."""
+    if not args.url:
         raise UsageError("give the URI")
-    url = args.url
+    url = args.url[0]
     unix = None
     if args.opt_base_uri:
         if args.opt_base_uri.startswith("unix:"):
@@ -262,6 +266,8 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             path = split_url(url).path if "://" in url else url
             url = f"{base.scheme}://{base.host}:{base.port}{path}"
     target = split_url(url)
+    targets = [target.path] + [split_url(u).path if "://" in u else join_target(url, u)
+                               for u in args.url[1:]]
     requests: int | None = whole("-n", args.opt_requests, 1, _check.MAX_REQUESTS)
     clients = whole("-c", args.opt_clients, 1, _check.MAX_CONCURRENCY)
     threads = whole("-t", args.opt_threads, 1, _check.MAX_THREADS)
@@ -287,8 +293,15 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     streams = whole("-m", args.opt_max_concurrent_streams, 1, _check.MAX_STREAMS)
     body = read_body_file("-d", args.opt_data) if args.opt_data else None
     rate = rate_per("--rps", args.opt_rps, clients) if args.opt_rps is not None else None
+    method = "POST" if body is not None else "GET"
+    scenario = None
+    if len(targets) > 1:
+        if not http2 and body is None and streams > 1:
+            raise UsageError("-m with --h1 pipelines, which is not supported with several URIs")
+        scenario = Scenario([Request(method, t, body=body) for t in targets], order="sequence")
+        method, body = "GET", None  # (the scenario's Requests give them)
     kwargs: dict[str, Any] = dict(
-        method="POST" if body is not None else "GET", body=body,
+        method=method, body=body, scenario=scenario,
         headers=parse_headers(args.opt_header), requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=threads, keepalive=True, rate=rate,
@@ -356,8 +369,14 @@ def h2load_main(argv: Sequence[str]) -> int:
         done, chosen = server_alpn(url, kwargs["unix_socket"], kwargs["ciphers"])
         if done and chosen != "h2":
             depth = kwargs["streams"]
-            kwargs.update(http2=False, streams=1,
-                          pipeline=1 if kwargs["body"] is not None else depth)
+            scenario = kwargs["scenario"]
+            posting = (scenario.requests[0].method if scenario is not None
+                       else kwargs["method"]) == "POST"  # (-d: h2load does not pipeline)
+            if scenario is not None and depth > 1 and not posting:
+                print(f"{PROG}: the server chose HTTP/1.1, where -m pipelines, which is not "
+                      "supported with several URIs", file=sys.stderr)
+                return 2
+            kwargs.update(http2=False, streams=1, pipeline=1 if posting else depth)
 
     if kwargs["threads"] > (os.cpu_count() or 1):
         print("-t: warning: the number of threads is greater than hardware cores.",

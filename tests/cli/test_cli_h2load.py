@@ -490,6 +490,37 @@ def test_an_answer_just_after_the_end_of_d_is_not_done_as_h2loads(tmp_path, prot
     assert parse(ours)["finished"][0] == "1.00s", ours
 
 
+@needs_h2load
+@pytest.mark.parametrize("args", [["-n", "12", "-c", "2", "-m", "3"], ["--h1", "-n", "9", "-c", "3"]],
+                         ids=" ".join)
+def test_several_uris_are_each_clients_in_turn_as_h2loads(tmp_path, server, args):
+    """h2load's URIs: each client's requests go through them in order, the
+    first URI's scheme, host and port for all (another's are ignored, as
+    h2load ignores them; a bare path is taken). h2load gives each client
+    -n/-c requests, where a connection here takes the next request as it
+    can send one, so the URIs' counts may differ from h2load's by the
+    turns then under way: the requests and status codes equal h2load's,
+    and the log has each connection's requests in the URIs' order, its
+    bytes the data's."""
+    uris = [server.url("/rnd?c=1"), "http://elsewhere.invalid:9/rnd?c=20", "/rnd?c=300"]
+    real, ours = both([*args, *uris[:2]], uris[2], tmp_path, counted=False)
+    assert parse(real)["requests"] == parse(ours)["requests"]
+    assert parse(real)["status"] == parse(ours)["status"]
+    r = hb("h2load", *args, "--log", "l.csv", *uris, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    turns: dict[int, list[str]] = {}
+    log = sorted(httpbench.read_log(tmp_path / "l.csv"), key=lambda x: x.start)
+    for rec in log:
+        turns.setdefault(rec.connection, []).append(rec.name)
+    names = ["GET /rnd?c=1", "GET /rnd?c=20", "GET /rnd?c=300"]
+    assert len(log) == int(args[args.index("-n") + 1])
+    assert all(seq == (names * 9)[:len(seq)] for seq in turns.values()), turns
+    sizes = {"GET /rnd?c=1": 1, "GET /rnd?c=20": 20, "GET /rnd?c=300": 300}
+    assert int(parse(r.stdout)["traffic"][3]) == sum(sizes[x.name] for x in log)
+    r = hb("h2load", "-n", "4", "--h1", "-m", "2", *uris, cwd=tmp_path)
+    assert r.returncode == 2 and "not supported with several URIs" in r.stderr
+
+
 def test_h2loads_defaults(tmp_path, server):
     r = hb("h2load", "--json", "r.json", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
