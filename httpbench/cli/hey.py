@@ -92,7 +92,11 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     target = split_url(url)
     concurrency = whole("-c", args.opt_c, 1, _check.MAX_CONCURRENCY)
     requests: int | None = whole("-n", args.opt_n, 1, _check.MAX_REQUESTS)
-    duration = parse_time("-z", args.opt_z) if args.opt_z is not None else None
+    duration = None
+    if args.opt_z is not None:
+        # -z 0 is hey's own default, no duration: -n's requests are run.
+        z = parse_time("-z", args.opt_z, checked=False)
+        duration = _check.seconds("-z", z) if z != 0 else None
     if duration is not None:
         requests = None  # "If duration is specified, n is ignored."
     elif requests is not None and requests < concurrency:

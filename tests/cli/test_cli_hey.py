@@ -221,9 +221,20 @@ def test_hey_sends_heys_headers(tmp_path):
     assert h["Host"] == "example.test"
 
 
+def test_z_0_is_heys_default_no_duration(tmp_path, server):
+    """hey's -z defaults to 0, no duration: -z 0 runs -n's requests, as
+    hey runs them."""
+    r = hb("hey", "-z", "0", "-n", "6", "-c", "2", "--json", "r.json", server.url("/rnd?c=10"),
+           cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert (d["requests"], d["complete"]) == (6, 6)  # (under a duration, requests is None)
+
+
 @pytest.mark.parametrize("args,words", [
     (["-n", "5", "-c", "10"], "-n cannot be less than -c"),
     (["-z", "soon"], "-z takes a time"),
+    (["-z", "nan"], "-z must be a number of seconds above 0"),
     (["-q", "fast"], "-q takes requests per second"),
     (["-q", "nan"], "-q takes a finite rate"),
     (["-q", "inf"], "-q takes a finite rate"),
