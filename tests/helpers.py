@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import httpbench
 
 __all__ = ["Step", "answers_at_speed", "read_message", "ScriptedServer", "tool_env", "pinned",
@@ -108,6 +110,12 @@ def tool_env() -> dict[str, str]:
     """The environment for programs not built here: without the ASan
     runtime that a sanitizer test run preloads (curl hangs under it)."""
     return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+
+
+# A test of two processes each on a CPU of its own (the server on one,
+# the client on the other): skipped where this process has one CPU.
+TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                              reason="needs two CPUs: the server on one, the client on the other")
 
 
 def pinned(cpu: int | None, argv: list[str]) -> list[str]:

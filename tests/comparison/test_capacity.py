@@ -347,7 +347,7 @@ def test_the_plot_draws_the_slo_and_the_steps_in_order_of_rate():
 # ---- a search that one noisy stage cannot fool (issue 35)
 
 @pytest.mark.timing
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@helpers.TWO_CPUS
 def test_a_known_service_time_is_found_beside_a_burner():
     """8 connections of 20 ms: 400 a second. A busy loop on the other CPU
     once made a stall's p99 end the climb at 59-106; a breach is now
@@ -363,7 +363,7 @@ def test_a_known_service_time_is_found_beside_a_burner():
 
 
 @pytest.mark.timing
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@helpers.TWO_CPUS
 def test_a_client_that_cannot_keep_up_ends_the_search_saying_so(tmp_path):
     """The search's client shares its CPU with a busy loop at a lower
     priority (nice 10: a tenth of the CPU, about 10,000 req/s here) and is

@@ -5,7 +5,6 @@ open loop counted, sent or not."""
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -14,15 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import burner, exact, free_port, listening, pinned
+from helpers import TWO_CPUS, burner, exact, free_port, listening, pinned
 
 import httpbench
 from httpbench import ClientFigures
 from httpbench.bound import BUSY_BOUND, merge_client
-
-TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
-                              reason="needs two CPUs: the server on one, the client on the other")
-
 
 @pytest.fixture(scope="module")
 def srv() -> Iterator[httpbench.Server]:

@@ -26,7 +26,7 @@ import h2.events
 import hpack
 import pytest
 from h2peer import PREFACE, frame, split_block
-from helpers import free_port, pinned, tool_env, wait_for_port
+from helpers import TWO_CPUS, free_port, pinned, tool_env, wait_for_port
 
 import httpbench
 
@@ -424,8 +424,7 @@ def _rss_kib() -> int:
 
 
 @pytest.mark.timing
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the server and the client "
-                    "each on a CPU of their own")
+@TWO_CPUS
 def test_every_connection_gets_its_turn(tmp_path: Path) -> None:
     """Ten connections of ten streams each, the server's one loop busy on a
     CPU of its own and the client quick to answer on another: each
