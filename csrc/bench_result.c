@@ -175,7 +175,13 @@ void hb_br_timed(bexch *ex, int64_t now)
     hb_hist_record(&res->total, (uint64_t)(now - ex->t_intended));
     hb_hist_record(&res->uncorrected, (uint64_t)(now - ex->t_start));
     hb_hist_record(&res->connect, (uint64_t)ex->connect_ns);
-    hb_hist_record(&res->waiting, (uint64_t)((ex->t_first ? ex->t_first : now) - ex->t_start));
+    /* Waiting is ab's and hey's: from the request's send, once its
+     * connection was made, to the first byte of its answer (ab's
+     * beginread - endwrite; hey's resp wait). From the exchange's start it
+     * held the connect too, above Processing, and as long as Total
+     * wherever every request connects (ab without -k). */
+    int64_t sent = ex->t_start + ex->connect_ns, first = ex->t_first ? ex->t_first : now;
+    hb_hist_record(&res->waiting, (uint64_t)(first > sent ? first - sent : 0));
     hb_hist_record(&res->processing, (uint64_t)(now - ex->t_start - ex->connect_ns));
 }
 

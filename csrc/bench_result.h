@@ -105,7 +105,7 @@ typedef struct {
     hb_hist uncorrected;   /* latency from the actual send */
     hb_hist connect;       /* connect time per request, a handshake included
                                      * (0 when reused) */
-    hb_hist waiting;       /* send to first response byte */
+    hb_hist waiting;       /* send (its connect over) to first response byte: ab's Waiting */
     hb_hist processing;    /* total less connect, as ab's Processing row */
     hb_hist tls_handshake; /* each handshake's time (inside connect's) */
     hb_hist first_byte;    /* each connect's start to its first response byte */

@@ -108,9 +108,12 @@ def _lines(r: Result) -> Iterable[str]:
     yield f"  DNS-lookup:\t{_n(0.0 if lat.count else math.nan)} secs, 0.0000 secs, 0.0000 secs"
     yield "  req write:\t-, -, -  (not measured apart: inside resp wait)"
     yield _detail("resp wait", r.waiting)
-    # Reading the rest of the response: the total less the wait for its
-    # first byte (the mean only: the two are not paired per request).
-    read = max(lat.mean - r.waiting.mean, 0.0) if lat.count and r.waiting.count else math.nan
+    # Reading the rest of the response: the total less its connect and the
+    # wait for its first byte (means only: the three are not paired per
+    # request; from the send, not the intended start, under a rate too).
+    sent = r.latency_uncorrected
+    read = (max(sent.mean - r.connect_time.mean - r.waiting.mean, 0.0)
+            if sent.count and r.waiting.count else math.nan)
     yield f"  resp read:\t{_n(read)} secs, -, -"
     yield ""
     yield "Status code distribution:"

@@ -223,6 +223,29 @@ def test_each_connection_times_its_first_byte_from_its_connect(server, how):
     assert made.count == r.connects and 0 < made.max <= r.connect_time.max * 1.004
 
 
+@pytest.mark.parametrize("how", [{}, {"keepalive": False}, {"http2": True, "streams": 3}],
+                         ids=["keep-alive", "close", "http2"])
+def test_waiting_is_from_the_send_as_abs_not_from_the_connect(how):
+    """Waiting (ab's row; hey's resp wait) runs from the request's send to
+    its answer's first byte, so a request that connected does not count
+    its connect there: ab's Waiting is never above its Processing (total
+    less connect). It once ran from the connect's start, and without
+    keep-alive was the whole Total. A TLS handshake makes each connect
+    last; the server answers after 30 ms."""
+    with httpbench.Server(tls=True) as srv:
+        r = httpbench.run(srv.url("/delay?ms=30"), requests=6, concurrency=2, verify=False,
+                          progress=False, **how)
+    assert r.complete == 6 and r.connects == (6 if how.get("keepalive") is False else 2)
+    assert r.connect_time.max > 0.0005  # (the handshake's; the slack below is 0.4% of 30 ms)
+    # Each request's waiting is within its processing: so are their means
+    # and maxima (within the histogram's 0.4%).
+    assert r.waiting.max <= r.processing.max * 1.004
+    assert r.waiting.mean <= r.processing.mean * 1.004
+    assert r.waiting.min >= 0.030
+    # And connect, then waiting, are within the total.
+    assert r.connect_time.mean + r.waiting.mean <= r.latency_uncorrected.mean * 1.004
+
+
 @pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
 def test_each_connection_times_its_connect_though_none_of_its_requests_completes(tls):
     """conn_connect counts a connection none of whose requests was answered
