@@ -115,7 +115,12 @@ def header(url: str, duration: float, threads: int, connections: int) -> str:
 
 def _lines(r: Result, duration: float, threads: int, connections: int,
            latency: bool) -> Iterable[str]:
-    lat = r.latency
+    # wrk times a request from its write, its connection made (wrk.c's
+    # c->start, set once connected): the send here, a connection's first
+    # request without its connect (and TLS handshake), which httpbench's
+    # own latency counts (ab's habit): processing, total less connect.
+    # Under a rate (wrk2's -R), from each request's intended start.
+    lat = r.latency if r.rate else r.processing
     yield f"  Thread Stats{'Avg':>6}{'Stdev':>11}{'Max':>8}{'+/- Stdev':>12}"
     mean, sd = lat.mean * 1e6, lat.stdev * 1e6
     yield _stats_row("Latency", mean, sd, lat.max * 1e6,

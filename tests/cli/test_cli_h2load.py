@@ -217,6 +217,27 @@ def test_time_to_1st_byte_is_each_clients_from_its_connect_as_h2loads(tmp_path):
                     assert ttfb[0] >= 0.030, out
 
 
+@pytest.mark.parametrize("args", [[], ["--h1"]], ids=["h2", "h1"])
+def test_time_for_request_is_from_its_send_not_its_connect_as_h2loads(tmp_path, args):
+    """h2load's `time for request` runs from the request's HEADERS (over
+    HTTP/1.1 its write), once the connection is made (h2load.cc's
+    record_request_time, in before_frame_send_callback): a connection's
+    first request does not carry its connect and TLS handshake, which
+    httpbench's own latency counts (ab's habit). Over TLS, on a route that
+    answers after 30 ms: the row is the run's processing (total less
+    connect), not its latency from the connect's start."""
+    with httpbench.Server(tls=True) as srv:
+        r = hb("h2load", *args, "-n", "8", "-c", "2", "--json", "r.json",
+               srv.url("/delay?ms=30"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = httpbench.Result.from_json((tmp_path / "r.json").read_text())
+    assert d.complete == 8 and d.connects == 2 and d.connect_time.max > 0
+    row = parse(r.stdout)["request"][:3]
+    assert row == tuple(format_duration(x) for x in (d.processing.min, d.processing.max,
+                                                     d.processing.mean)), r.stdout
+    assert d.processing.min >= 0.030
+
+
 @needs_h2load
 def test_each_clients_req_s_is_over_its_own_time_as_h2loads(tmp_path):
     """h2load's `req/s` row is each client's responses over its own time,
