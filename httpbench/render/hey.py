@@ -52,15 +52,27 @@ def _histogram(lat: Latency) -> list[tuple[float, int]]:
     """(mark, count) for hey's eleven marks: the fastest, then ten equal
     steps to the slowest; a request counts at the first mark at or above
     it. From the run's histogram, each bucket by its middle (the figures
-    are within its 0.4%)."""
+    are within its 0.4%), but for the fastest and the slowest requests,
+    which are the first and last marks exactly: hey's first mark counts
+    the fastest, its last the slowest, so neither is ever empty."""
     fastest, slowest = lat.min, lat.max
     width = (slowest - fastest) / _STEPS
     marks = [fastest + width * i for i in range(_STEPS)] + [slowest]
     counts = [0] * len(marks)
-    for lo, hi, n in lat.buckets():
-        value = min(max((lo + hi) / 2, fastest), slowest)
+
+    def count(value: float, n: int) -> None:
         i = next((k for k, m in enumerate(marks) if value <= m), len(marks) - 1)
         counts[i] += n
+
+    buckets = list(lat.buckets())
+    ends = [fastest] + ([slowest] if lat.count > 1 else [])
+    for b, (lo, hi, n) in enumerate(buckets):
+        # The lowest bucket holds the fastest request, the highest the
+        # slowest: each counted at its own figure, the rest by the middle.
+        exact = [v for v, at in zip(ends, (0, len(buckets) - 1)) if at == b][:n]
+        for v in exact:
+            count(v, 1)
+        count(min(max((lo + hi) / 2, fastest), slowest), n - len(exact))
     return list(zip(marks, counts, strict=True))
 
 

@@ -177,6 +177,22 @@ def test_the_latency_rows_are_the_ones_hey_picks(tmp_path, server):
             assert (a == "0.0000") == (b == "0.0000"), (n, real, ours)
 
 
+@needs_hey
+def test_the_histogram_counts_the_fastest_and_the_slowest_at_the_ends_as_heys(tmp_path, server):
+    """hey's histogram has eleven marks, the fastest, ten equal steps, the
+    slowest, and counts a response at the first mark at or above it: the
+    fastest at the first mark and the slowest at the last, so neither is
+    empty. The mode counted each bucket of its histogram by its middle,
+    which put the fastest one mark up and left the first at 0 whenever
+    the fastest lay below its bucket's middle (half the runs: four here)."""
+    for n in (1, 2, 300, 300, 300, 300):
+        for out in both(["-n", str(n), "-c", "2" if n > 1 else "1"], server.url("/delay?ms=2"),
+                        tmp_path):
+            counts = [int(c) for c in re.findall(r"^  \d\.\d{3} \[(\d+)\]\t\|", out, re.M)]
+            assert len(counts) == 11 and sum(counts) == n, out
+            assert counts[0] >= 1 and counts[-1] >= (1 if n > 1 else 0), out
+
+
 def test_heys_defaults_and_headers(tmp_path, server):
     r = hb("hey", "--json", "r.json", "--log", "l.csv", server.url("/rnd?c=100"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
