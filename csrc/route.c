@@ -312,10 +312,13 @@ void hb_route(const hb_route_static *st, const char *method, size_t mlen, const 
         plan->content_type = "text/plain";
     } else if (plen > 8 && memcmp(target, "/static/", 8) == 0) {
         route_static(st, target + 8, plen - 8, plan);
-    } else if (plen == 11 && memcmp(target, "/status/", 8) == 0) {
-        int code = 0;
-        for (int i = 8; i < 11; i++)
-            code = (target[i] >= '0' && target[i] <= '9') ? code * 10 + (target[i] - '0') : -1000;
+    } else if (plen >= 8 && memcmp(target, "/status/", 8) == 0) {
+        /* Whatever follows /status/ is this route's: a code that is not
+         * three digits (/status/99, /status/1000, /status/) is refused as
+         * a code, not as no endpoint. */
+        int code = plen == 11 ? 0 : -1;
+        for (size_t i = 8; code >= 0 && i < plen; i++)
+            code = target[i] >= '0' && target[i] <= '9' ? code * 10 + (target[i] - '0') : -1;
         if (code < 200 || code > 599) {
             hb_route_error(plan, 400, "status must be from 200 to 599\n");
             return;

@@ -248,9 +248,14 @@ def test_status(server, code):
         assert conn.connects == 1
 
 
-@pytest.mark.parametrize("target", ["/status/99", "/status/600", "/status/abc", "/status/1000"])
+@pytest.mark.parametrize("target", ["/status/99", "/status/600", "/status/abc", "/status/1000",
+                                    "/status/", "/status/20x", "/status/0200", "/status/199"])
 def test_status_bad_code(server, target):
-    assert get(server, target).status in (400, 404)
+    """Any code after /status/ that is not 200 to 599 is refused as that
+    (400, saying so); two digits, four or none were once "no such
+    endpoint" (404)."""
+    r = get(server, target)
+    assert (r.status, r.body) == (400, b"status must be from 200 to 599\n")
 
 
 def test_delay_is_the_delay(server):
