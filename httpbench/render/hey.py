@@ -65,11 +65,12 @@ def _histogram(lat: Latency) -> list[tuple[float, int]]:
         counts[i] += n
 
     buckets = list(lat.buckets())
-    ends = [fastest] + ([slowest] if lat.count > 1 else [])
+    last = len(buckets) - 1
     for b, (lo, hi, n) in enumerate(buckets):
         # The lowest bucket holds the fastest request, the highest the
         # slowest: each counted at its own figure, the rest by the middle.
-        exact = [v for v, at in zip(ends, (0, len(buckets) - 1)) if at == b][:n]
+        exact = (([fastest] if b == 0 else [])
+                 + ([slowest] if b == last and lat.count > 1 else []))[:n]
         for v in exact:
             count(v, 1)
         count(min(max((lo + hi) / 2, fastest), slowest), n - len(exact))
