@@ -392,6 +392,6 @@ def h2load_main(argv: Sequence[str]) -> int:
         phases.finish()
         if args.opt_verbose and r.first_head:
             out.write(r.first_head.replace("\r\n", "\n"))
-        out.write(h2load_report(r, app_info=not phases.told))
+        out.write(h2load_report(r, app_info=not phases.told, warmup=kwargs["warmup"] or 0.0))
 
     return execute_mode(PROG, url, kwargs, args, write_report)

@@ -56,10 +56,13 @@ def _stat_row(label: str, w: Latency) -> str:
     return _row(label, cells, _within_sd(w, w.mean, w.stdev))
 
 
-def h2load_report(r: Result, app_info: bool = True) -> str:
+def h2load_report(r: Result, app_info: bool = True, warmup: float = 0.0) -> str:
     """The report; app_info False: without the first connection's lines
-    (the mode printed them as it opened)."""
-    return "\n".join(_lines(r, app_info)) + "\n"
+    (the mode printed them as it opened); warmup: the seconds of
+    --warm-up-time run before the result's part, which h2load's
+    "finished in" holds (its wall time from start to stop: h2load.cc's
+    `end - start`) and its req/s and B/s do not (over -D's duration)."""
+    return "\n".join(_lines(r, app_info, warmup)) + "\n"
 
 
 def dtos(x: float) -> str:
@@ -100,13 +103,13 @@ def _tls_lines(r: Result) -> Iterable[str]:
                           h2 if r.http_version == "2" else "http/1.1")
 
 
-def _lines(r: Result, app_info: bool) -> Iterable[str]:
+def _lines(r: Result, app_info: bool, warmup: float) -> Iterable[str]:
     t = r.time_taken
     rps = r.complete / t if t > 0 else 0.0
     if app_info:
         yield from _tls_lines(r)
     yield ""
-    yield (f"finished in {format_duration(t)}, {rps:.2f} req/s, "
+    yield (f"finished in {format_duration(warmup + t)}, {rps:.2f} req/s, "
            f"{utos_funit(r.bytes_received / t if t > 0 else 0)}B/s")
     ok = sum(n for code, n in r.status_counts.items() if code < 400)
     bad_status = sum(n for code, n in r.status_counts.items() if code >= 400)
