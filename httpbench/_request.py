@@ -13,14 +13,20 @@ from urllib.parse import unquote, urlsplit
 from . import _check, _core
 from ._url import Target, ascii_host, split_url
 
-__all__ = ["parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header",
+__all__ = ["parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header", "sent_fields",
            "host_field", "tls_context", "public_url", "USER_AGENT", "IDEMPOTENT", "Headers",
            "Path"]
 
 USER_AGENT = f"httpbench/{_core.__version__}"
 # Methods a client may send again unasked (RFC 9110 section 9.2.2).
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
-Headers = Mapping[str, str] | Mapping[bytes, bytes] | Iterable[tuple[str | bytes, str | bytes]]
+# A value of None leaves out a field a run would add (ADDED_FIELDS).
+Headers = (Mapping[str, str | None] | Mapping[bytes, bytes | None]
+           | Iterable[tuple[str | bytes, str | bytes | None]])
+# The fields every request of a run carries unless the user gives them:
+# ab's two. None for either leaves it out (as requests' None does), which
+# the drop-in modes use to send what their tools send (wrk neither).
+ADDED_FIELDS = frozenset({"user-agent", "accept"})
 Path = str | os.PathLike[str]
 
 
@@ -45,7 +51,8 @@ def basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
-def with_header(headers: Headers | None, name: str, value: str) -> list[tuple[Any, Any]]:
+def with_header(headers: Headers | None, name: str, value: str | None
+                ) -> list[tuple[Any, Any]]:
     """headers as a list of pairs, with name: value added unless already
     given (any case)."""
     if headers is None:
@@ -59,6 +66,22 @@ def with_header(headers: Headers | None, name: str, value: str) -> list[tuple[An
                for k, _ in pairs):
         pairs.append((name, value))
     return pairs
+
+
+def sent_fields(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """pairs without those whose value is None: a field a run adds, left
+    out. ValueError for None beside another name, which nothing would
+    add (Host and Content-Length are the request's own)."""
+    out = []
+    for name, value in pairs:
+        if value is not None:
+            out.append((name, value))
+            continue
+        text = name.decode("latin-1") if isinstance(name, bytes) else str(name)
+        if text.lower() not in ADDED_FIELDS:
+            raise ValueError(f"headers: None leaves out User-Agent or Accept, the fields a run "
+                             f"adds; {text!r} is not one of them")
+    return out
 
 
 def cpus_here() -> int:

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from . import _core
 from ._request import (IDEMPOTENT, USER_AGENT, basic_auth, host_field, public_url, tls_context,
-                       url_credentials, with_header)
+                       sent_fields, url_credentials, with_header)
 from ._url import ProxyRoute, proxy_route
 from .bound import client_figures
 from .progress import Progress, Reporter
@@ -141,7 +141,8 @@ def _fd_limit() -> int:
 
 
 def _headers(spec: RunSpec) -> Any:
-    """The fields every request of the run carries beyond the user's."""
+    """The fields every request of the run carries: the user's and those
+    added (less any the user gave None)."""
     headers = spec.headers
     credentials = url_credentials(spec.url)
     if credentials is not None:
@@ -154,7 +155,7 @@ def _headers(spec: RunSpec) -> Any:
         # stays on its side (as under ab without -k), not on the client's
         # ephemeral ports, and it answers without a keep-alive field.
         headers = with_header(headers, "Connection", "close")
-    return headers
+    return sent_fields(headers)
 
 
 def _requests(spec: RunSpec, route: ProxyRoute | None) -> dict[str, Any]:

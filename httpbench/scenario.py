@@ -30,6 +30,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from . import _core
+from ._request import sent_fields
 from ._url import split_url
 
 __all__ = ["Request", "Scenario", "MAX_REQUESTS_IN_SCENARIO", "MAX_EXPECT_BODY", "join_target",
@@ -194,7 +195,8 @@ def origin_of(scenario: Scenario) -> str | None:
 
 def merged_headers(common: Any, own: Any) -> list[tuple[Any, Any]]:
     """The run's headers, then a Request's own: a name the Request gives
-    replaces the run's (any case)."""
+    replaces the run's (any case; its None leaves the run's User-Agent or
+    Accept out)."""
     def pairs(h: Any) -> list[tuple[Any, Any]]:
         if h is None:
             return []
@@ -205,7 +207,7 @@ def merged_headers(common: Any, own: Any) -> list[tuple[Any, Any]]:
 
     mine = pairs(own)
     named = {key(n) for n, _ in mine}
-    return [(n, v) for n, v in pairs(common) if key(n) not in named] + mine
+    return sent_fields([(n, v) for n, v in pairs(common) if key(n) not in named] + mine)
 
 
 def build_variants(request: Request, base: str, common: Any, host: bytes,

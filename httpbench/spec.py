@@ -105,8 +105,9 @@ class RunSpec:
         None, "the request's body (a str as UTF-8); checked where the request is built",
         flags=("-p",), feeds=("request",))
     headers: Headers | None = setting(
-        None, "headers added to every request: a dict or (name, value) pairs; checked "
-        "where the request is built", flags=("-H",), feeds=("request",))
+        None, "headers added to every request: a dict or (name, value) pairs (None for "
+        "User-Agent or Accept: the one a run adds left out); checked where the request is "
+        "built", flags=("-H",), feeds=("request",))
     requests: int | None = setting(
         None, "requests to perform (with {duration} too, whichever ends first; with "
         "neither, 10 s, as wrk)", check=lambda n, v, a: _optional(_check.count, n, v),

@@ -13,12 +13,12 @@ import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from typing import IO
+from typing import IO, Any
 
 from .. import _check
 from .._settings import SettingError, render_help
 from .._url import split_proxy, split_url
-from ..runner import basic_auth
+from ..runner import basic_auth, with_header
 from ..scenario import Scenario
 from ..spec import SETTINGS, check_settings
 
@@ -264,6 +264,16 @@ def parse_headers(lines: list[str]) -> list[tuple[str, str]]:
         if not sep or not name.strip():
             raise UsageError(f"-H takes 'Name: value', not {line!r}")
         out.append((name.strip(), value.strip()))
+    return out
+
+
+def without_added(headers: list[tuple[str, str]], *names: str) -> list[tuple[str, Any]]:
+    """headers with each of names (fields a run adds: User-Agent, Accept)
+    left out unless headers give it: a drop-in mode's requests carry what
+    its tool's carry."""
+    out: list[tuple[str, Any]] = list(headers)
+    for name in names:
+        out = with_header(out, name, None)
     return out
 
 

@@ -21,7 +21,7 @@ from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
 from ..result import Result
 from ..scenario import Request, Scenario, join_target
-from .common import UsageError, parse_headers, read_body_file
+from .common import UsageError, parse_headers, read_body_file, without_added
 from .execute import execute_mode, output_options, output_paths, report_stream
 from .flags import Flag, checked, mode_parser, rate_per, whole
 
@@ -302,7 +302,9 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         method, body = "GET", None  # (the scenario's Requests give them)
     kwargs: dict[str, Any] = dict(
         method=method, body=body, scenario=scenario,
-        headers=parse_headers(args.opt_header), requests=requests, duration=duration,
+        # h2load's carry a user-agent and no accept (and -H's).
+        headers=without_added(parse_headers(args.opt_header), "Accept"),
+        requests=requests, duration=duration,
         warmup=warmup, concurrency=clients,
         threads=threads, keepalive=True, rate=rate,
         # h2load -D stops its clients at the main duration's end: what is in

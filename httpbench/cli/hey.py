@@ -14,7 +14,7 @@ from .._url import split_url
 from ..render.hey import hey_report
 from ..result import Result
 from ..runner import basic_auth
-from .common import UsageError, parse_headers, parse_time, read_body_file
+from .common import UsageError, parse_headers, parse_time, read_body_file, without_added
 from .execute import execute_mode, output_options
 from .flags import Flag, checked, mode_parser, rate_per, whole
 
@@ -124,6 +124,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if not args.opt_disable_compression and not any(k.lower() == "accept-encoding"
                                                     for k, _ in headers):
         headers.append(("Accept-Encoding", "gzip"))
+    headers = without_added(headers, "Accept")  # (hey's has none unless -A)
     threads = whole("-cpus", args.opt_cpus, 1, _check.MAX_THREADS) if args.opt_cpus else None
     kwargs: dict[str, Any] = dict(
         method=(args.opt_m or "GET").upper(), body=body, headers=headers, requests=requests,

@@ -21,7 +21,7 @@ from .._url import split_url
 from .._version import __version__
 from ..render.wrk import header, wrk_report
 from ..result import Result
-from .common import UsageError, parse_headers, parse_time
+from .common import UsageError, parse_headers, parse_time, without_added
 from .execute import execute_mode, output_options, output_paths, report_stream
 from .flags import Flag, checked, mode_parser
 
@@ -97,7 +97,9 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], float, int, int
         rate = _check.rate(float(_metric("-R", args.opt_rate, 1, int(_check.MAX_RATE))),
                            connections)
     kwargs: dict[str, Any] = dict(
-        headers=parse_headers(args.opt_header), duration=duration, concurrency=connections,
+        # wrk's requests carry Host alone (and -H's).
+        headers=without_added(parse_headers(args.opt_header), "User-Agent", "Accept"),
+        duration=duration, concurrency=connections,
         threads=threads, keepalive=True, rate=rate, timeout=parse_time("--timeout",
                                                                       args.opt_timeout),
         # wrk stops its threads at the duration's end: what is in flight

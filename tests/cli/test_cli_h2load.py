@@ -11,12 +11,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import httpbench
-from helpers import free_port, grep_each, hb, nginx, side_by_side, tool_env, wait_for_port
+from helpers import OK, free_port, grep_each, hb, nginx, side_by_side, tool_env, wait_for_port
 from httpbench.cli.flags import markdown
 from httpbench.cli.h2load import FLAGS
 from httpbench.render.h2load import dtos, format_duration, utos_funit
@@ -416,6 +417,23 @@ def test_finished_in_holds_the_warm_up_as_h2loads(tmp_path):
         assert 2.0 <= seconds(f["finished"][0]) < 2.3, (real, ours)
     assert fo["finished"][1] == f"{int(fo['requests'][3]):.2f}", ours
     assert int(fo["traffic"][3]) == 2048 * int(fo["requests"][2]), ours
+
+
+@needs_h2load
+def test_its_requests_carry_h2loads_fields(tmp_path, scripted):
+    """h2load's requests carry Host (or :authority) and a user-agent, no
+    accept: the mode's carry the same fields (its user-agent httpbench's),
+    where it added httpbench's Accept: */*, which the server then reads in
+    every request (over HTTP/2 a sixth field nghttp2 checks: 4.27 to 4.47
+    us of the embedded server's CPU a request, docs/benchmarks.md)."""
+    names = []
+    for cmd in ([H2LOAD], [sys.executable, "-m", "httpbench", "h2load"]):
+        srv = scripted([("recv",), ("send", OK)])
+        subprocess.run([*cmd, "--h1", "-n1", "-c1", f"http://127.0.0.1:{srv.port}/h"],
+                       capture_output=True, cwd=tmp_path, timeout=60)
+        head = srv.requests[0].split(b"\r\n\r\n")[0].split(b"\r\n")
+        names.append(sorted(line.split(b":")[0].lower() for line in head[1:]))
+    assert names[0] == names[1] == [b"host", b"user-agent"], names
 
 def test_h2loads_formats():
     assert format_duration(33e-6) == "33us" and format_duration(5.234e-3) == "5.23ms"

@@ -91,6 +91,29 @@ def test_run_sends_user_agent_and_accept_unless_given(scripted):
                                      b"Host: 127.0.0.1:%d" % srv.port])
 
 
+
+def test_none_leaves_out_user_agent_or_accept_and_nothing_else(scripted):
+    """A header given None is not sent: the User-Agent or Accept a run
+    adds left out (as requests' None), in a Scenario's Request too; None
+    for another name, which nothing adds, is a ValueError before any
+    connection (a TypeError from the request builder before)."""
+    srv = scripted(*[[("recv",), ("send", OK)]] * 3)
+    url = f"http://127.0.0.1:{srv.port}/"
+    httpbench.run(url, headers={"Accept": None, "X-A": "1"}, requests=1, progress=False)
+    httpbench.run(url, headers=[("user-agent", None), (b"Accept", None)], requests=1,
+                  progress=False)
+    httpbench.run(url, scenario=httpbench.Scenario([httpbench.Request(
+        "GET", "/s", headers={"ACCEPT": None})]), requests=1, progress=False)
+    for name in ("Host", "X-A", "Content-Length"):
+        with pytest.raises(ValueError, match=f"None leaves out User-Agent or Accept.*{name}"):
+            httpbench.run(url, headers={name: None}, requests=1, progress=False)
+    host = b"Host: 127.0.0.1:%d" % srv.port
+    agent = b"User-Agent: httpbench/" + httpbench.__version__.encode()
+    fields = [raw.split(b"\r\n\r\n")[0].split(b"\r\n")[1:] for raw in srv.requests]
+    assert [sorted(f) for f in fields] == [sorted([b"X-A: 1", agent, host]), [host],
+                                           sorted([agent, host])]
+    assert srv.connections == 3
+
 def test_credentials_in_the_url_become_basic_auth(scripted):
     srv = scripted([("recv",), ("send", OK)])
     r = httpbench.run(f"http://bob:p%40ss@127.0.0.1:{srv.port}/", requests=1, progress=False)

@@ -206,8 +206,8 @@ def test_heys_defaults_and_headers(tmp_path, server):
 
 
 def test_hey_sends_heys_headers(tmp_path):
-    """User-Agent hey/0.0.1, Content-Type text/html, Accept-Encoding gzip:
-    the echo server answers what it was sent."""
+    """User-Agent hey/0.0.1, Content-Type text/html, Accept-Encoding gzip,
+    and Accept only from -A: the echo server answers what it was sent."""
     seen = []
     import http.server
     import threading
@@ -229,12 +229,17 @@ def test_hey_sends_heys_headers(tmp_path):
         r = hb("hey", "-n", "2", "-c", "1", "-host", "example.test", "-A", "text/plain",
                f"http://127.0.0.1:{httpd.server_address[1]}/", cwd=tmp_path)
         assert r.returncode == 0, r.stderr
+        r = hb("hey", "-n", "1", "-c", "1", f"http://127.0.0.1:{httpd.server_address[1]}/",
+               cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
     finally:
         httpd.shutdown()
     h = seen[0]
     assert h["User-Agent"] == "hey/0.0.1" and h["Content-Type"] == "text/html"
     assert h["Accept-Encoding"] == "gzip" and h["Accept"] == "text/plain"
     assert h["Host"] == "example.test"
+    # Without -A no Accept, as hey's Go client (the mode sent ab's */*).
+    assert sorted(seen[2]) == ["Accept-Encoding", "Content-Type", "Host", "User-Agent"], seen
 
 
 def test_z_0_is_heys_default_no_duration(tmp_path, server):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import free_port, grep_each, hb, nginx, server_context, side_by_side
+from helpers import OK, free_port, grep_each, hb, nginx, server_context, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
 from httpbench.render.wrk import (format_binary, format_metric, format_time_s, format_time_us,
@@ -187,6 +187,25 @@ def test_what_is_in_flight_at_the_end_is_not_counted_as_wrks(tmp_path, delay_ms,
     assert figures[0] == figures[1] and figures[0][0] == str(done), (real, ours)
     assert figures[0][1] == ("100.00%" if done else "-nan%"), real
 
+
+
+@needs_wrk
+def test_its_requests_are_wrks_byte_for_byte(tmp_path, scripted):
+    """wrk's request is the request line and Host (and -H's fields): the
+    mode's are the same bytes, with no User-Agent or Accept, which the
+    server would otherwise parse in every request (the mode sent both,
+    httpbench's own, before)."""
+    seen = []
+    for cmd in ([WRK], [sys.executable, "-m", "httpbench", "wrk"]):
+        for extra in ([], ["-H", "Accept: text/html", "-H", "X-Y: 1"]):
+            # (The first connection is the look before the run, as wrk's.)
+            srv = scripted([("recv",)], [("recv",), ("send", OK)])
+            subprocess.run([*cmd, "-t1", "-c1", "-d1s", *extra, f"http://127.0.0.1:{srv.port}/w"],
+                           capture_output=True, cwd=tmp_path, timeout=60)
+            seen.append(srv.requests[-1].replace(b"%d" % srv.port, b"PORT"))
+    assert seen[0] == seen[2] == b"GET /w HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\n\r\n", seen
+    fields = [sorted(raw.split(b"\r\n\r\n")[0].split(b"\r\n")) for raw in (seen[1], seen[3])]
+    assert fields[0] == fields[1], seen
 
 def test_wrks_formats():
     """units.c's formats, figure for figure."""
