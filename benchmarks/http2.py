@@ -147,6 +147,12 @@ def against_h2load(name: str, url: str, n: int, rounds: int, tmp: str) -> None:
         each = "  ".join(f"{o[1] / p[1]:.2f}/{o[0] / p[0]:.2f}"
                          for o, p in zip(ours, peer, strict=True))
         print(f"  {'':<10}rounds (CPU/req/s ratios): {each}")
+        # How much of its CPU each client kept busy (its CPU a request times
+        # its req/s): a client near 1.00 never waits for an answer, so its
+        # CPU a request is its floor, where one that waits pays for waking.
+        print(f"  {'':<10}busy (share of the client's CPU, median): h2load "
+              f"{med([x[0] * x[1] / 1e6 for x in peer]):.2f}, httpbench "
+              f"{med([x[0] * x[1] / 1e6 for x in ours]):.2f}")
 
 
 def servers_under_h2load(n: int, rounds: int, tmp: str) -> None:
