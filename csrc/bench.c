@@ -33,17 +33,6 @@ static void sched_times(int64_t *on_cpu, int64_t *waiting)
     *waiting = 0;
 }
 
-/* The end of the run as the schedule ran into it: the duration's, or the
- * instant a stop came (before it); 0 for a run that ended when its
- * requests were spent (every one due was then issued). */
-static int64_t schedule_end(const hb_bench *b)
-{
-    int64_t stop = stopped((hb_bench *)b) ? b->stop_at - b->grace_ns : 0;
-    if (b->end && (!stop || b->end <= stop))
-        return b->end;
-    return stop;
-}
-
 /* A prepared start: t has warmed up; it waits for hb_bench_go (or a
  * stop), then until the start instant. Returns 0 to run on, 1 when the
  * run was stopped first. */

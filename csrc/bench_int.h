@@ -384,6 +384,17 @@ static inline int past_grace(hb_bench *b, int64_t now)
     return (stopped(b) && now >= b->stop_at) || (b->end && now - b->end >= b->grace_ns);
 }
 
+/* The end of the run as the schedule ran into it: the duration's, or the
+ * instant a stop came (before it); 0 for a run that ended when its
+ * requests were spent (every one due was then issued). */
+static inline int64_t schedule_end(const hb_bench *b)
+{
+    int64_t stop = stopped((hb_bench *)b) ? b->stop_at - b->grace_ns : 0;
+    if (b->end && (!stop || b->end <= stop))
+        return b->end;
+    return stop;
+}
+
 /* A failure class: the offset of its counter in hb_bench_result, so one
  * class names the same counter in whichever request's figures an
  * exchange records into. */

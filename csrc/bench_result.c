@@ -346,10 +346,16 @@ static void result_common(hb_bench *b, hb_bench_result *out)
 /* When c's own time ended, as h2load's client's does: at its last close
  * (one in the teardown, after the run's end, does not count); open, when
  * requests=N were all taken, at its last exchange's end (it had nothing
- * left to do: h2load's client disconnects then); else at the run's end. */
+ * left to do: h2load's client disconnects then); else at the run's end:
+ * its last outcome, or the schedule's end (-D's, a stop's) where that
+ * came later, as h2load stops its clients then (under a rate, or a server
+ * gone quiet, the last answer comes before it). */
 static int64_t conn_until(const hb_bench *b, const bconn *c)
 {
     int64_t end = b->last_outcome;
+    int64_t scheduled = schedule_end(b);
+    if (scheduled > end)
+        end = scheduled;
     int spent = b->cfg.requests > 0 && b->tickets >= b->cfg.requests;
     if (c->t_closed != 0 && c->t_closed < end)
         return c->t_closed;

@@ -252,6 +252,21 @@ def test_each_clients_req_s_is_over_its_own_time_as_h2loads(tmp_path):
         assert 17.0 <= lo <= mean <= hi <= 20.1, out
 
 
+
+@needs_h2load
+def test_under_d_a_clients_time_runs_to_the_durations_end_as_h2loads(tmp_path):
+    """h2load -D stops its clients at the duration's end, so a client's
+    time runs to it, though its last answer came before: `-D 1 --rps 10`
+    is 10 answers, the last at 0.9 s, over 1 s: 10.00 a second. The mode
+    ended a connection's time at the run's last answer (11.1 a second),
+    as it would for a server that had gone quiet near the end."""
+    with httpbench.Server() as srv:
+        outs = both(["-D", "1", "-c", "1", "--rps", "10"], srv.url("/rnd?c=10"), tmp_path)
+    for out in outs:
+        lo, hi, mean, _ = (float(x) for x in parse(out)["rps"])
+        assert parse(out)["requests"][2] == "10", out
+        assert 9.9 <= lo == mean == hi <= 10.05, out
+
 @needs_h2load
 def test_progress_and_application_protocol_lines_are_h2loads(tmp_path):
     """Under -n, "progress: P% done" at each tenth of the requests (each
