@@ -122,6 +122,7 @@ static void log_outcome(bthread *t, const bexch *ex, int64_t now, uint8_t outcom
         .intended = ex->t_intended - b->start,
         .start = start - b->start,
         .latency = now - ex->t_intended,
+        .connect = ex->connect_ns,
         .tx = ex->tx,
         .rx = ex->rx,
         .conn = ex->conn,

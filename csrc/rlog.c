@@ -100,6 +100,8 @@ static char *csv_line(hb_rlog *l, char *p, const hb_rlog_rec *r)
     *p++ = ',';
     if (r->stream > 0)
         p = put_u64(p, (uint64_t)r->stream);
+    *p++ = ',';
+    p = put_seconds(p, r->connect);
     *p++ = '\n';
     return p;
 }
@@ -130,6 +132,8 @@ static char *json_line(hb_rlog *l, char *p, const hb_rlog_rec *r)
     p = put_u64(p, r->thread);
     p = PUT_LIT(p, ",\"stream\":");
     p = r->stream > 0 ? put_u64(p, (uint64_t)r->stream) : PUT_LIT(p, "null");
+    p = PUT_LIT(p, ",\"connect\":");
+    p = put_seconds(p, r->connect);
     p = PUT_LIT(p, "}\n");
     return p;
 }
@@ -178,7 +182,7 @@ static void flush_out(hb_rlog *l, uint64_t records)
 }
 
 static const char CSV_HEADER[] = "intended_start,start,latency,status,bytes_sent,"
-                                 "bytes_received,failure,name,connection,thread,stream\n";
+                                 "bytes_received,failure,name,connection,thread,stream,connect\n";
 
 /* The file is emptied (it may have held another run's log) when its first
  * line is written, not before: a run that writes nothing leaves it as it

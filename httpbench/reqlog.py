@@ -12,6 +12,8 @@ or an SQLite table `requests`; read_log() reads any of them back.
     name                    a scenario request's name ("" for a run of one request)
     connection, thread      which connection (over all threads) and loop thread
     stream                  HTTP/2's stream id; None (empty) over HTTP/1.1
+    connect                 seconds of its latency that were its connection's
+                            connect (handshakes included): 0 on an open connection
 
 The records are written by a C thread from rings the loop threads fill
 (csrc/rlog.c): the loop never waits for the log, and a record that finds
@@ -36,9 +38,9 @@ from ._check import log_format
 __all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile", "writable_kind"]
 
 FIELDS = ("intended_start", "start", "latency", "status", "bytes_sent", "bytes_received",
-          "failure", "name", "connection", "thread", "stream")
+          "failure", "name", "connection", "thread", "stream", "connect")
 # Records a ring holds per loop thread before the writer must have taken
-# some (56 bytes each: 3.5 MiB a thread).
+# some (64 bytes each: 4 MiB a thread).
 RING_RECORDS = 65536
 
 
@@ -56,6 +58,8 @@ class LogRecord(NamedTuple):
     connection: int
     thread: int
     stream: int | None
+    # (Last, with a default: a log written before it had the field reads as 0.)
+    connect: float = 0.0
 
 
 def _csv_name(name: str) -> bytes:
@@ -166,11 +170,11 @@ class LogFile:
                 db.execute("CREATE TABLE requests (intended_start REAL, start REAL, "
                            "latency REAL, status INTEGER, bytes_sent INTEGER, "
                            "bytes_received INTEGER, failure TEXT, name TEXT, "
-                           "connection INTEGER, thread INTEGER, stream INTEGER)")
+                           "connection INTEGER, thread INTEGER, stream INTEGER, connect REAL)")
                 with open(self.written_path, newline="", encoding="utf-8") as f:
                     rows = csv.reader(f)
                     next(rows, None)
-                    db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                                    (_typed(r) for r in rows))
                 db.commit()
             finally:
@@ -186,12 +190,15 @@ class LogFile:
         return ""
 
 
-def _typed(row: Sequence[str]) -> LogRecord:
-    """A CSV row as a record: its numbers, and None for an empty status or
-    stream."""
+def _typed(row: Sequence[str], width: int = len(FIELDS)) -> LogRecord:
+    """A CSV row of `width` fields (a header's) as a record: its numbers,
+    and None for an empty status or stream."""
+    if len(row) != width:
+        raise ValueError(f"{len(row)} fields, where the header has {width}")
     return LogRecord(float(row[0]), float(row[1]), float(row[2]),
                      int(row[3]) if row[3] else None, int(row[4]), int(row[5]), row[6], row[7],
-                     int(row[8]), int(row[9]), int(row[10]) if row[10] else None)
+                     int(row[8]), int(row[9]), int(row[10]) if row[10] else None,
+                     float(row[11]) if len(row) > 11 else 0.0)
 
 
 class _NotALog(ValueError):
@@ -229,21 +236,21 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
             with open(path, newline="", encoding="utf-8") as f:
                 rows = csv.reader(f)
                 head = next(rows, None)
-                if head is None or tuple(head) != FIELDS:
+                if head is None or tuple(head) not in (FIELDS, FIELDS[:-1]):
                     raise _NotALog(f"{os.fspath(path)}: not a request log (its header is "
                                    f"{head!r})")
                 last: tuple[int, list[str]] | None = None  # (parsed a row late: it may be cut)
                 for row in rows:
                     if last is not None:
                         line = last[0]
-                        records.append(_typed(last[1]))
+                        records.append(_typed(last[1], len(head)))
                     last = (rows.line_num, row)
                 if last is not None:
                     line = last[0]
                     if cut:
                         _drop_cut(path, line)
                     else:
-                        records.append(_typed(last[1]))
+                        records.append(_typed(last[1], len(head)))
         elif fmt == "jsonl":
             cut = _cut_short(path)
             with open(path, encoding="utf-8") as f:
@@ -258,8 +265,11 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
         else:
             db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
             try:
+                # (A table written before `connect` was a field reads as 0 there.)
+                have = {r[1] for r in db.execute("PRAGMA table_info(requests)")}
+                fields = FIELDS if "connect" in have else FIELDS[:-1]
                 records = [LogRecord(*row) for row in db.execute(
-                    f"SELECT {', '.join(FIELDS)} FROM requests ORDER BY rowid")]
+                    f"SELECT {', '.join(fields)} FROM requests ORDER BY rowid")]
             finally:
                 db.close()
     except _NotALog as e:

@@ -6,19 +6,23 @@ something else."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import socket
 import ssl
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from .. import _check
 from .._url import split_url
 from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
+from ..render.h2load_log import write_h2load_log
+from ..reqlog import read_log
 from ..result import Result
 from ..scenario import Request, Scenario, join_target
 from .common import UsageError, parse_headers, read_body_file, without_added
@@ -109,9 +113,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("--encoder-header-table-size",), "<SIZE>", "Specify encoder header table size.",
          "httpbench keeps nghttp2's default HPACK table", refused=True),
     Flag(("--log-file",), "<PATH>", "Write per-request information to a file as "
-         "tab-separated columns.", "--log FILE is httpbench's per-request log (CSV, JSON "
-         "lines or SQLite by its extension); h2load's getopt takes --log as a prefix of "
-         "--log-file, here it is httpbench's own", refused=True),
+         "tab-separated columns.", "h2load's three columns (the send in microseconds "
+         "since the epoch, the status or -1, microseconds to the response's end), appended, "
+         "from httpbench's per-request log (--log FILE, CSV, JSON lines or SQLite by its "
+         "extension, which h2load's getopt would read as a prefix of --log-file)"),
     Flag(("--connect-to",), "<HOST>[:<PORT>]", "Host and port to connect instead of using "
          "the authority in <URI>.", "give that address in the URL and the name with "
          "-H 'Host: NAME'", refused=True),
@@ -390,10 +395,38 @@ def h2load_main(argv: Sequence[str]) -> int:
                     ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")
     kwargs["progress"] = phases
 
-    def write_report(r: Result, out: IO[str]) -> None:
-        phases.finish()
-        if args.opt_verbose and r.first_head:
-            out.write(r.first_head.replace("\r\n", "\n"))
-        out.write(h2load_report(r, app_info=not phases.told, warmup=kwargs["warmup"] or 0.0))
+    with h2load_log_file(args.opt_log_file, kwargs) as h2log:
+        if h2log is None and args.opt_log_file is not None:
+            return 2
 
-    return execute_mode(PROG, url, kwargs, args, write_report)
+        def write_report(r: Result, out: IO[str]) -> None:
+            phases.finish()
+            if args.opt_verbose and r.first_head:
+                out.write(r.first_head.replace("\r\n", "\n"))
+            out.write(h2load_report(r, app_info=not phases.told,
+                                    warmup=kwargs["warmup"] or 0.0))
+            if h2log is not None and r.start_time is not None and os.path.exists(kwargs["log"]):
+                write_h2load_log(h2log, read_log(kwargs["log"]), r.start_time)
+
+        return execute_mode(PROG, url, kwargs, args, write_report)
+
+
+@contextlib.contextmanager
+def h2load_log_file(path: str | None, kwargs: dict[str, Any]) -> Iterator[IO[str] | None]:
+    """--log-file's file, opened for appending as h2load opens it (None,
+    said on standard error, when it cannot be; None without the flag), and
+    run()'s log, which it is made from: --log's when given, else a
+    temporary CSV removed after."""
+    if path is None:
+        yield None
+        return
+    try:
+        f = open(path, "a", encoding="ascii")
+    except OSError as e:
+        print(f"{PROG}: --log-file: Could not open file {path}: {e.strerror}", file=sys.stderr)
+        yield None
+        return
+    with f, tempfile.TemporaryDirectory(prefix="httpbench-h2load-") as tmp:
+        if kwargs.get("log") is None:
+            kwargs["log"] = os.path.join(tmp, "requests.csv")
+        yield f

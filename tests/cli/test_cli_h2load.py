@@ -6,17 +6,20 @@ by one pattern from both; the flags it cannot honour refused."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import httpbench
+from h2peer import H2Server
 from helpers import OK, free_port, grep_each, hb, nginx, side_by_side, tool_env, wait_for_port
 from httpbench.cli.flags import markdown
 from httpbench.cli.h2load import FLAGS
@@ -634,12 +637,131 @@ def test_a_flag_h2load_has_and_httpbench_cannot_honour_is_refused(tmp_path, serv
     assert server.stats()["requests"] == before
 
 
-def test_log_is_httpbenchs_and_log_file_is_refused():
-    here = {f.names[-1]: f.here for f in REFUSED}
-    assert "--log FILE is httpbench's" in here["--log-file"]
+def test_the_flags_refused():
     assert {"-T", "-N", "-r", "--rate-period", "-i", "--timing-script-file", "-f", "-w", "-W",
             "--header-table-size", "--encoder-header-table-size", "--npn-list",
-            "--connect-to", "--log-file"} <= {f.names[0] for f in REFUSED}
+            "--connect-to"} <= {f.names[0] for f in REFUSED}
+    assert "--log-file" not in {f.names[0] for f in REFUSED}
+
+
+LOG_LINE = re.compile(r"^(\d{16})\t(-1|\d{3})\t(\d+)$")
+
+
+def log_lines(path: Path) -> list[tuple[int, int, int]]:
+    """An h2load --log-file's lines, each held to h2load's form: the send
+    in microseconds since the epoch, the status or -1, the microseconds to
+    the response's end."""
+    out = []
+    for line in path.read_text().splitlines():
+        m = LOG_LINE.match(line)
+        assert m is not None, line
+        out.append((int(m[1]), int(m[2]), int(m[3])))
+    return out
+
+
+@needs_h2load
+@pytest.mark.parametrize("args", [["-n", "30", "-c", "3", "-m", "2"], ["--h1", "-n", "30", "-c", "3"]],
+                         ids=["h2c", "h1"])
+def test_log_file_is_h2loads_three_columns_a_response(tmp_path, args):
+    """--log-file writes h2load's per-request lines: one a response, its
+    send (microseconds since the epoch), its status, its time from the send
+    to its end, in the order the responses ended; beside the real h2load's
+    on a route that answers after 20 ms: the same count, statuses and
+    columns, every time over 20 ms and under the run's, every send within
+    the run. A connection's first request is timed from its send, not its
+    connect (as h2load: its `time for request`). The file is appended to, as
+    h2load appends: a second run adds its lines after the first's."""
+    temp = tmp_path / "temp"  # (where the mode's own log goes, and is removed)
+    temp.mkdir()
+    with httpbench.Server() as srv:
+        url = srv.url("/delay?ms=20")
+        for name, cmd in (("real", [H2LOAD]), ("ours", [sys.executable, "-m", "httpbench",
+                                                          "h2load"])):
+            path = tmp_path / f"{name}.log"
+            for run in (1, 2):
+                began = time.time()
+                r = subprocess.run([*cmd, *args, "--log-file", str(path), url],
+                                   capture_output=True, text=True, cwd=tmp_path,
+                                   env={**tool_env(), "TMPDIR": str(temp)}, timeout=60)
+                ended = time.time()
+                assert r.returncode == 0, r.stderr
+                lines = log_lines(path)
+                assert len(lines) == 30 * run, (name, lines)
+                mine = lines[30 * (run - 1):]
+                assert {status for _, status, _ in mine} == {200}, (name, mine)
+                for sent, _, us in mine:
+                    assert began * 1e6 - 2000 <= sent <= sent + us <= ended * 1e6 + 2000, \
+                        (name, began, ended, mine)
+                    assert 20_000 <= us < (ended - began) * 1e6, (name, mine)
+                ends = [sent + us for sent, _, us in mine]
+                # (One thread's lines in the order its responses ended; two
+                # ended by one read share an end, less a microsecond's rounding.)
+                assert all(b >= a - 1 for a, b in zip(ends, ends[1:], strict=False)), \
+                    (name, mine)
+    assert list(temp.iterdir()) == []
+
+
+def test_log_file_beside_log_is_made_from_its_records(tmp_path, server):
+    """With --log (httpbench's own record a request, any of its formats) the
+    h2load lines are made from it: a line per record, its send the record's
+    start plus its connect (each connection's first request's connect, the
+    others' 0), its time the record's end less the send; a 404 is logged
+    with its status, as h2load logs any answer."""
+    for log in ("requests.csv", "requests.jsonl", "requests.db"):
+        h2 = tmp_path / f"{log}.h2"
+        r = hb("h2load", "-n", "12", "-c", "3", "--log", log, "--log-file", str(h2),
+               "--json", "r.json", server.url("/status/404"), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        res = httpbench.Result.from_json((tmp_path / "r.json").read_text())
+        recs = httpbench.read_log(tmp_path / log)
+        assert len(recs) == 12 and sum(x.connect > 0 for x in recs) == 3, recs
+        base = datetime.datetime.fromisoformat(res.start_time).timestamp()
+        sent = [(x.start + x.connect, x.intended_start + x.latency) for x in recs]
+        want = [(round((base + s) * 1e6), 404, round((end - s) * 1e6)) for s, end in sent]
+        got = log_lines(h2)
+        assert sorted(got) == sorted(want) and [g[1] for g in got] == [404] * 12, (got, want)
+
+
+def test_log_file_leaves_out_what_a_failed_connection_took_as_h2load(tmp_path, scripted):
+    """No server on the port, or a response cut short (its Content-Length
+    100, 10 bytes and a close): h2load counts the requests failed and logs
+    none of them (its client's streams are dropped with the connection);
+    the file is made, empty."""
+    for name, cmd in (("real", [H2LOAD]), ("ours", [sys.executable, "-m", "httpbench",
+                                                      "h2load"])):
+        srv = scripted([("recv",), ("send", b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+                                           b"0123456789"), ("close",)])
+        for url in (f"http://127.0.0.1:{free_port()}/", f"http://127.0.0.1:{srv.port}/"):
+            path = tmp_path / f"{name}.log"
+            r = subprocess.run([*cmd, "--h1", "-n1", "-c1", "--log-file", str(path), url],
+                               capture_output=True, text=True, cwd=tmp_path, env=tool_env(),
+                               timeout=60)
+            assert "1 failed" in r.stdout and path.read_text() == "", (name, url, r.stdout)
+
+
+@needs_h2load
+def test_log_file_has_minus_1_for_a_stream_the_server_reset_as_h2load(tmp_path):
+    """An HTTP/2 stream closed by the server's RST_STREAM: h2load logs it,
+    status -1; every second stream reset, beside the real h2load."""
+    got = []
+    for cmd in ([H2LOAD], [sys.executable, "-m", "httpbench", "h2load"]):
+        path = tmp_path / "reset.log"
+        path.unlink(missing_ok=True)
+        with H2Server("reset", every=2, code=8) as s:
+            r = subprocess.run([*cmd, "-n6", "-c1", "--log-file", str(path),
+                                f"http://127.0.0.1:{s.port}/"], capture_output=True, text=True,
+                               cwd=tmp_path, env=tool_env(), timeout=60)
+        assert "3 succeeded, 3 failed" in r.stdout, r.stdout
+        got.append(sorted(status for _, status, _ in log_lines(path)))
+    assert got[0] == got[1] == [-1, -1, -1, 200, 200, 200], got
+
+
+def test_log_file_that_cannot_be_written_is_said_before_anything_is_sent(tmp_path, server):
+    before = server.stats()["requests"]
+    r = hb("h2load", "-n", "5", "--log-file", str(tmp_path / "no" / "such.log"),
+           server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and "--log-file: Could not open file" in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
 
 
 def test_the_manual_page_holds_the_table_made_from_the_flags():

@@ -94,7 +94,7 @@ def test_the_formats_read_back_the_same_records(srv, tmp_path):
     (tmp_path / "b.jsonl").write_text("".join(json.dumps(x._asdict()) + "\n" for x in recs))
     db = sqlite3.connect(tmp_path / "c.db")
     db.execute(f"CREATE TABLE requests ({', '.join(FIELDS)})")
-    db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?)", recs)
+    db.executemany(f"INSERT INTO requests VALUES ({','.join('?' * len(FIELDS))})", recs)
     db.commit()
     db.close()
     assert read_log(tmp_path / "b.jsonl") == recs == read_log(tmp_path / "c.db")
@@ -111,6 +111,59 @@ def test_the_formats_read_back_the_same_records(srv, tmp_path):
     frame = read_log(tmp_path / "a.csv", frame=True)
     assert isinstance(frame, pd.DataFrame) and list(frame.columns) == list(FIELDS)
     assert len(frame) == 500 and frame["bytes_received"].sum() == r.bytes_received
+
+
+@pytest.mark.parametrize("keepalive", [True, False], ids=["keep-alive", "a connect each"])
+def test_connect_is_the_part_of_a_requests_time_its_connect_took(srv, tmp_path, keepalive):
+    """`connect`: with keep-alive each connection's first request alone
+    carries its connect (the others 0), without it every request; added to
+    `start` it is the send, which a route's 30 ms delay comes after; the
+    run's connect_time and processing are the records' connect and their
+    time less it."""
+    r = httpbench.run(srv.url("/delay?ms=30"), requests=12, concurrency=3, keepalive=keepalive,
+                      progress=False, log=tmp_path / "a.csv")
+    recs = read_log(tmp_path / "a.csv")
+    opened = [x for x in recs if x.connect > 0]
+    assert len(opened) == (3 if keepalive else 12) == r.connects, recs
+    assert {x.connection for x in opened} == {0, 1, 2}
+    for x in recs:
+        end = x.intended_start + x.latency
+        assert x.start <= x.start + x.connect <= end - 0.030, x
+    assert max(x.connect for x in recs) == pytest.approx(r.connect_time.max, rel=0.02, abs=2e-6)
+    processing = [x.intended_start + x.latency - x.start - x.connect for x in recs]
+    assert min(processing) == pytest.approx(r.processing.min, rel=0.02, abs=2e-6)
+
+
+@pytest.mark.parametrize("ext", ["csv", "jsonl", "db"])
+def test_a_log_written_before_connect_was_a_field_reads_with_connect_0(srv, tmp_path, ext):
+    """A log of the eleven fields before `connect` (CSV's header, JSON's
+    keys, the table's columns) reads back, connect 0; a CSV row of another
+    width than its header's is no record."""
+    httpbench.run(srv.url("/rnd?c=10"), requests=20, progress=False, log=tmp_path / "a.csv")
+    recs = read_log(tmp_path / "a.csv")
+    old = FIELDS[:-1]
+    path = tmp_path / f"old.{ext}"
+    if ext == "csv":
+        lines = (tmp_path / "a.csv").read_text().splitlines()
+        path.write_text("\n".join([",".join(old)] + [x.rsplit(",", 1)[0] for x in lines[1:]])
+                        + "\n")
+    elif ext == "jsonl":
+        path.write_text("".join(json.dumps({k: v for k, v in x._asdict().items() if k in old})
+                                + "\n" for x in recs))
+    else:
+        db = sqlite3.connect(path)
+        db.execute(f"CREATE TABLE requests ({', '.join(old)})")
+        db.executemany(f"INSERT INTO requests VALUES ({','.join('?' * len(old))})",
+                       [x[:-1] for x in recs])
+        db.commit()
+        db.close()
+    assert read_log(path) == [x._replace(connect=0.0) for x in recs]
+    if ext == "csv":
+        lines = (tmp_path / "a.csv").read_text().splitlines()
+        lines[5] = lines[5].rsplit(",", 1)[0]
+        (tmp_path / "b.csv").write_text("\n".join(lines) + "\n")
+        with pytest.raises(ValueError, match="line 6: 11 fields, where the header has 12"):
+            read_log(tmp_path / "b.csv")
 
 
 def _timeouts_logged(srv, tmp_path):
