@@ -123,6 +123,7 @@ static void log_outcome(bthread *t, const bexch *ex, int64_t now, uint8_t outcom
         .start = start - b->start,
         .latency = now - ex->t_intended,
         .connect = ex->connect_ns,
+        .first = ex->t_first ? ex->t_first - b->start : -1,
         .tx = ex->tx,
         .rx = ex->rx,
         .conn = ex->conn,

@@ -102,6 +102,9 @@ static char *csv_line(hb_rlog *l, char *p, const hb_rlog_rec *r)
         p = put_u64(p, (uint64_t)r->stream);
     *p++ = ',';
     p = put_seconds(p, r->connect);
+    *p++ = ',';
+    if (r->first >= 0)
+        p = put_seconds(p, r->first);
     *p++ = '\n';
     return p;
 }
@@ -134,6 +137,8 @@ static char *json_line(hb_rlog *l, char *p, const hb_rlog_rec *r)
     p = r->stream > 0 ? put_u64(p, (uint64_t)r->stream) : PUT_LIT(p, "null");
     p = PUT_LIT(p, ",\"connect\":");
     p = put_seconds(p, r->connect);
+    p = PUT_LIT(p, ",\"first_byte\":");
+    p = r->first >= 0 ? put_seconds(p, r->first) : PUT_LIT(p, "null");
     p = PUT_LIT(p, "}\n");
     return p;
 }
@@ -182,7 +187,8 @@ static void flush_out(hb_rlog *l, uint64_t records)
 }
 
 static const char CSV_HEADER[] = "intended_start,start,latency,status,bytes_sent,"
-                                 "bytes_received,failure,name,connection,thread,stream,connect\n";
+                                 "bytes_received,failure,name,connection,thread,stream,connect,"
+                                 "first_byte\n";
 
 /* The file is emptied (it may have held another run's log) when its first
  * line is written, not before: a run that writes nothing leaves it as it

@@ -26,6 +26,8 @@ typedef struct {
     int64_t start;    /* when it was sent (its intended start when it never was) */
     int64_t latency;  /* from intended to its outcome (as the run's latency) */
     int64_t connect;  /* of its time, its connection's connect (0: it went on an open one) */
+    int64_t first;    /* its response's first byte (HTTP/2: its head), from the run's start;
+                       * -1: none came */
     uint64_t tx, rx;  /* bytes: the request's, and its response's (HTTP/2: DATA) */
     uint32_t conn;    /* the connection, over all threads */
     int32_t stream;   /* HTTP/2: its stream id; 0 over HTTP/1.1 */

@@ -14,6 +14,8 @@ or an SQLite table `requests`; read_log() reads any of them back.
     stream                  HTTP/2's stream id; None (empty) over HTTP/1.1
     connect                 seconds of its latency that were its connection's
                             connect (handshakes included): 0 on an open connection
+    first_byte              its response's first byte (HTTP/2: its head), in seconds
+                            from the start time; None (empty) when none came
 
 The records are written by a C thread from rings the loop threads fill
 (csrc/rlog.c): the loop never waits for the log, and a record that finds
@@ -38,9 +40,11 @@ from ._check import log_format
 __all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile", "writable_kind"]
 
 FIELDS = ("intended_start", "start", "latency", "status", "bytes_sent", "bytes_received",
-          "failure", "name", "connection", "thread", "stream", "connect")
+          "failure", "name", "connection", "thread", "stream", "connect", "first_byte")
+# The fields of a log written before connect and first_byte were fields.
+FIELDS_BEFORE = FIELDS[:11]
 # Records a ring holds per loop thread before the writer must have taken
-# some (64 bytes each: 4 MiB a thread).
+# some (72 bytes each: 4.5 MiB a thread).
 RING_RECORDS = 65536
 
 
@@ -58,8 +62,9 @@ class LogRecord(NamedTuple):
     connection: int
     thread: int
     stream: int | None
-    # (Last, with a default: a log written before it had the field reads as 0.)
+    # (Last, with defaults: a log written before they were fields reads so.)
     connect: float = 0.0
+    first_byte: float | None = None
 
 
 def _csv_name(name: str) -> bytes:
@@ -170,11 +175,12 @@ class LogFile:
                 db.execute("CREATE TABLE requests (intended_start REAL, start REAL, "
                            "latency REAL, status INTEGER, bytes_sent INTEGER, "
                            "bytes_received INTEGER, failure TEXT, name TEXT, "
-                           "connection INTEGER, thread INTEGER, stream INTEGER, connect REAL)")
+                           "connection INTEGER, thread INTEGER, stream INTEGER, connect REAL, "
+                           "first_byte REAL)")
                 with open(self.written_path, newline="", encoding="utf-8") as f:
                     rows = csv.reader(f)
                     next(rows, None)
-                    db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    db.executemany(f"INSERT INTO requests VALUES ({','.join('?' * len(FIELDS))})",
                                    (_typed(r) for r in rows))
                 db.commit()
             finally:
@@ -198,7 +204,8 @@ def _typed(row: Sequence[str], width: int = len(FIELDS)) -> LogRecord:
     return LogRecord(float(row[0]), float(row[1]), float(row[2]),
                      int(row[3]) if row[3] else None, int(row[4]), int(row[5]), row[6], row[7],
                      int(row[8]), int(row[9]), int(row[10]) if row[10] else None,
-                     float(row[11]) if len(row) > 11 else 0.0)
+                     *((float(row[11]), float(row[12]) if row[12] else None)
+                       if width > 11 else ()))
 
 
 class _NotALog(ValueError):
@@ -236,7 +243,7 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
             with open(path, newline="", encoding="utf-8") as f:
                 rows = csv.reader(f)
                 head = next(rows, None)
-                if head is None or tuple(head) not in (FIELDS, FIELDS[:-1]):
+                if head is None or tuple(head) not in (FIELDS, FIELDS_BEFORE):
                     raise _NotALog(f"{os.fspath(path)}: not a request log (its header is "
                                    f"{head!r})")
                 last: tuple[int, list[str]] | None = None  # (parsed a row late: it may be cut)
@@ -265,9 +272,10 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
         else:
             db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
             try:
-                # (A table written before `connect` was a field reads as 0 there.)
+                # (A table written before `connect` and `first_byte` were
+                # fields reads their defaults.)
                 have = {r[1] for r in db.execute("PRAGMA table_info(requests)")}
-                fields = FIELDS if "connect" in have else FIELDS[:-1]
+                fields = FIELDS if "connect" in have else FIELDS_BEFORE
                 records = [LogRecord(*row) for row in db.execute(
                     f"SELECT {', '.join(fields)} FROM requests ORDER BY rowid")]
             finally:

@@ -7,6 +7,7 @@ something else."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import IO, Any
@@ -16,10 +17,12 @@ from .._url import split_url
 from .._version import __version__
 from ..progress import Milestones
 from ..render.ab import AbLayout, ab_report
+from ..render.tool_logs import ab_gnuplot_lines
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)
-from .execute import execute_mode, output_options, output_paths, report_stream
+from .execute import (execute_mode, logged_records, output_options, output_paths,
+                      report_stream)
 from .flags import Flag, checked, given_last, mode_parser, whole
 
 PROG = "httpbench ab"
@@ -84,7 +87,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("-l",), "", "Accept variable document length (use this for dynamic pages)",
          "lengths_vary=True; Document Length reads Variable"),
     Flag(("-g",), "filename", "Output collected data to gnuplot format file.",
-         "use --log FILE (.csv): a record per request, with its start and times", refused=True),
+         "the same file: a line a complete request (its start, and its connect, processing, "
+         "total and wait in ms), from httpbench's per-request log (--log FILE has every "
+         "request's record, to the nanosecond)"),
     Flag(("-e",), "filename", "Output CSV file with percentages served",
          "the same CSV: the time in ms within which 0 to 100% were served"),
     Flag(("-r",), "", "Don't exit on socket receive errors.",
@@ -204,13 +209,28 @@ def ab_main(argv: Sequence[str]) -> int:
     print(f"Benchmarking {host}{through} (be patient)", end="\n" if kwargs["progress"] else "",
           file=chat, flush=True)
 
-    def write_report(r: Result, out: IO[str]) -> None:
-        if kwargs["progress"]:
-            print(f"Finished {r.complete + r.failed} requests", file=sys.stderr, flush=True)
-        else:
-            print(".....done", file=chat, flush=True)
-        if verbosity >= 2 and r.first_head:
-            out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
-        out.write("\n\n" + ab_report(r, layout))
+    gnuplot = args.opt_g
+    if gnuplot is not None:
+        try:
+            # (Written after the run, as ab writes it; known writable first.)
+            with open(gnuplot, "a", encoding="ascii"):
+                pass
+        except OSError as e:
+            print(f"{PROG}: -g: Cannot open gnuplot output file {gnuplot}: {e.strerror}",
+                  file=sys.stderr)
+            return 2
+    with logged_records(kwargs) if gnuplot else contextlib.nullcontext() as records:
 
-    return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e)
+        def write_report(r: Result, out: IO[str]) -> None:
+            if kwargs["progress"]:
+                print(f"Finished {r.complete + r.failed} requests", file=sys.stderr, flush=True)
+            else:
+                print(".....done", file=chat, flush=True)
+            if verbosity >= 2 and r.first_head:
+                out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
+            out.write("\n\n" + ab_report(r, layout))
+            if gnuplot is not None and records is not None and r.start_time is not None:
+                with open(gnuplot, "w", encoding="ascii") as f:
+                    f.writelines(ab_gnuplot_lines(records(), r.start_time))
+
+        return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e)

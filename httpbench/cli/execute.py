@@ -6,17 +6,22 @@ not start (a name that did not resolve, no threads or descriptors)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 from .._settings import SettingError
 from ..exceptions import HttpbenchError, TLSError
+from ..reqlog import LogRecord, read_log
 from ..result import Result
 from ..runner import run
 from .common import FLAGS, Outputs, UsageError, one_line, run_settings
 
-__all__ = ["execute", "execute_mode", "output_options", "write_csv", "OUTPUT_FLAGS"]
+__all__ = ["execute", "execute_mode", "output_options", "write_csv", "OUTPUT_FLAGS",
+           "logged_records"]
 
 # The output files every mode takes, as long options the tools do not have.
 OUTPUT_FLAGS = ("json", "html", "log", "log_sample", "hgrm", "metrics", "metrics_run",
@@ -109,3 +114,17 @@ def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
     if isinstance(r, int):
         return r
     return 0 if r.ok else 1
+
+
+@contextlib.contextmanager
+def logged_records(kwargs: dict[str, Any]) -> Iterator[Callable[[], list[LogRecord]]]:
+    """For a mode's per-request output (h2load's --log-file, ab's -g,
+    hey's -o csv), made from httpbench's per-request log: run()'s `log` in
+    kwargs, --log's file when given, else a temporary CSV removed after.
+    Yields what reads its records once the run is over (none when it wrote
+    none)."""
+    with tempfile.TemporaryDirectory(prefix="httpbench-records-") as tmp:
+        if kwargs.get("log") is None:
+            kwargs["log"] = os.path.join(tmp, "requests.csv")
+        path = kwargs["log"]
+        yield lambda: read_log(path) if os.path.exists(path) else []

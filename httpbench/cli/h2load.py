@@ -12,21 +12,20 @@ import re
 import socket
 import ssl
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from .. import _check
 from .._url import split_url
 from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
-from ..render.h2load_log import write_h2load_log
-from ..reqlog import read_log
+from ..render.tool_logs import h2load_log_lines
 from ..result import Result
 from ..scenario import Request, Scenario, join_target
 from .common import UsageError, parse_headers, read_body_file, without_added
-from .execute import execute_mode, output_options, output_paths, report_stream
+from .execute import (execute_mode, logged_records, output_options, output_paths,
+                      report_stream)
 from .flags import Flag, checked, mode_parser, rate_per, whole
 
 PROG = "httpbench h2load"
@@ -395,9 +394,19 @@ def h2load_main(argv: Sequence[str]) -> int:
                     ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")
     kwargs["progress"] = phases
 
-    with h2load_log_file(args.opt_log_file, kwargs) as h2log:
-        if h2log is None and args.opt_log_file is not None:
+    log_file = None
+    if args.opt_log_file is not None:
+        try:
+            # Opened before the run and appended to, as h2load opens it.
+            log_file = open(args.opt_log_file, "a", encoding="ascii")
+        except OSError as e:
+            print(f"{PROG}: --log-file: Could not open file {args.opt_log_file}: {e.strerror}",
+                  file=sys.stderr)
             return 2
+    with contextlib.ExitStack() as stack:
+        records = stack.enter_context(logged_records(kwargs)) if log_file else None
+        if log_file is not None:
+            stack.enter_context(log_file)
 
         def write_report(r: Result, out: IO[str]) -> None:
             phases.finish()
@@ -405,28 +414,7 @@ def h2load_main(argv: Sequence[str]) -> int:
                 out.write(r.first_head.replace("\r\n", "\n"))
             out.write(h2load_report(r, app_info=not phases.told,
                                     warmup=kwargs["warmup"] or 0.0))
-            if h2log is not None and r.start_time is not None and os.path.exists(kwargs["log"]):
-                write_h2load_log(h2log, read_log(kwargs["log"]), r.start_time)
+            if log_file is not None and records is not None and r.start_time is not None:
+                log_file.writelines(h2load_log_lines(records(), r.start_time))
 
         return execute_mode(PROG, url, kwargs, args, write_report)
-
-
-@contextlib.contextmanager
-def h2load_log_file(path: str | None, kwargs: dict[str, Any]) -> Iterator[IO[str] | None]:
-    """--log-file's file, opened for appending as h2load opens it (None,
-    said on standard error, when it cannot be; None without the flag), and
-    run()'s log, which it is made from: --log's when given, else a
-    temporary CSV removed after."""
-    if path is None:
-        yield None
-        return
-    try:
-        f = open(path, "a", encoding="ascii")
-    except OSError as e:
-        print(f"{PROG}: --log-file: Could not open file {path}: {e.strerror}", file=sys.stderr)
-        yield None
-        return
-    with f, tempfile.TemporaryDirectory(prefix="httpbench-h2load-") as tmp:
-        if kwargs.get("log") is None:
-            kwargs["log"] = os.path.join(tmp, "requests.csv")
-        yield f

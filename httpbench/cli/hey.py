@@ -6,16 +6,18 @@ honoured is refused, never read as something else."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Sequence
 from typing import IO, Any
 
 from .. import _check
 from .._url import split_url
 from ..render.hey import hey_report
+from ..render.tool_logs import hey_csv_lines
 from ..result import Result
 from ..runner import basic_auth
 from .common import UsageError, parse_headers, parse_time, read_body_file, without_added
-from .execute import execute_mode, output_options
+from .execute import execute_mode, logged_records, output_options
 from .flags import Flag, checked, mode_parser, rate_per, whole
 
 PROG = "httpbench hey"
@@ -31,8 +33,9 @@ FLAGS: tuple[Flag, ...] = (
          "specified, n is ignored. Examples: -z 10s -z 3m.",
          "duration=T (Go's durations: 10s, 3m, 1m30s, 500ms); -n is then ignored, as hey's"),
     Flag(("-o",), "csv", "Output type. \"csv\" is the only supported alternative.",
-         "use --log FILE.csv: a record per request (docs/log.md gives its columns)",
-         refused=True),
+         "csv: hey's rows in place of the report, a response each, from httpbench's "
+         "per-request log (--log FILE has every request's record); another value is refused "
+         "(hey prints it as a Go template)"),
     Flag(("-m",), "METHOD", "HTTP method, one of GET, POST, PUT, DELETE, HEAD, OPTIONS.",
          "method=NAME (upper-cased, as hey's)"),
     Flag(("-H",), "HEADER", "Custom HTTP header. You can specify as many as needed by "
@@ -97,10 +100,17 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         # -z 0 is hey's own default, no duration: -n's requests are run.
         z = parse_time("-z", args.opt_z, checked=False)
         duration = _check.seconds("-z", z) if z != 0 else None
+    if args.opt_o not in (None, "", "csv"):
+        raise UsageError(f"-o: csv is the only output type (hey prints {args.opt_o!r} as a "
+                         "template of its report)")
     if duration is not None:
         requests = None  # "If duration is specified, n is ignored."
     elif requests is not None and requests < concurrency:
         raise UsageError(f"-n cannot be less than -c ({requests} < {concurrency}), as in hey")
+    elif requests is not None:
+        # Each of hey's workers runs n / c requests ("Ignore the case where
+        # b.N % b.C != 0"): -n 5 -c 2 is 4.
+        requests = requests // concurrency * concurrency
     rate = rate_per("-q", args.opt_q, concurrency) if args.opt_q is not None else None
     seconds = whole("-t", args.opt_t, 0, int(_check.YEAR))
     if args.opt_d is not None and args.opt_D is not None:
@@ -147,8 +157,13 @@ def hey_main(argv: Sequence[str]) -> int:
         return settings
     url, kwargs = settings
 
-    def write_report(r: Result, out: IO[str]) -> None:
-        out.write(hey_report(r))
+    with logged_records(kwargs) if args.opt_o == "csv" else contextlib.nullcontext() as records:
 
-    return execute_mode(PROG, url, kwargs, args, write_report)
+        def write_report(r: Result, out: IO[str]) -> None:
+            # -o csv: the rows alone, as hey prints them (httpbench's own
+            # figures are in --json).
+            out.write("".join(hey_csv_lines(records())) if records is not None
+                      else hey_report(r))
+
+        return execute_mode(PROG, url, kwargs, args, write_report)
 

@@ -9,6 +9,8 @@ import json
 import re
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -286,8 +288,64 @@ def test_a_flag_ab_has_and_httpbench_cannot_honour_is_refused(tmp_path, server, 
 
 def test_the_refusals_name_what_to_use_instead():
     here = {f.names[0]: f.here for f in REFUSED}
-    assert "--log" in here["-g"] and "--html" in here["-w"]
-    assert {"-B", "-g", "-w", "-x", "-y", "-z", "-I"} == set(here)  # (-b: socket_buffer)
+    assert "--html" in here["-w"]
+    assert {"-B", "-w", "-x", "-y", "-z", "-I"} == set(here)  # (-b: socket_buffer)
+
+
+GNUPLOT_HEAD = "starttime\tseconds\tctime\tdtime\tttime\twait"
+GNUPLOT_ROW = re.compile(r"^(\w{3} \w{3} \d{2} \d{2}:\d{2}:\d{2} \d{4})\t(\d+)\t(\d+)\t(\d+)\t"
+                         r"(\d+)\t(\d+)$")
+
+
+def gnuplot_rows(path: Path) -> list[tuple[str, int, int, int, int, int]]:
+    """ab -g's file: its header, then its rows, each held to ab's form
+    (apr_ctime's start, the epoch's seconds, four whole milliseconds)."""
+    lines = path.read_text().split("\n")
+    assert lines[0] == GNUPLOT_HEAD and lines[-1] == "", lines
+    rows = []
+    for line in lines[1:-1]:
+        m = GNUPLOT_ROW.match(line)
+        assert m is not None, line
+        rows.append((m[1], *(int(x) for x in m.groups()[1:])))
+    return rows
+
+
+@needs_ab
+@pytest.mark.parametrize("keep", [[], ["-k"]], ids=["a connection each", "keep-alive"])
+def test_g_writes_abs_gnuplot_file(tmp_path, keep):
+    """-g writes ab's gnuplot file: a row a complete request, in the order
+    of their times, beside the real ab's on a route that answers after 20
+    ms: the same header and count, each row's start within the run (its
+    words those of its seconds), its processing, total and wait at 20 ms
+    or more, its total its connect and processing to a rounding's
+    millisecond; a file that was there is written over."""
+    with httpbench.Server() as srv:
+        url = srv.url("/delay?ms=20")
+        for name, cmd in (("real", [AB]), ("ours", [sys.executable, "-m", "httpbench", "ab"])):
+            path = tmp_path / f"{name}.tsv"
+            path.write_text("a file that was there\n")
+            began = time.time()
+            r = subprocess.run([*cmd, "-q", "-n", "12", "-c", "3", *keep, "-g", str(path), url],
+                               capture_output=True, text=True, cwd=tmp_path, env=tool_env(),
+                               timeout=60)
+            ended = time.time()
+            assert r.returncode == 0, r.stderr
+            rows = gnuplot_rows(path)
+            assert len(rows) == 12, (name, rows)
+            for words, seconds, ctime, dtime, ttime, wait in rows:
+                assert int(began) <= seconds <= ended, (name, rows)
+                assert words == time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(seconds))
+                assert dtime >= 20 and ttime >= 20 and wait >= 20, (name, rows)
+                assert abs(ttime - ctime - dtime) <= 1, (name, rows)
+            assert [row[4] for row in rows] == sorted(row[4] for row in rows), (name, rows)
+
+
+def test_g_that_cannot_be_written_is_said_before_anything_is_sent(tmp_path, server):
+    before = server.stats()["requests"]
+    r = hb("ab", "-n", "5", "-g", str(tmp_path / "no" / "such.tsv"), server.url("/rnd?c=10"),
+           cwd=tmp_path)
+    assert r.returncode == 2 and "Cannot open gnuplot output file" in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
 
 
 def test_the_layout_is_abs_then_httpbenchs_after_a_blank_line(tmp_path, server):

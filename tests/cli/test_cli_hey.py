@@ -272,12 +272,62 @@ def test_bad_values_are_usage_errors_with_nothing_sent(tmp_path, server, args, w
     assert server.stats()["requests"] == before
 
 
-def test_o_csv_is_refused_naming_the_log(tmp_path, server):
+HEY_CSV_HEAD = "response-time,DNS+dialup,DNS,Request-write,Response-delay,Response-read," \
+    "status-code,offset"
+HEY_ROW = re.compile(r"^(\d+\.\d{4}),(\d+\.\d{4}),(\d+\.\d{4}),(\d+\.\d{4}),(\d+\.\d{4}),"
+                     r"(\d+\.\d{4}),(\d{3}),(\d+\.\d{4})$")
+
+
+def csv_rows(out: str) -> list[tuple[float, ...]]:
+    """hey -o csv's output: its header, then its rows, each held to hey's
+    form (seven figures with four decimals about a status)."""
+    lines = out.split("\n")
+    assert lines[0] == HEY_CSV_HEAD and lines[-1] == "", out
+    rows = []
+    for line in lines[1:-1]:
+        m = HEY_ROW.match(line)
+        assert m is not None, line
+        rows.append(tuple(float(x) for x in m.groups()))
+    return rows
+
+
+@needs_hey
+def test_o_csv_is_heys_rows_a_response(tmp_path):
+    """-o csv prints hey's rows in place of its report: a response each,
+    in the order they came, beside the real hey's on a route that answers
+    after 20 ms: the same header, count and statuses, each response's time
+    over 20 ms and, in the mode's, its parts (the connect, the wait for the
+    first byte, the read) adding up to it, the offsets within the run; and
+    404s, a connection each, are rows too, as hey's."""
+    with httpbench.Server() as srv:
+        real, ours = both(["-n", "12", "-c", "3", "-o", "csv"], srv.url("/delay?ms=20"), tmp_path)
+        posts = both(["-n", "6", "-c", "2", "-o", "csv", "-disable-keepalive"],
+                     srv.url("/status/404"), tmp_path)
+    for out in (real, ours):
+        rows = csv_rows(out)
+        assert len(rows) == 12 and {r[6] for r in rows} == {200}, out
+        assert all(r[0] >= 0.0195 and r[7] < 1.0 for r in rows), out
+    for r in csv_rows(ours):
+        assert abs(r[0] - (r[1] + r[2] + r[3] + r[4] + r[5])) <= 0.00025, ours
+    assert [len(csv_rows(x)) for x in posts] == [6, 6], posts
+    assert {r[6] for x in posts for r in csv_rows(x)} == {404}, posts
+
+
+@needs_hey
+def test_n_not_a_multiple_of_c_is_n_over_c_a_worker_as_heys(tmp_path, server):
+    """hey's workers each run n / c requests, the remainder dropped: -n 5
+    -c 2 is 4 responses (the mode ran 5)."""
+    real, ours = both(["-n", "5", "-c", "2"], server.url("/rnd?c=10"), tmp_path)
+    assert parse_statuses(real) == parse_statuses(ours) == {200: 4}, (real, ours)
+
+
+def test_o_other_than_csv_is_refused(tmp_path, server):
+    """hey prints another -o as a Go template of its report (`-o json`
+    prints `json`): refused, nothing sent."""
     before = server.stats()["requests"]
-    r = hb("hey", "-o", "csv", "-n", "10", server.url("/rnd?c=10"), cwd=tmp_path)
-    assert r.returncode == 2 and "-o" in r.stderr and "--log" in r.stderr, r.stderr
-    assert "not honoured" in r.stderr and not r.stdout
-    assert server.stats()["requests"] == before
+    r = hb("hey", "-o", "json", "-n", "10", server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2 and "-o: csv is the only output type" in r.stderr, r.stderr
+    assert not r.stdout and server.stats()["requests"] == before
 
 
 def test_the_manual_page_holds_the_table_made_from_the_flags():

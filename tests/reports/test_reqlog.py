@@ -21,7 +21,7 @@ import httpbench
 import httpbench.local
 import httpbench.reqlog
 from httpbench import Request, Scenario, read_log
-from httpbench.reqlog import FIELDS, LogRecord
+from httpbench.reqlog import FIELDS, FIELDS_BEFORE, LogRecord
 
 from helpers import python
 
@@ -114,12 +114,13 @@ def test_the_formats_read_back_the_same_records(srv, tmp_path):
 
 
 @pytest.mark.parametrize("keepalive", [True, False], ids=["keep-alive", "a connect each"])
-def test_connect_is_the_part_of_a_requests_time_its_connect_took(srv, tmp_path, keepalive):
+def test_connect_and_first_byte_time_a_requests_parts(srv, tmp_path, keepalive):
     """`connect`: with keep-alive each connection's first request alone
     carries its connect (the others 0), without it every request; added to
-    `start` it is the send, which a route's 30 ms delay comes after; the
-    run's connect_time and processing are the records' connect and their
-    time less it."""
+    `start` it is the send, which a route's 30 ms delay comes after, before
+    `first_byte`; the run's connect_time, processing and waiting are the
+    records' connect, their time less it, and the first byte less the
+    send."""
     r = httpbench.run(srv.url("/delay?ms=30"), requests=12, concurrency=3, keepalive=keepalive,
                       progress=False, log=tmp_path / "a.csv")
     recs = read_log(tmp_path / "a.csv")
@@ -128,24 +129,31 @@ def test_connect_is_the_part_of_a_requests_time_its_connect_took(srv, tmp_path, 
     assert {x.connection for x in opened} == {0, 1, 2}
     for x in recs:
         end = x.intended_start + x.latency
-        assert x.start <= x.start + x.connect <= end - 0.030, x
+        assert x.first_byte is not None, x
+        # (A response read whole has its first byte at its end: 1e-9 for
+        # the sum's rounding.)
+        assert x.start <= x.start + x.connect <= x.first_byte - 0.030 <= end - 0.030 + 1e-9, x
     assert max(x.connect for x in recs) == pytest.approx(r.connect_time.max, rel=0.02, abs=2e-6)
     processing = [x.intended_start + x.latency - x.start - x.connect for x in recs]
     assert min(processing) == pytest.approx(r.processing.min, rel=0.02, abs=2e-6)
+    waiting = [x.first_byte - x.start - x.connect for x in recs]
+    assert max(waiting) == pytest.approx(r.waiting.max, rel=0.02, abs=2e-6)
 
 
 @pytest.mark.parametrize("ext", ["csv", "jsonl", "db"])
-def test_a_log_written_before_connect_was_a_field_reads_with_connect_0(srv, tmp_path, ext):
-    """A log of the eleven fields before `connect` (CSV's header, JSON's
-    keys, the table's columns) reads back, connect 0; a CSV row of another
-    width than its header's is no record."""
+def test_a_log_written_before_connect_and_first_byte_reads_with_their_defaults(
+        srv, tmp_path, ext):
+    """A log of the eleven fields before `connect` and `first_byte` (CSV's
+    header, JSON's keys, the table's columns) reads back, connect 0 and
+    first_byte None; a CSV row of another width than its header's is no
+    record."""
     httpbench.run(srv.url("/rnd?c=10"), requests=20, progress=False, log=tmp_path / "a.csv")
     recs = read_log(tmp_path / "a.csv")
-    old = FIELDS[:-1]
+    old = FIELDS_BEFORE
     path = tmp_path / f"old.{ext}"
     if ext == "csv":
         lines = (tmp_path / "a.csv").read_text().splitlines()
-        path.write_text("\n".join([",".join(old)] + [x.rsplit(",", 1)[0] for x in lines[1:]])
+        path.write_text("\n".join([",".join(old)] + [x.rsplit(",", 2)[0] for x in lines[1:]])
                         + "\n")
     elif ext == "jsonl":
         path.write_text("".join(json.dumps({k: v for k, v in x._asdict().items() if k in old})
@@ -154,15 +162,15 @@ def test_a_log_written_before_connect_was_a_field_reads_with_connect_0(srv, tmp_
         db = sqlite3.connect(path)
         db.execute(f"CREATE TABLE requests ({', '.join(old)})")
         db.executemany(f"INSERT INTO requests VALUES ({','.join('?' * len(old))})",
-                       [x[:-1] for x in recs])
+                       [x[:len(old)] for x in recs])
         db.commit()
         db.close()
-    assert read_log(path) == [x._replace(connect=0.0) for x in recs]
+    assert read_log(path) == [x._replace(connect=0.0, first_byte=None) for x in recs]
     if ext == "csv":
         lines = (tmp_path / "a.csv").read_text().splitlines()
         lines[5] = lines[5].rsplit(",", 1)[0]
         (tmp_path / "b.csv").write_text("\n".join(lines) + "\n")
-        with pytest.raises(ValueError, match="line 6: 11 fields, where the header has 12"):
+        with pytest.raises(ValueError, match="line 6: 12 fields, where the header has 13"):
             read_log(tmp_path / "b.csv")
 
 
@@ -172,6 +180,7 @@ def _timeouts_logged(srv, tmp_path):
                       progress=False, log=tmp_path / "slow.csv")
     recs = read_log(tmp_path / "slow.csv")
     assert [x.failure for x in recs] == ["timeout"] * 4 == ["timeout"] * r.failures["timeout"]
+    assert [x.first_byte for x in recs] == [None] * 4  # (no byte came)
     return recs
 
 
