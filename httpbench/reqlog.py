@@ -32,12 +32,12 @@ import os
 import sqlite3
 import stat
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ._check import log_format
 
-__all__ = ["LogRecord", "read_log", "FIELDS", "log_format", "LogFile", "writable_kind"]
+__all__ = ["LogRecord", "read_log", "iter_log", "FIELDS", "log_format", "LogFile", "writable_kind"]
 
 FIELDS = ("intended_start", "start", "latency", "status", "bytes_sent", "bytes_received",
           "failure", "name", "connection", "thread", "stream", "connect", "first_byte")
@@ -226,7 +226,7 @@ def _drop_cut(path: str | os.PathLike[str], line: int) -> None:
     """Says that the last record (line `line`), cut short, is left out:
     the records before it are whole, and a cut number may still parse."""
     warnings.warn(f"{os.fspath(path)}: line {line}, the last, is cut short (no newline ends "
-                  "it, as when the run was killed while writing it): left out", stacklevel=3)
+                  "it, as when the run was killed while writing it): left out", stacklevel=4)
 
 
 def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
@@ -234,8 +234,22 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
     .db or .sqlite): a list of LogRecord, or with frame=True a pandas
     DataFrame of them (pandas imported here). ValueError for another
     extension or a file that is not a log."""
+    records = list(iter_log(path))
+    if not frame:
+        return records
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("read_log(frame=True) needs pandas: pip install pandas") from None
+    return pd.DataFrame(records, columns=list(FIELDS))
+
+
+def iter_log(path: str | os.PathLike[str]) -> Iterator[LogRecord]:
+    """read_log's records one at a time, in the file's order, none held:
+    for a log too long to hold (the drop-in modes' per-request outputs
+    read it so). The same ValueErrors, raised when the record that is not
+    one is reached."""
     fmt = log_format("path", path)
-    records: list[LogRecord] = []
     line = 0
     try:
         if fmt == "csv":
@@ -250,25 +264,27 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
                 for row in rows:
                     if last is not None:
                         line = last[0]
-                        records.append(_typed(last[1], len(head)))
+                        yield _typed(last[1], len(head))
                     last = (rows.line_num, row)
                 if last is not None:
                     line = last[0]
                     if cut:
                         _drop_cut(path, line)
                     else:
-                        records.append(_typed(last[1], len(head)))
+                        yield _typed(last[1], len(head))
         elif fmt == "jsonl":
             cut = _cut_short(path)
             with open(path, encoding="utf-8") as f:
                 for line, text in enumerate(f, 1):
                     if cut and not text.endswith("\n"):
                         try:
-                            records.append(LogRecord(**json.loads(text)))
+                            record = LogRecord(**json.loads(text))
                         except (TypeError, json.JSONDecodeError):
                             _drop_cut(path, line)
+                        else:
+                            yield record
                     elif text.strip():
-                        records.append(LogRecord(**json.loads(text)))
+                        yield LogRecord(**json.loads(text))
         else:
             db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
             try:
@@ -276,8 +292,8 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
                 # fields reads their defaults.)
                 have = {r[1] for r in db.execute("PRAGMA table_info(requests)")}
                 fields = FIELDS if "connect" in have else FIELDS_BEFORE
-                records = [LogRecord(*row) for row in db.execute(
-                    f"SELECT {', '.join(fields)} FROM requests ORDER BY rowid")]
+                for row in db.execute(f"SELECT {', '.join(fields)} FROM requests ORDER BY rowid"):
+                    yield LogRecord(*row)
             finally:
                 db.close()
     except _NotALog as e:
@@ -286,10 +302,3 @@ def read_log(path: str | os.PathLike[str], frame: bool = False) -> Any:
         # (JSONDecodeError is a ValueError.)
         at = f"line {line}: " if line else ""
         raise ValueError(f"{os.fspath(path)}: not a request log ({at}{e})") from None
-    if not frame:
-        return records
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError("read_log(frame=True) needs pandas: pip install pandas") from None
-    return pd.DataFrame(records, columns=list(FIELDS))

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from .._settings import SettingError
 from ..exceptions import HttpbenchError, TLSError
-from ..reqlog import LogRecord, read_log
+from ..reqlog import LogRecord, iter_log
 from ..result import Result
 from ..runner import run
 from .common import FLAGS, Outputs, UsageError, one_line, run_settings
@@ -117,14 +117,14 @@ def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
 
 
 @contextlib.contextmanager
-def logged_records(kwargs: dict[str, Any]) -> Iterator[Callable[[], list[LogRecord]]]:
+def logged_records(kwargs: dict[str, Any]) -> Iterator[Callable[[], Iterator[LogRecord]]]:
     """For a mode's per-request output (h2load's --log-file, ab's -g,
     hey's -o csv), made from httpbench's per-request log: run()'s `log` in
     kwargs, --log's file when given, else a temporary CSV removed after.
-    Yields what reads its records once the run is over (none when it wrote
-    none)."""
+    Yields what reads its records, one at a time in the log's order, once
+    the run is over (none when it wrote none)."""
     with tempfile.TemporaryDirectory(prefix="httpbench-records-") as tmp:
         if kwargs.get("log") is None:
             kwargs["log"] = os.path.join(tmp, "requests.csv")
         path = kwargs["log"]
-        yield lambda: read_log(path) if os.path.exists(path) else []
+        yield lambda: iter_log(path) if os.path.exists(path) else iter(())

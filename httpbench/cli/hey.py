@@ -162,8 +162,10 @@ def hey_main(argv: Sequence[str]) -> int:
         def write_report(r: Result, out: IO[str]) -> None:
             # -o csv: the rows alone, as hey prints them (httpbench's own
             # figures are in --json).
-            out.write("".join(hey_csv_lines(records())) if records is not None
-                      else hey_report(r))
+            if records is not None:
+                out.writelines(hey_csv_lines(records()))
+            else:
+                out.write(hey_report(r))
 
         return execute_mode(PROG, url, kwargs, args, write_report)
 

@@ -98,6 +98,9 @@ def test_the_formats_read_back_the_same_records(srv, tmp_path):
     db.commit()
     db.close()
     assert read_log(tmp_path / "b.jsonl") == recs == read_log(tmp_path / "c.db")
+    # One at a time (the drop-in modes' outputs read a long log so): the same.
+    for name in ("a.csv", "b.jsonl", "c.db"):
+        assert list(httpbench.reqlog.iter_log(tmp_path / name)) == recs
     assert len(recs) == r.issued
     # The loop's own SQLite file has the table and types the docs name.
     httpbench.run(srv.url("/rnd?c=10"), requests=50, progress=False, log=tmp_path / "d.sqlite")
