@@ -17,7 +17,7 @@ from .._url import split_url
 from .._version import __version__
 from ..progress import Milestones
 from ..render.ab import AbLayout, ab_report
-from ..render.tool_logs import ab_gnuplot_lines
+from .tool_logs import ab_gnuplot_lines
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)

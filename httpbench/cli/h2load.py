@@ -20,7 +20,7 @@ from .. import _check
 from .._url import split_url
 from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
-from ..render.tool_logs import h2load_log_lines
+from .tool_logs import h2load_log_lines
 from ..result import Result
 from ..scenario import Request, Scenario, join_target
 from .common import UsageError, parse_headers, read_body_file, without_added

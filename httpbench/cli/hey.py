@@ -13,7 +13,7 @@ from typing import IO, Any
 from .. import _check
 from .._url import split_url
 from ..render.hey import hey_report
-from ..render.tool_logs import hey_csv_lines
+from .tool_logs import hey_csv_lines
 from ..result import Result
 from ..runner import basic_auth
 from .common import UsageError, parse_headers, parse_time, read_body_file, without_added

@@ -326,8 +326,8 @@ def test_g_writes_abs_gnuplot_file(tmp_path, keep):
             path.write_text("a file that was there\n")
             began = time.time()
             r = subprocess.run([*cmd, "-q", "-n", "12", "-c", "3", *keep, "-g", str(path), url],
-                               capture_output=True, text=True, cwd=tmp_path, env=tool_env(),
-                               timeout=60)
+                               capture_output=True, text=True, cwd=tmp_path,
+                               env=tool_env() if name == "real" else None, timeout=60)
             ended = time.time()
             assert r.returncode == 0, r.stderr
             rows = gnuplot_rows(path)

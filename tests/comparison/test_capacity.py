@@ -45,6 +45,7 @@ def test_arguments_are_checked():
             httpbench.capacity(url, **kwargs)
 
 
+@pytest.mark.timing  # (a p99 of wall-clock time: run alone, not beside another worker)
 def test_capacity_of_a_known_service_time():
     # 10 connections, each request 20 ms: 500 a second is the most it takes
     # with p99 under 40 ms (past it, queues grow through the stage).
