@@ -17,13 +17,13 @@ from .._url import split_url
 from .._version import __version__
 from ..progress import Milestones
 from ..render.ab import AbLayout, ab_report
-from .tool_logs import ab_gnuplot_lines
 from ..result import Result
 from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)
 from .execute import (execute_mode, logged_records, output_options, output_paths,
                       report_stream)
 from .flags import Flag, checked, given_last, mode_parser, whole
+from .tool_logs import ab_gnuplot_lines
 
 PROG = "httpbench ab"
 
@@ -204,22 +204,17 @@ def ab_main(argv: Sequence[str]) -> int:
     verbosity = kwargs.pop("_verbosity")
     host = split_url(url).host
     through = f" [through {args.opt_X}]" if args.opt_X else ""
-    chat = report_stream(output_paths(args, args.opt_e))
-    print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=chat)
-    print(f"Benchmarking {host}{through} (be patient)", end="\n" if kwargs["progress"] else "",
-          file=chat, flush=True)
+    with logged_records(kwargs) if args.opt_g else contextlib.nullcontext() as records:
 
-    gnuplot = args.opt_g
-    if gnuplot is not None:
-        try:
-            # (Written after the run, as ab writes it; known writable first.)
-            with open(gnuplot, "a", encoding="ascii"):
-                pass
-        except OSError as e:
-            print(f"{PROG}: -g: Cannot open gnuplot output file {gnuplot}: {e.strerror}",
-                  file=sys.stderr)
-            return 2
-    with logged_records(kwargs) if gnuplot else contextlib.nullcontext() as records:
+        def write_gnuplot(r: Result, f: IO[str]) -> None:
+            if records is not None and r.start_time is not None:
+                f.writelines(ab_gnuplot_lines(records(), r.start_time))
+
+        files = {"-g": (args.opt_g, write_gnuplot)}
+        chat = report_stream(output_paths(args, args.opt_e, files))
+        print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=chat)
+        print(f"Benchmarking {host}{through} (be patient)",
+              end="\n" if kwargs["progress"] else "", file=chat, flush=True)
 
         def write_report(r: Result, out: IO[str]) -> None:
             if kwargs["progress"]:
@@ -229,8 +224,5 @@ def ab_main(argv: Sequence[str]) -> int:
             if verbosity >= 2 and r.first_head:
                 out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
             out.write("\n\n" + ab_report(r, layout))
-            if gnuplot is not None and records is not None and r.start_time is not None:
-                with open(gnuplot, "w", encoding="ascii") as f:
-                    f.writelines(ab_gnuplot_lines(records(), r.start_time))
 
-        return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e)
+        return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e, files=files)

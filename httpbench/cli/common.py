@@ -12,7 +12,7 @@ import stat
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import IO, Any
 
 from .. import _check
@@ -312,8 +312,11 @@ class Outputs:
     error at once, not a traceback after a long run. A file the run never
     wrote to is removed again if it did not exist before."""
 
-    def __init__(self, paths: Mapping[str, str | None]) -> None:
+    def __init__(self, paths: Mapping[str, str | None], appended: Collection[str] = ()) -> None:
+        """appended: the flags whose files are added to, not emptied (h2load's
+        --log-file)."""
         self.files: dict[str, tuple[str, IO[str], bool]] = {}
+        self.appended = frozenset(appended)
         to_stdout = [flag for flag, path in paths.items() if path == "-"]
         if len(to_stdout) > 1:  # (they went out one after the other, mixed)
             raise UsageError(f"{' and '.join(to_stdout)} both ask for standard output (-): "
@@ -338,11 +341,12 @@ class Outputs:
             self.files[flag] = (path, os.fdopen(fd, "a"), existed)
 
     def get(self, flag: str) -> IO[str] | None:
-        """The file for flag, emptied for writing; None when not asked for."""
+        """The file for flag, emptied for writing (unless appended to); None
+        when not asked for."""
         if flag not in self.files:
             return None
         path, f, _ = self.files[flag]
-        if path != "-" and stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        if path != "-" and flag not in self.appended and stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             f.seek(0)
             f.truncate()
         return f

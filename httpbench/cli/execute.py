@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import IO, Any
 
 from .._settings import SettingError
@@ -41,10 +41,18 @@ def write_csv(result: Result, f: IO[str]) -> None:
         f.write(f"{p},{result.latency.percentile(p) * 1e3:.3f}\n")
 
 
-def output_paths(args: Any, csv: str | None = None) -> dict[str, str | None]:
-    """The files every mode's output options name (and ab's -e CSV), by
-    flag: execute()'s paths."""
-    return {"-e": csv, "--json": args.json, "--hgrm": args.hgrm, "--html": args.html}
+# A mode's own output file, by its flag: its path (None when not asked
+# for) and what writes it once the run is over.
+ModeFiles = Mapping[str, tuple[str | None, Callable[[Result, IO[str]], None]]]
+
+
+def output_paths(args: Any, csv: str | None = None,
+                 files: ModeFiles | None = None) -> dict[str, str | None]:
+    """The files every mode's output options name (and ab's -e CSV, and a
+    mode's own files), by flag: execute()'s paths."""
+    paths = {"-e": csv, "--json": args.json, "--hgrm": args.hgrm, "--html": args.html}
+    paths.update({flag: path for flag, (path, _) in (files or {}).items()})
+    return paths
 
 
 def report_stream(paths: Mapping[str, str | None]) -> IO[str]:
@@ -57,15 +65,17 @@ def report_stream(paths: Mapping[str, str | None]) -> IO[str]:
 
 def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | None],
             write_report: Callable[[Result, IO[str]], None],
-            flags: Mapping[str, str] = FLAGS) -> Result | int:
+            flags: Mapping[str, str] = FLAGS, files: ModeFiles | None = None,
+            appended: Collection[str] = ()) -> Result | int:
     """Runs run(url, **kwargs) and writes its report with write_report (to
     standard error when an output goes to standard output) and the files
-    paths names ("-e": ab's CSV, "--json", "--hgrm", "--html"). The Result,
-    or the exit status when nothing was measured. A setting run() refuses
-    is named by its flag in flags (httpbench's own, unless a mode gives
-    its tool's)."""
+    paths names ("-e": ab's CSV, "--json", "--hgrm", "--html", and a mode's
+    own files, each by its writer; those whose flags are in appended are
+    added to, not emptied). The Result, or the exit status when nothing
+    was measured. A setting run() refuses is named by its flag in flags
+    (httpbench's own, unless a mode gives its tool's)."""
     try:
-        outputs = Outputs(paths)
+        outputs = Outputs(paths, appended)
     except UsageError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
@@ -100,17 +110,24 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
             write_csv(r, out)
         else:
             out.write(text if text.endswith("\n") else text + "\n")
+    for flag, (_, write) in (files or {}).items():
+        out = outputs.get(flag)
+        if out is not None:
+            write(r, out)
     outputs.close()
     return r
 
 
 def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
                  write_report: Callable[[Result, IO[str]], None], csv: str | None = None,
-                 flags: Mapping[str, str] = FLAGS) -> int:
+                 flags: Mapping[str, str] = FLAGS, files: ModeFiles | None = None,
+                 appended: Collection[str] = ()) -> int:
     """A drop-in mode's run: execute() with the output options every mode
-    takes (and ab's -e CSV), and httpbench's exit status: 0 when no request
-    failed, 1 when some did or nothing could start, 2 for bad settings."""
-    r = execute(prog, url, kwargs, output_paths(args, csv), write_report, flags)
+    takes (and ab's -e CSV, and the mode's own files), and httpbench's exit
+    status: 0 when no request failed, 1 when some did or nothing could
+    start, 2 for bad settings."""
+    r = execute(prog, url, kwargs, output_paths(args, csv, files), write_report, flags, files,
+                appended)
     if isinstance(r, int):
         return r
     return 0 if r.ok else 1

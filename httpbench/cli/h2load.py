@@ -20,13 +20,13 @@ from .. import _check
 from .._url import split_url
 from ..progress import Milestones
 from ..render.h2load import app_info_lines, h2load_report
-from .tool_logs import h2load_log_lines
 from ..result import Result
 from ..scenario import Request, Scenario, join_target
 from .common import UsageError, parse_headers, read_body_file, without_added
 from .execute import (execute_mode, logged_records, output_options, output_paths,
                       report_stream)
 from .flags import Flag, checked, mode_parser, rate_per, whole
+from .tool_logs import h2load_log_lines
 
 PROG = "httpbench h2load"
 
@@ -387,26 +387,20 @@ def h2load_main(argv: Sequence[str]) -> int:
     if kwargs["threads"] > (os.cpu_count() or 1):
         print("-t: warning: the number of threads is greater than hardware cores.",
               file=sys.stderr)
-    chat = report_stream(output_paths(args))
-    print("starting benchmark...", file=chat, flush=True)
-    phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
-                    kwargs["duration"], kwargs["warmup"], chat,
-                    ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")
-    kwargs["progress"] = phases
+    with logged_records(kwargs) if args.opt_log_file else contextlib.nullcontext() as records:
 
-    log_file = None
-    if args.opt_log_file is not None:
-        try:
-            # Opened before the run and appended to, as h2load opens it.
-            log_file = open(args.opt_log_file, "a", encoding="ascii")
-        except OSError as e:
-            print(f"{PROG}: --log-file: Could not open file {args.opt_log_file}: {e.strerror}",
-                  file=sys.stderr)
-            return 2
-    with contextlib.ExitStack() as stack:
-        records = stack.enter_context(logged_records(kwargs)) if log_file else None
-        if log_file is not None:
-            stack.enter_context(log_file)
+        def write_log(r: Result, f: IO[str]) -> None:
+            if records is not None and r.start_time is not None:
+                f.writelines(h2load_log_lines(records(), r.start_time))
+
+        # (Opened before the run and added to, as h2load opens it.)
+        files = {"--log-file": (args.opt_log_file, write_log)}
+        chat = report_stream(output_paths(args, files=files))
+        print("starting benchmark...", file=chat, flush=True)
+        phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
+                        kwargs["duration"], kwargs["warmup"], chat,
+                        ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")
+        kwargs["progress"] = phases
 
         def write_report(r: Result, out: IO[str]) -> None:
             phases.finish()
@@ -414,7 +408,6 @@ def h2load_main(argv: Sequence[str]) -> int:
                 out.write(r.first_head.replace("\r\n", "\n"))
             out.write(h2load_report(r, app_info=not phases.told,
                                     warmup=kwargs["warmup"] or 0.0))
-            if log_file is not None and records is not None and r.start_time is not None:
-                log_file.writelines(h2load_log_lines(records(), r.start_time))
 
-        return execute_mode(PROG, url, kwargs, args, write_report)
+        return execute_mode(PROG, url, kwargs, args, write_report, files=files,
+                            appended={"--log-file"})

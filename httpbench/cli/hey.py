@@ -13,12 +13,12 @@ from typing import IO, Any
 from .. import _check
 from .._url import split_url
 from ..render.hey import hey_report
-from .tool_logs import hey_csv_lines
 from ..result import Result
 from ..runner import basic_auth
 from .common import UsageError, parse_headers, parse_time, read_body_file, without_added
 from .execute import execute_mode, logged_records, output_options
 from .flags import Flag, checked, mode_parser, rate_per, whole
+from .tool_logs import hey_csv_lines
 
 PROG = "httpbench hey"
 

@@ -344,7 +344,11 @@ def test_g_that_cannot_be_written_is_said_before_anything_is_sent(tmp_path, serv
     before = server.stats()["requests"]
     r = hb("ab", "-n", "5", "-g", str(tmp_path / "no" / "such.tsv"), server.url("/rnd?c=10"),
            cwd=tmp_path)
-    assert r.returncode == 2 and "Cannot open gnuplot output file" in r.stderr, r.stderr
+    assert r.returncode == 2 and "-g: cannot write" in r.stderr, r.stderr
+    assert server.stats()["requests"] == before
+    # A run that never starts (its name does not resolve) leaves no file it made.
+    r = hb("ab", "-n", "5", "-g", "made.tsv", "http://no-such-host.invalid/", cwd=tmp_path)
+    assert r.returncode == 1 and not (tmp_path / "made.tsv").exists(), r.stderr
     assert server.stats()["requests"] == before
 
 
