@@ -554,14 +554,20 @@ def test_an_answer_just_after_the_end_of_d_is_not_done_as_h2loads(tmp_path, prot
     later, and the req/s is over the duration. The h2load mode counted an
     answer that came before the loop's next look (its 50 ms tick): `68
     total, 68 started, 68 done` where h2load says `66 total, 68 started,
-    66 done`. (Each run's done is its own: a 45 ms answer's time varies.)"""
+    66 done`. (Each run's done is its own: a 45 ms answer's time varies.
+    Each client has one request in flight at the end, unless its answer
+    came just before it and its next was not yet sent: on one loaded CPU
+    a run read `44 started, 43 done`, so one or two are started, not done;
+    the mode's are its cancelled ones, exactly.)"""
     with httpbench.Server() as srv:
         real, ours = both(["-D", "1", "-c", "2", *protocol], srv.url("/delay?ms=45"), tmp_path)
     for out in (real, ours):
         fields = parse(out)
         total, started, done, ok = (int(x) for x in fields["requests"][:4])
-        assert total == done == ok > 0 and started == done + 2, (real, ours)
+        assert total == done == ok > 0 and started - done in (1, 2), (real, ours)
         assert fields["finished"][1] == f"{done:.2f}", (real, ours)
+    total, started, done, _ = (int(x) for x in parse(ours)["requests"][:4])
+    assert f"Cancelled requests: {started - done} (in flight when the run ended)" in ours, ours
     assert parse(ours)["finished"][0] == "1.00s", ours
 
 
