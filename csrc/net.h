@@ -143,8 +143,8 @@ struct hb_sock {
     void *ctx;                  /* the transport's own state, per socket */
     void *shared;               /* the transport's settings, shared by many
                                  * sockets (TLS: an hb_tls); set before opening */
-    void *keep;                 /* kept across reconnects (a TLS session to
-                                 * resume); freed by hb_sock_release */
+    void *keep;                 /* kept across reconnects (TLS: the session to
+                                 * resume, the last SSL); freed by hb_sock_release */
     int wants;                  /* after EAGAIN: HB_SOCK_WANT_READ or _WRITE */
     int buffer;                 /* SO_SNDBUF and SO_RCVBUF set before connecting, bytes
                                  * (0: the kernel's autotuning, which a set size ends) */

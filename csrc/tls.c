@@ -48,6 +48,24 @@ typedef struct {
     unsigned char first;    /* client: the server's first byte, once seen_peer */
 } tls_conn;
 
+/* What a client socket keeps across its connections (s->keep): the newest
+ * resumable session the server gave it, and the state of its last
+ * connection when that one ended soundly, cleared for the next rather
+ * than freed and made again (SSL_new builds some sixty objects), as
+ * h2load keeps each client's SSL. Freed by hb_sock_release. */
+typedef struct {
+    SSL_SESSION *session;
+    tls_conn *spare;
+} tls_keep;
+
+/* s's keep, made at its first use; NULL when out of memory. */
+static tls_keep *keep_of(hb_sock *s)
+{
+    if (s->keep == NULL)
+        s->keep = calloc(1, sizeof(tls_keep));
+    return s->keep;
+}
+
 /* The last failure's reason, per thread: a failed call's caller reads it
  * at once, on the same thread, and it outlives the socket's close. */
 static __thread char last_error[256];
@@ -176,11 +194,11 @@ done:
 static int on_new_session(SSL *ssl, SSL_SESSION *sess)
 {
     hb_sock *s = SSL_get_app_data(ssl);
-    if (s == NULL || !SSL_SESSION_is_resumable(sess))
+    tls_keep *k;
+    if (s == NULL || !SSL_SESSION_is_resumable(sess) || (k = keep_of(s)) == NULL)
         return 0;
-    if (s->keep != NULL)
-        SSL_SESSION_free(s->keep);
-    s->keep = sess;
+    SSL_SESSION_free(k->session);
+    k->session = sess;
     return 1; /* the reference is ours */
 }
 
@@ -416,16 +434,50 @@ static long watch_reads(BIO *b, int oper, const char *argp, size_t len, int argi
     return ret;
 }
 
+/* A client's SSL for its next connection: its last one's, cleared, when it
+ * kept one (SSL_clear keeps the context's settings, the record buffers
+ * and the last session, which is replaced: a session offered must be the
+ * newest, or none when not resuming); else a new one. NULL when out of
+ * memory. */
+static tls_conn *client_conn(hb_sock *s, const hb_tls *t)
+{
+    tls_keep *k = s->keep;
+    tls_conn *c = k != NULL ? k->spare : NULL;
+    if (c != NULL) {
+        k->spare = NULL;
+        SSL *ssl = c->ssl;
+        memset(c, 0, sizeof *c);
+        c->ssl = ssl;
+        if (SSL_clear(ssl) && SSL_set_session(ssl, t->resume ? k->session : NULL))
+            return c;
+        SSL_free(ssl);
+        free(c);
+        ERR_clear_error();
+    }
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->ssl = SSL_new(t->ctx);
+    if (c->ssl == NULL ||
+        (t->resume && k != NULL && k->session != NULL && !SSL_set_session(c->ssl, k->session))) {
+        SSL_free(c->ssl);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* The SSL for a socket just made or attached (s->fd set). Returns 0, or -1
  * with errno (the socket is left to the caller). */
 static int conn_new(hb_sock *s)
 {
     const hb_tls *t = s->shared;
-    tls_conn *c = calloc(1, sizeof *c);
+    tls_conn *c = t->server ? calloc(1, sizeof *c) : client_conn(s, t);
     if (c == NULL)
-        return -1;
-    c->ssl = SSL_new(t->ctx);
-    if (c->ssl == NULL || !SSL_set_fd(c->ssl, s->fd))
+        goto nomem;
+    if (t->server && (c->ssl = SSL_new(t->ctx)) == NULL)
+        goto nomem;
+    if (!SSL_set_fd(c->ssl, s->fd))
         goto nomem;
     if (t->server) {
         SSL_set_accept_state(c->ssl);
@@ -440,8 +492,6 @@ static int conn_new(hb_sock *s)
             !(t->name_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), t->name)
                          : SSL_set1_host(c->ssl, t->name)))
             goto nomem;
-        if (t->resume && s->keep != NULL && !SSL_set_session(c->ssl, s->keep))
-            goto nomem;
         BIO *rbio = SSL_get_rbio(c->ssl);
         BIO_set_callback_arg(rbio, (char *)c);
         BIO_set_callback_ex(rbio, watch_reads);
@@ -449,29 +499,38 @@ static int conn_new(hb_sock *s)
     s->ctx = c;
     return 0;
 nomem:
-    SSL_free(c->ssl);
+    if (c != NULL)
+        SSL_free(c->ssl);
     free(c);
     ERR_clear_error();
     errno = ENOMEM;
     return -1;
 }
 
-/* Frees the SSL and closes the socket. A close_notify goes first when the
- * session is sound (RFC 8446 section 6.1), without waiting for the
- * peer's. The process must ignore SIGPIPE (Python does): OpenSSL writes
- * with write(2), which a reset connection answers with it. */
+/* Closes the socket, and frees its SSL or, a client's that ended soundly,
+ * keeps it for the next connection (client_conn). A close_notify goes
+ * first when the session is sound (RFC 8446 section 6.1), without waiting
+ * for the peer's. The process must ignore SIGPIPE (Python does): OpenSSL
+ * writes with write(2), which a reset connection answers with it. */
 static void tls_close(hb_sock *s)
 {
     tls_conn *c = s->ctx;
     if (c != NULL) {
+        int said = 0; /* the close_notify was sent or is on its way */
         if (c->opened && !c->broken) {
             int fl = fcntl(s->fd, F_GETFL);
             if (fl >= 0 && !(fl & O_NONBLOCK))
                 fcntl(s->fd, F_SETFL, fl | O_NONBLOCK); /* never wait to say goodbye */
-            SSL_shutdown(c->ssl);
+            said = SSL_shutdown(c->ssl) >= 0;
         }
-        SSL_free(c->ssl);
-        free(c);
+        const hb_tls *t = s->shared;
+        tls_keep *k = said && !t->server ? keep_of(s) : NULL;
+        if (k != NULL && k->spare == NULL) {
+            k->spare = c;
+        } else {
+            SSL_free(c->ssl);
+            free(c);
+        }
         ERR_clear_error();
         s->ctx = NULL;
     }
@@ -783,7 +842,13 @@ static int tls_describe(hb_sock *s, hb_sock_info *out)
 
 static void tls_release(hb_sock *s)
 {
-    SSL_SESSION_free(s->keep);
+    tls_keep *k = s->keep;
+    SSL_SESSION_free(k->session);
+    if (k->spare != NULL) {
+        SSL_free(k->spare->ssl);
+        free(k->spare);
+    }
+    free(k);
 }
 
 const hb_transport hb_net_tls = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import http.server
+import itertools
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 import threading
 import time
 
@@ -384,6 +386,80 @@ def test_keepalive_off_resumes_sessions_unless_told_not_to(tls_srv):
     r = httpbench.run(url, requests=200, concurrency=4, keepalive=False, cafile=tls_srv.cafile,
                       tls_resume=False, progress=False)
     assert r.complete == 200 and r.tls_full_handshakes == 200 and r.tls_resumed_handshakes == 0
+
+
+class _Handshakes:
+    """A TLS server (Python's ssl) answering each connection's request
+    with 200 and Connection: close, that notes each handshake's name (SNI)
+    and whether it resumed. Of each five connections the third is served
+    the certificate for wrong.example, and the fifth is closed before its
+    handshake."""
+
+    def __init__(self, pki: dict[str, Path]) -> None:
+        self.reused: list[bool] = []  # each handshake's, before its answer
+        self.names: list[str | None] = []
+        self.good = server_context(pki["server"], pki["server_key"])
+        self.wrong = server_context(pki["wrong"], pki["wrong_key"])
+        for ctx in (self.good, self.wrong):
+            ctx.sni_callback = lambda sock, name, ctx: self.names.append(name)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        for k in itertools.count():
+            try:
+                raw, _ = self.sock.accept()
+            except OSError:
+                return
+            if k % 5 == 4:
+                raw.close()
+                continue
+            try:
+                ctx = self.wrong if k % 5 == 2 else self.good
+                with ctx.wrap_socket(raw, server_side=True) as s:
+                    got = b""
+                    while b"\r\n\r\n" not in got:
+                        part = s.recv(4096)
+                        if not part:
+                            break
+                        got += part
+                    self.reused.append(s.session_reused)
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                              b"Connection: close\r\n\r\nok")
+            except (OSError, ssl.SSLError):
+                raw.close()
+
+
+def test_each_connection_sends_the_name_checks_it_and_offers_the_newest_session(pki):
+    """A client keeps its last connection's TLS state for the next (cleared
+    rather than made again, as h2load keeps its SSL): every new connection
+    still sends the name (SNI), checks the certificate against it, and
+    offers the newest session only when resuming; one that failed leaves
+    the next to start afresh. 20 connections one after another, 4 closed
+    before their handshake and 4 shown the wrong name's certificate."""
+    srv = _Handshakes(pki)
+    try:
+        url = f"https://localhost:{srv.port}/"
+        r = httpbench.run(url, requests=20, keepalive=False, cafile=pki["ca"], tls_resume=False,
+                          progress=False)
+        assert r.complete == 12 and r.failures["tls"] == 8, r.first_error
+        assert "hostname mismatch" in r.first_error or "closed" in r.first_error
+        assert r.tls_full_handshakes == 12 and r.tls_resumed_handshakes == 0
+        assert srv.names == ["localhost"] * 16  # each ClientHello that came
+        assert srv.reused == [False] * 12
+        # Resuming: the first in full, then each resumes its newest ticket,
+        # but for those shown the wrong certificate (a session is for its
+        # server's, and the name check fails on a full handshake).
+        del srv.reused[:], srv.names[:]
+        r = httpbench.run(url, requests=20, keepalive=False, cafile=pki["ca"], progress=False)
+        assert r.complete == 12 and r.failures["tls"] == 8, r.first_error
+        assert "hostname mismatch" in r.first_error
+        assert srv.names == ["localhost"] * 16
+        assert srv.reused == [False] + [True] * 11
+        assert r.tls_full_handshakes == 1 and r.tls_resumed_handshakes == 11
+    finally:
+        srv.sock.close()
 
 
 def test_handshake_failures_are_their_own_class(tls_srv):
