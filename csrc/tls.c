@@ -523,8 +523,8 @@ static void tls_close(hb_sock *s)
                 fcntl(s->fd, F_SETFL, fl | O_NONBLOCK); /* never wait to say goodbye */
             said = SSL_shutdown(c->ssl) >= 0;
         }
-        const hb_tls *t = s->shared;
-        tls_keep *k = said && !t->server ? keep_of(s) : NULL;
+        /* (Not s->shared's word: its owner may have freed it first.) */
+        tls_keep *k = said && !SSL_is_server(c->ssl) ? keep_of(s) : NULL;
         if (k != NULL && k->spare == NULL) {
             k->spare = c;
         } else {
