@@ -66,12 +66,17 @@ def test_capacity_of_a_known_service_time():
 
 class _RateLimited(BaseHTTPRequestHandler):
     """200 within a token bucket of RATE a second (burst BURST), else 503.
-    The burst absorbs the bunching of a server thread scheduled late (under
-    a sanitizer, or on one CPU); above the rate it is used up within a
-    stage, and then every request past the rate is a 503."""
+    The burst absorbs the bunching of a thread scheduled late (under a
+    sanitizer, or on one CPU shared with another worker): an open loop
+    stalled for a while sends what fell due at once, and a quarter of a
+    second of it (75 at 300/s) still finds tokens; 30, a tenth, was once
+    too few at 250/s on a loaded CPU. Above the rate a stage's surplus
+    (3 s at 312/s: 37; at 330/s: 91) meets at most one burst, and once a
+    stage has broken the next starts with none: 330/s and above always
+    break, 312/s and 321/s may hold, so capacity lands between them."""
 
     protocol_version = "HTTP/1.1"
-    RATE, BURST = 300.0, 30.0
+    RATE, BURST = 300.0, 75.0
     lock = threading.Lock()
     tokens, last = BURST, time.monotonic()
 
@@ -106,7 +111,7 @@ def test_capacity_of_a_rate_limit():
     assert 270 <= c.rate <= 330, c.report()
     broken = [s for s in c.steps if not s.held]
     assert broken and all(s.why.startswith("error rate") for s in broken), c.report()
-    assert all(s.errors == 0 for s in c.steps if s.target < 280)
+    assert all(s.errors == 0 for s in c.steps if s.target < 280), c.report()
 
 
 class _Missing(BaseHTTPRequestHandler):
