@@ -129,6 +129,7 @@ static void as_plaintext(int fd_server, int fd_client, const uint8_t *data, size
             break;
     }
     hb_sock_close(&c);
+    hb_sock_release(&c); /* the SSL a sound close kept for a next connection */
     hb_sock_close(&s.sock);
     hb_sess_free(&s);
 }
