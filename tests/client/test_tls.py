@@ -16,9 +16,9 @@ import ssl
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from helpers import exact, nginx, server_context, tool_env

@@ -70,7 +70,7 @@ class _RateLimited(BaseHTTPRequestHandler):
     sanitizer, or on one CPU shared with another worker): an open loop
     stalled for a while sends what fell due at once, and a quarter of a
     second of it (75 at 300/s) still finds tokens; 30, a tenth, was once
-    too few at 250/s on a loaded CPU. Above the rate a stage's surplus
+    too few for a stage under 280/s on a loaded CPU. Above the rate a stage's surplus
     (3 s at 312/s: 37; at 330/s: 91) meets at most one burst, and once a
     stage has broken the next starts with none: 330/s and above always
     break, 312/s and 321/s may hold, so capacity lands between them."""
