@@ -23,7 +23,7 @@ http2.py's CPU figures hold it.
 
 Needs valgrind (`apt-get install -y valgrind`) and h2load; a point without
 a peer is skipped. Under valgrind a run is about fifty times slower: the
-whole table takes about half an hour at the default N.
+whole table took ten minutes here at the default N.
 """
 
 from __future__ import annotations
