@@ -29,12 +29,15 @@ __all__ = ["ROOT", "SHARED", "find_nginx", "free_port", "nginx", "pinned", "tool
            "run_floor", "embedded", "arguments", "server_port"]
 
 
-def arguments(doc: str, requests: int = 100_000, rounds: int = 3) -> argparse.ArgumentParser:
+def arguments(doc: str, requests: int = 100_000,
+              rounds: int | None = 3) -> argparse.ArgumentParser:
     """A script's parser: its docstring's first paragraph, --requests and
-    --rounds; the script adds its own."""
+    --rounds (none for a script that measures once: rounds=None); the
+    script adds its own."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=requests)
-    ap.add_argument("--rounds", type=int, default=rounds)
+    if rounds is not None:
+        ap.add_argument("--rounds", type=int, default=rounds)
     return ap
 
 

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _support import ROOT, arguments, embedded, free_port, nginx, pinned, server_port
-from http2 import POINTS, SAME_FIELDS, TARGET, h2load_cipher
+from http2 import POINTS, SAME_FIELDS, TARGET, cipher_option, h2load_cipher
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers import make_pki  # noqa: E402
@@ -109,18 +109,8 @@ def hb_argv(url: str, c: int, *flags: str) -> Argv:
                       "-c", str(c), "--threads", "1", *flags, url]
 
 
-def same_cipher(url: str, tmp: str) -> tuple[str, ...]:
-    """httpbench's option for h2load's cipher with url's server (nothing
-    over http): over TLS 1.2 nginx takes the client's first, and
-    httpbench's default (OpenSSL's list, AES-256 first) is not h2load's."""
-    tls = h2load_cipher(url, tmp)
-    if tls is None:
-        return ()
-    return ("--tls13-ciphers" if tls[0] == "TLSv1.3" else "-Z", tls[1])
-
-
 def http2_points(name: str, url: str, n: int, tmp: str, only: str) -> None:
-    same = same_cipher(url, tmp)
+    same = cipher_option(h2load_cipher(url, tmp))
     for c, m in POINTS:
         label = f"{name} ({c}, {m})"
         if only not in label:
@@ -136,7 +126,8 @@ def handshakes(name: str, url: str, n: int, tmp: str, only: str) -> None:
     label = f"{name} resumed handshakes"
     if only not in label:
         return
-    ours = per_request(hb_argv(url, 50, "--no-keepalive", *same_cipher(url, tmp)), n, tmp,
+    same = cipher_option(h2load_cipher(url, tmp))
+    ours = per_request(hb_argv(url, 50, "--no-keepalive", *same), n, tmp,
                        "--toggle-collect=hb_bl_run")
     peer = per_request(lambda k: ["h2load", "--h1", "-n", str(k), "-c", "50", "-t", "1", "-H",
                                   "Connection: close", url], n, tmp)
@@ -144,9 +135,14 @@ def handshakes(name: str, url: str, n: int, tmp: str, only: str) -> None:
 
 
 def main() -> int:
-    ap = arguments(__doc__, requests=20_000, rounds=1)
+    ap = arguments(__doc__, requests=20_000, rounds=None)
     ap.add_argument("--only", default="", help="the points whose label holds this word")
     args = ap.parse_args()
+    # The difference cancels each connection's set-up (its full handshake)
+    # only when the smaller run already opens all 50: the handshakes' N/100.
+    if args.requests < 5_000:
+        ap.error("--requests must be at least 5,000 (the handshakes' smaller run, N/100, "
+                 "must open all 50 connections)")
     missing = [tool for tool in ("valgrind", "callgrind_annotate", "h2load")
                if shutil.which(tool) is None]
     if missing:
