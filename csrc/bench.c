@@ -301,9 +301,6 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
             epoll_ctl(t->ep, EPOLL_CTL_ADD, t->tick_fd, &ev) != 0)
             return -1;
     }
-    /* Under a rate each connection starts every conc/rate seconds. */
-    if (cfg->rate > 0)
-        t->interval = (int64_t)((double)conc / cfg->rate * 1e9);
     return 0;
 }
 
@@ -333,10 +330,10 @@ static void launch(hb_bench *b, int nt)
     pthread_mutex_lock(&b->mu);
     b->start = b->last_outcome = hb_now_ns();
     if (b->end)
-        b->end = b->start + (int64_t)(cfg->duration * 1e9);
+        b->end = b->start + secs_ns(cfg->duration);
     if (b->warming) {
         b->end = 0; /* set by hb_bench_go */
-        b->warm_end = b->start + (int64_t)(cfg->warmup_seconds * 1e9);
+        b->warm_end = b->start + secs_ns(cfg->warmup_seconds);
     }
     b->gate_open = 1;
     pthread_cond_broadcast(&b->gate_cv);
@@ -457,12 +454,12 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     }
     b->start = hb_now_ns();
     b->last_outcome = b->start;
-    b->timeout_ns = (int64_t)(cfg->timeout * 1e9);
-    b->grace_ns = (int64_t)(cfg->grace * 1e9);
+    b->timeout_ns = secs_ns(cfg->timeout);
+    b->grace_ns = secs_ns(cfg->grace);
     b->tick_ns = b->timeout_ns / 4 < TICK_NS ? b->timeout_ns / 4 : TICK_NS;
     if (b->tick_ns < 1000000)
         b->tick_ns = 1000000;
-    b->end = cfg->duration > 0 ? b->start + (int64_t)(cfg->duration * 1e9) : 0;
+    b->end = cfg->duration > 0 ? b->start + secs_ns(cfg->duration) : 0;
     for (int i = 0, first = 0; i < nt; first += b->threads[i].nconns, i++)
         if (setup_thread(b, &b->threads[i], i, first, conc, nt) != 0)
             goto error;
@@ -536,7 +533,7 @@ void hb_bench_go(hb_bench *b, int64_t start_realtime_ns)
         b->paced = b->paced_measured;
         b->vus = b->vus_measured;
         b->start = b->last_outcome = now + ahead;
-        b->end = b->cfg.duration > 0 ? b->start + (int64_t)(b->cfg.duration * 1e9) : 0;
+        b->end = b->cfg.duration > 0 ? b->start + secs_ns(b->cfg.duration) : 0;
         b->tickets = 0;
         b->doc_len = -1;
         for (int i = 0; i < b->nreqs; i++)

@@ -154,7 +154,7 @@ typedef struct bconn {
     int paused;          /* BC_RETRY: a connect not yet counted (hb_bs_connect_later) */
     int64_t next_at;     /* rate: the next intended start */
     int64_t free_at;     /* when its last exchange ended (HTTP/2: a stream's slot freed) */
-    uint64_t seq;        /* a shape: requests this slot has started */
+    uint64_t seq;        /* a rate or a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
     int next_req;        /* order by sequence: the next request */
     int in_ready;        /* on the thread's ready stack */
@@ -265,7 +265,6 @@ struct bthread {
     int64_t wait_ns;   /* how long its waits in epoll last (a moving mean) */
     int sending;       /* its HTTP/2 connections with a request body still going out:
                         * while any is, no nap (bench_loop.c) */
-    int64_t interval;  /* rate: ns between one connection's starts */
     bconn **ready;     /* connections between requests, to start again */
     int nready;
     int rate_waiting;   /* connections in BC_RATE */
@@ -367,6 +366,14 @@ struct hb_bench {
     uint64_t log_written, log_dropped;
     int log_error;
 };
+
+/* s seconds (s >= 0, range-checked) in nanoseconds, rounded: cut, a
+ * duration of 0.3 s ended a nanosecond early, and the rate's last slot
+ * (hb_bp_rate_due, rounded the same way) could fall on either side. */
+static inline int64_t secs_ns(double s)
+{
+    return (int64_t)(s * 1e9 + 0.5);
+}
 
 /* Whether the run was asked to stop (stop_at is set by then). */
 static inline int stopped(hb_bench *b)
@@ -485,13 +492,17 @@ int hb_bp_sent_late(bthread *t, const bconn *c, int64_t now);
  * count bounds them; a relaxed look: another thread may take them
  * first). */
 uint64_t hb_bp_tickets_left(const hb_bench *b, int64_t now);
+/* Under a rate: when slot c's n-th request is due, from the run's start
+ * and the slot's index alone (exact to the nanosecond: no drift, so the
+ * requests due before an end are exactly rate x its length). */
+int64_t hb_bp_rate_due(const hb_bench *b, const bconn *c, uint64_t n);
 /* Under a shape: when slot c's n-th request is due, INT64_MAX when never. */
 int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n);
 /* Under a shape of connections: now when slot c may run, else when it may
  * next (INT64_MAX: never again). */
 int64_t hb_bp_vus_next(const hb_bench *b, const bconn *c, int64_t now);
 /* c took its request: its next intended start, under a rate (every
- * concurrency/rate seconds, t->interval) or a shape (its next due
+ * concurrency/rate seconds, hb_bp_rate_due) or a shape (its next due
  * instant); unchanged in a closed loop. */
 void hb_bp_advance(bthread *t, bconn *c);
 /* Which request c sends next in exchange x, and which of its variants

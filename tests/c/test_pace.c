@@ -57,8 +57,6 @@ static void make(run *r, int conc, int nt, double rate, hb_shape *shape, hb_shap
         t->nconns = conc / nt + (i < conc % nt);
         t->conns = &r->conns[first];
         t->ready = &r->ready[first];
-        if (rate > 0)
-            t->interval = (int64_t)((double)conc / rate * 1e9);
         first += t->nconns;
         hb_bp_schedule(t);
     }
@@ -125,6 +123,38 @@ static void rate(void)
         char what[48];
         snprintf(what, sizeof what, "rate: request %d at k/R", k);
         check(what, at[k], (int64_t)k * 10000000);
+    }
+}
+
+/* Rates whose interval is no whole number of nanoseconds (3000/s over 4
+ * connections: 1,333,333.3 ns): every slot where k/R rounds to, over a
+ * long run (no drift), and the slots due before a duration's end exactly
+ * rate x duration (a stepped interval ran fast: 6,001 in 2 s). */
+static void rate_uneven(void)
+{
+    struct {
+        int conc, nt;
+        double rate, secs;
+    } cases[] = {{4, 2, 3000, 2}, {1, 1, 3, 1},         {1, 1, 300000, 1},
+                 {3, 2, 7, 3},    {7, 2, 1e6 / 3, 1.5}, {64, 4, 99999.7, 10}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run r;
+        make(&r, cases[i].conc, cases[i].nt, cases[i].rate, NULL, NULL);
+        int64_t end = (int64_t)(cases[i].secs * 1e9 + 0.5);
+        uint64_t due = 0;
+        for (int j = 0; j < cases[i].nt; j++)
+            due += hb_bp_due_before(&r.t[j], end);
+        char what[96];
+        snprintf(what, sizeof what, "rate %g x %g s: due exactly", cases[i].rate, cases[i].secs);
+        check(what, (long long)due, llround(cases[i].rate * cases[i].secs));
+        /* The last connection's 1000th slot, stepped there one by one. */
+        bthread *t = &r.t[cases[i].nt - 1];
+        bconn *c = &t->conns[t->nconns - 1];
+        for (int n = 0; n < 1000; n++)
+            hb_bp_advance(t, c);
+        long double k = (long double)c->global + 1000.0L * cases[i].conc;
+        snprintf(what, sizeof what, "rate %g: slot 1000 at k/R, no drift", cases[i].rate);
+        check(what, c->next_at, llroundl(k * 1e9L / cases[i].rate));
     }
 }
 
@@ -247,6 +277,7 @@ int main(void)
 {
     tickets();
     rate();
+    rate_uneven();
     shape();
     vus();
     naps();

@@ -201,6 +201,23 @@ def test_an_open_loop_slower_than_its_rate_counts_every_due_request(srv):
     assert abs(s.client.unsent + s.issued - 500) <= 2  # a ramp from 0 to 1,000 over 1 s
 
 
+@pytest.mark.parametrize(("rate", "concurrency", "seconds"),
+                         [(3000, 4, 1.0), (3, 1, 1.0), (30, 1, 1.0), (7, 3, 3.0), (1e6 / 3, 2, 0.3)])
+def test_a_rates_due_requests_are_rate_times_duration_exactly(srv, rate, concurrency, seconds):
+    """Each slot from the start and its index, rounded once: at rates whose
+    interval is no whole number of nanoseconds (4/3000 s, 1/3 s), sent and
+    unsent add up to rate x duration exactly, with no grace to hide an
+    extra slot. Each connection's interval cut to whole nanoseconds ran
+    the schedule fast: -R 3000 -c 4 -d 2 sent 6,001, and --rate 3 -t 1 put
+    a phantom fourth slot in unsent ("1 due request never sent")."""
+    r = httpbench.run(srv.url("/"), rate=rate, concurrency=concurrency, duration=seconds,
+                      grace=0, progress=False)
+    exact(r)
+    c = r.client
+    assert c is not None
+    assert r.issued + c.unsent == round(rate * seconds), (r.issued, c.unsent)
+
+
 _STALLED = """
 import json, sys, httpbench
 print("go", flush=True)
