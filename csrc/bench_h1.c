@@ -42,6 +42,7 @@ typedef struct {
     int got_bytes; /* a response byte came for this request */
     int have_head;
     int reuse;      /* the response lets the socket be reused */
+    int closes;     /* and the server closes after it (hb_response's server_closes) */
     size_t sent;    /* request bytes written */
     int batch;      /* requests of the current write (1, or up to the pipeline) */
     int answered;   /* of which answered; the rest are in flight */
@@ -338,8 +339,11 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
         begin_reading(c);
         return;
     }
-    if (!h->reuse && !leftover && !h->refused) {
-        /* The server closes: wait for its FIN (the tick bounds the wait). */
+    if (!h->reuse && h->closes && !leftover && !h->refused) {
+        /* The server closes: wait for its FIN (the tick bounds the wait).
+         * Only then: a response the client will not reuse on its own
+         * account (both Content-Length and Transfer-Encoding) owes no FIN,
+         * and waiting for one held each request a tick (50 ms). */
         hb_bc_enter(c, H1_DRAIN);
         h->t_wait = now;
         t->draining++;
@@ -347,7 +351,7 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
         drain(t, c);
         return;
     }
-    if (!t->b->cfg.keepalive || leftover || h->refused)
+    if (!t->b->cfg.keepalive || !h->reuse || leftover || h->refused)
         hb_bs_close(c);
     end_batch(t, c, 0, now);
 }
@@ -413,6 +417,7 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     h->have_head = 1;
     current(c)->status = t->r.status;
     h->reuse = t->r.keep_alive;
+    h->closes = t->r.server_closes;
     current(c)->res->closing += !t->r.keep_alive;
     hb_body_init(&h->body, t->r.body, t->r.content_length);
     return (ssize_t)used;

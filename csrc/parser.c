@@ -464,6 +464,7 @@ static const char *parse_framing(hb_response *r, const char *buf, int flags)
     if (chunked > 1)
         return "chunked transfer coding applied more than once";
     r->keep_alive = r->minor_version >= 1 ? !close : keep_alive && !close;
+    r->server_closes = !r->keep_alive;
     if (r->status < 200 || (flags & HB_PARSE_HEAD_REQUEST) || r->status == 204 ||
         r->status == 304) {
         r->body = HB_BODY_NONE;
@@ -480,8 +481,10 @@ static const char *parse_framing(hb_response *r, const char *buf, int flags)
     } else {
         r->body = HB_BODY_CLOSE;
     }
-    if (r->body == HB_BODY_CLOSE)
+    if (r->body == HB_BODY_CLOSE) {
         r->keep_alive = 0;
+        r->server_closes = 1;
+    }
     return NULL;
 }
 

@@ -54,6 +54,12 @@ typedef struct {
     unsigned num_headers;
     unsigned folded : 1;     /* some value holds obs-fold (CRLF + WS) */
     unsigned keep_alive : 1; /* the connection may carry another request */
+    /* The server closes after this response: it said so (Connection:
+     * close; HTTP/1.0 without keep-alive) or its body runs to the close.
+     * keep_alive 0 without it is the client's own choice (both
+     * Content-Length and Transfer-Encoding): the server may keep the
+     * socket open, and no FIN is owed. */
+    unsigned server_closes : 1;
     hb_body_kind body;
     uint64_t content_length; /* for HB_BODY_LENGTH */
     /* Valid after HB_PARSE_ERROR: a static string naming the defect. */

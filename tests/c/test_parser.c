@@ -474,6 +474,42 @@ int main(void)
                   want, 1, 1);
     }
 
+    /* Whether the server closes after the response (server_closes), apart
+     * from whether the client may reuse the connection (keep_alive): the
+     * loop waits for a FIN only when the server owes one. */
+    {
+        static const struct {
+            const char *in;
+            int keep_alive, server_closes;
+        } closes[] = {
+            {"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1, 0},
+            {"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 0, 1},
+            {"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 0, 1},
+            {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", 1, 0},
+            /* RFC 9112 section 6.3, item 3: the client's own choice. */
+            {"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 0, 0},
+            {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+             "Content-Length: 3\r\n\r\n",
+             0, 1},
+            /* A body that runs to the close. */
+            {"HTTP/1.1 200 OK\r\n\r\n", 0, 1},
+            {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", 0, 1},
+        };
+        for (size_t i = 0; i < sizeof closes / sizeof closes[0]; i++) {
+            hb_response r;
+            hb_response_reset(&r);
+            int rc = hb_parse_response(&r, closes[i].in, strlen(closes[i].in), 0);
+            if (rc == HB_PARSE_DONE && r.keep_alive == closes[i].keep_alive &&
+                r.server_closes == closes[i].server_closes) {
+                passed++;
+            } else {
+                fprintf(stderr, "server_closes of \"%s\": rc %d keep-alive %d closes %d\n",
+                        closes[i].in, rc, r.keep_alive, r.server_closes);
+                failed++;
+            }
+        }
+    }
+
     /* The status code alone, as HTTP/2's :status carries it (RFC 9110
      * section 15): the same rule as the status line's. */
     {
