@@ -13,7 +13,10 @@ Options (all prefixed, so they never clash with pytest-benchmark):
   --httpbench-save=NAME          write the recorded runs to .httpbench/NAME.json
   --httpbench-compare=NAME       print each run beside that baseline ('latest': the newest)
   --httpbench-compare-fail=EXPR  fail a test whose median regressed past EXPR:
-                                 rps:10%, p50:10% or p99:10% (repeatable)
+                                 rps:10%, p50:10% or p99:10% (repeatable); and
+                                 one whose share of failed or non-2xx requests
+                                 rose past the baseline's by more than 1 point
+                                 (errors:N% sets it)
   --httpbench-html=FILE          write one standalone HTML report of the session's
                                  runs (beside the baseline with --httpbench-compare)
 Plain pytest with none of them runs as usual; a table of the recorded runs
@@ -36,6 +39,7 @@ from typing import Any
 
 import pytest
 
+from ._typed import FieldError, typed
 from .figures import SCHEMA
 from .noise import decide, spread
 from .render.text import headline
@@ -46,9 +50,17 @@ from .server import Server
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_terminal_summary", "Rounds",
            "DEFAULT_ROUNDS"]
 
-FAIL_FORMS = "rps:N%, p50:N% or p99:N% (e.g. rps:10%)"
+FAIL_FORMS = "rps:N%, p50:N%, p99:N% or errors:N% (e.g. rps:10%)"
 DEFAULT_ROUNDS = 5
-METRICS = ("rps", "p50", "p99")
+METRICS = ("rps", "p50", "p99", "errors")
+# The errors gate's threshold, in points of the share of requests that
+# failed or were answered outside 2xx, where --httpbench-compare-fail
+# names other metrics only: an endpoint gone from 200s to 500s answers as
+# fast as ever, and the latency and rate gates alone passed it.
+ERRORS_POINTS = 1.0
+# What each round of a saved baseline holds (errors from schema 16's
+# plugin on; an older baseline's share is its saved run's).
+ROUND_KEYS = ("rps", "p50", "p99")
 _STATE = pytest.StashKey["_State"]()
 
 
@@ -106,7 +118,7 @@ class _State:
 
 
 def _parse_fail(expr: str) -> tuple[str, float]:
-    m = re.fullmatch(r"\s*(rps|p50|p99)\s*:\s*(\d+(?:\.\d+)?)\s*%\s*", expr)
+    m = re.fullmatch(r"\s*(rps|p50|p99|errors)\s*:\s*(\d+(?:\.\d+)?)\s*%\s*", expr)
     if m is None:
         raise pytest.UsageError(f"--httpbench-compare-fail={expr!r}: expected {FAIL_FORMS}")
     return m.group(1), float(m.group(2))
@@ -125,16 +137,46 @@ def _baseline_path(directory: Path, name: str) -> Path:
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
+    """The saved runs of a baseline, every one read through the model's
+    type checks (httpbench._typed) and its rounds' figures checked: a
+    UsageError naming the file and the field, in one line, for anything
+    the gate could not judge by (a NaN or a negative figure, a missing
+    key, a run that is not a mapping), before any test runs."""
     try:
         data = json.loads(path.read_text())
-        runs = data["runs"]
-        if not isinstance(runs, dict):
-            raise TypeError("runs is not a mapping")
-        return runs
     except FileNotFoundError:
         raise pytest.UsageError(f"httpbench baseline not found: {path}") from None
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError) as e:
         raise pytest.UsageError(f"httpbench baseline {path} is not a saved baseline: {e}") from None
+    try:
+        return check_baseline(data)
+    except ValueError as e:
+        raise pytest.UsageError(f"httpbench baseline {path.stem!r} ({path}) is not a saved "
+                                f"baseline: {e}") from None
+
+
+def check_baseline(data: Any) -> dict[str, dict[str, Any]]:
+    """A baseline's runs (its JSON's `runs`), each a Result by the model's
+    type checks with rounds of figures no lower than 0; ValueError (a
+    FieldError where a field is wrong) naming what is not."""
+    if not isinstance(data, dict):
+        raise FieldError("", "a JSON object was expected")
+    schema = data.get("schema", SCHEMA)
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema > SCHEMA:
+        raise FieldError("schema", f"{schema!r}: this httpbench reads schemas up to {SCHEMA}")
+    runs = typed(data.get("runs"), dict[str, Any], "runs")
+    for name, r in runs.items():
+        at = f"runs[{name!r}]"
+        typed(r, Result, at)  # (an object, else a FieldError)
+        rounds = typed(r.get("rounds"), list[dict[str, float]] | None, f"{at}.rounds")
+        for i, x in enumerate(rounds or []):
+            for key in ROUND_KEYS + tuple(k for k in ("errors",) if k in x):
+                where = f"{at}.rounds[{i}].{key}"
+                if key not in x:
+                    raise FieldError(where, "missing")
+                if x[key] < 0 or (key == "errors" and x[key] > 1):
+                    raise FieldError(where, f"{x[key]!r} is out of range for a figure")
+    return runs
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -147,7 +189,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "newest saved)")
     g.addoption("--httpbench-compare-fail", metavar="EXPR", action="append",
                 help="fail a test whose median regressed past EXPR: "
-                     + FAIL_FORMS.replace("%", "%%"))
+                     + FAIL_FORMS.replace("%", "%%") + "; the share of failed or non-2xx "
+                     "requests is held within 1 point of the baseline's unless errors:N%% "
+                     "sets it")
     g.addoption("--httpbench-html", metavar="FILE",
                 help="write one standalone HTML report of the session's runs to FILE (with "
                      "--httpbench-compare, each beside the baseline's)")
@@ -170,8 +214,27 @@ def _base_rounds(d: dict[str, Any], metric: str) -> list[float]:
     return [float(d["latency"]["percentiles"]["50" if metric == "p50" else "99"])]
 
 
+def _base_errors(d: dict[str, Any]) -> float | None:
+    """A saved run's share of failed or non-2xx requests: the median of its
+    rounds' where they kept it, else its saved run's; None when it issued
+    nothing (no share to hold a test to)."""
+    rounds = d.get("rounds")
+    if rounds and all("errors" in x for x in rounds):
+        return float(statistics.median(float(x["errors"]) for x in rounds))
+    issued = d.get("issued", 0)
+    if not issued:
+        return None
+    return (d.get("failed", 0) + d.get("non_2xx", 0)) / issued
+
+
+def errors_share(r: Result) -> float:
+    """The share of a run's requests that failed or were answered outside
+    2xx (0 when it issued none)."""
+    return (r.failed + r.non_2xx) / r.issued if r.issued else 0.0
+
+
 def _figures_of(r: Result) -> dict[str, float]:
-    return {"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99}
+    return {"rps": r.rps, "p50": r.latency.p50, "p99": r.latency.p99, "errors": errors_share(r)}
 
 
 def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]],
@@ -182,9 +245,20 @@ def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]]
     sides' spreads; a warning when it is past the threshold but inside the
     band (cannot decide), or when the band is wider than the threshold (too
     noisy to judge a change of its size). The change is signed as it is,
-    a fall negative, in both."""
-    failures, warnings = [], []
-    for metric, limit in fail:
+    a fall negative, in both. The share of failed or non-2xx requests is
+    held too, at ERRORS_POINTS where `fail` does not name `errors`. A
+    metric the gate cannot judge (a baseline's round that completed
+    nothing) is a failure when `fail` names it, else a warning: it is
+    never passed in silence."""
+    failures: list[str] = []
+    warnings: list[str] = []
+    named = {metric for metric, _ in fail}
+    checks = list(fail) + ([] if "errors" in named else [("errors", ERRORS_POINTS)])
+    for metric, limit in checks:
+        cannot = failures if metric in named else warnings
+        if metric == "errors":
+            _hold_errors(rounds, base, limit, name, cannot, failures)
+            continue
         if metric != "rps":
             # A round that completed nothing has no latency (its figures
             # read 0): a dead server passed a p99 gate as 100% faster.
@@ -194,11 +268,11 @@ def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]]
                                 f"{len(empty)} of {len(rounds.results)} rounds completed no "
                                 f"request, so their latency is unknown. {headline(empty[0])}")
                 continue
-            if any(x <= 0 for x in _base_rounds(base, metric)):
-                warnings.append(f"{metric}: a round of the baseline completed no request (its "
-                                f"{metric} is unknown): this gate cannot decide; save the "
-                                "baseline again")
-                continue
+        if any(x <= 0 for x in _base_rounds(base, metric)):
+            cannot.append(f"httpbench: {metric} cannot be held to baseline {name!r}: a round "
+                          f"of the baseline completed no request (its {metric} is unknown); "
+                          "save the baseline again")
+            continue
         v = decide(metric, rounds.values(metric), _base_rounds(base, metric), limit)
         noisy = f"; {v.too_noisy()}" if v.noisy else ""
         if v.fails:
@@ -213,6 +287,24 @@ def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]]
         elif v.noisy:
             warnings.append(f"{metric}: {v.change:+.1%}: {v.too_noisy()}")
     return failures, warnings
+
+
+def _hold_errors(rounds: Rounds, base: dict[str, Any], points: float, name: str,
+                 cannot: list[str], failures: list[str]) -> None:
+    """The errors gate: the median share of failed or non-2xx requests over
+    the rounds against the baseline's, failing a rise past `points`
+    percentage points (an absolute rule: a share is 0 at its best, where
+    no ratio can be taken)."""
+    was = _base_errors(base)
+    if was is None:
+        cannot.append(f"httpbench: errors cannot be held to baseline {name!r}: its run issued "
+                      "no request; save the baseline again")
+        return
+    now = float(statistics.median(rounds.values("errors")))
+    if now - was > points / 100 + 1e-12:
+        failures.append(f"httpbench: errors rose to {now:.1%} of requests (failed or non-2xx) "
+                        f"from {was:.1%} in baseline {name!r} (medians of "
+                        f"{len(rounds.results)} rounds; allowed {points:g} points more)")
 
 
 @pytest.fixture(scope="session")
@@ -295,12 +387,14 @@ def _ms(seconds: float) -> str:
 def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]] | None,
           warnings: dict[str, list[str]]) -> list[str]:
     """The session's table: per recorded scenario the median, min, max and
-    spread of req/s and the median and spread of p99 over its rounds, and
-    against a baseline the change of the medians in percent."""
+    spread of req/s, the median and spread of p99 over its rounds and the
+    shares of its requests that failed and that were answered outside 2xx
+    (over all its rounds), and against a baseline the change of the
+    medians in percent and the baseline's share of both together."""
     head = (f"{'test':<44}{'rounds':>7}{'req/s':>11}{'min':>11}{'max':>11}{'spread':>8}"
-            f"{'p99 ms':>9}{'spread':>8}{'failed':>7}")
+            f"{'p99 ms':>9}{'spread':>8}{'failed':>8}{'non-2xx':>8}")
     if baseline is not None:
-        head += f"{'base req/s':>12}{'change':>9}{'base p99':>10}{'change':>9}"
+        head += f"{'base req/s':>12}{'change':>9}{'base p99':>10}{'change':>9}{'base err':>9}"
     lines = [head]
     for name, rounds in runs:
         rps = rounds.values("rps")
@@ -309,7 +403,8 @@ def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]
         line = (f"{name[-44:]:<44}{len(rps):>7}{med_rps:>11,.0f}{min(rps):>11,.0f}"
                 f"{max(rps):>11,.0f}{rounds.spread('rps'):>8.1%}"
                 f"{_ms(med_p99) if timed else '-':>9}"
-                f"{rounds.spread('p99'):>8.1%}{sum(x.failed for x in rounds.results):>7}")
+                f"{rounds.spread('p99'):>8.1%}{_share(rounds, 'failed'):>8}"
+                f"{_share(rounds, 'non_2xx'):>8}")
         if baseline is not None:
             base = baseline.get(name)
             if base is None:
@@ -318,10 +413,19 @@ def table(runs: Sequence[tuple[str, Rounds]], baseline: dict[str, dict[str, Any]
                 b = {m: statistics.median(_base_rounds(base, m)) for m in ("rps", "p99")}
                 d_rps = (med_rps - b["rps"]) / b["rps"] if b["rps"] else 0.0
                 d_p99 = f"{(med_p99 - b['p99']) / b['p99']:+.1%}" if timed and b["p99"] else "-"
-                line += f"{b['rps']:>12,.0f}{d_rps:>+9.1%}{_ms(b['p99']):>10}{d_p99:>9}"
+                was = _base_errors(base)
+                line += (f"{b['rps']:>12,.0f}{d_rps:>+9.1%}{_ms(b['p99']):>10}{d_p99:>9}"
+                         f"{'-' if was is None else f'{was:.1%}':>9}")
         lines.append(line)
         lines.extend(f"    warning: {w}" for w in warnings.get(name, []))
     return lines
+
+
+def _share(rounds: Rounds, field: str) -> str:
+    """The share of the rounds' requests counted in `field` (failed or
+    non_2xx), as the table shows it."""
+    issued = sum(r.issued for r in rounds.results)
+    return f"{sum(getattr(r, field) for r in rounds.results) / issued:.1%}" if issued else "-"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

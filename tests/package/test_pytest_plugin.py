@@ -54,7 +54,7 @@ def test_pytest_help_works_with_the_plugin_loaded(tmp_path):
                        text=True, cwd=tmp_path, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     text = " ".join(r.stdout.split())
-    assert "--httpbench-compare-fail=EXPR" in text and "rps:N%, p50:N% or p99:N%" in text
+    assert "--httpbench-compare-fail=EXPR" in text and "rps:N%, p50:N%, p99:N% or errors:N%" in text
 
 
 def test_fixtures_and_summary_table(project):
@@ -193,7 +193,7 @@ def test_malformed_compare_fail_is_a_usage_error(project, expr):
     project.runpytest("--httpbench-save=base")
     result = project.runpytest("--httpbench-compare=base", f"--httpbench-compare-fail={expr}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*expected rps:N%, p50:N% or p99:N%*"])
+    result.stderr.fnmatch_lines(["*expected rps:N%, p50:N%, p99:N% or errors:N%*"])
 
 
 def test_compare_fail_needs_a_baseline(project):
@@ -286,11 +286,13 @@ def rounds_of(rps: list[float], p99: list[float] | None = None) -> Rounds:
     """Rounds of doctored figures: just what the statistics read."""
     p99 = p99 or [0.001] * len(rps)
     return Rounds([SimpleNamespace(rps=x, latency=SimpleNamespace(p50=y / 2, p99=y),
-                                   failed=0, complete=1) for x, y in zip(rps, p99, strict=True)])
+                                   failed=0, non_2xx=0, issued=1, complete=1)
+                   for x, y in zip(rps, p99, strict=True)])
 
 
 def saved(rps: float, p99: float) -> dict:
-    return {"rps": rps, "latency": {"percentiles": {"50": p99 / 2, "99": p99}}}
+    return {"rps": rps, "latency": {"percentiles": {"50": p99 / 2, "99": p99}},
+            "issued": 100, "failed": 0, "non_2xx": 0}
 
 
 def test_the_median_round_is_returned_and_the_spread_is_robust():
@@ -370,8 +372,8 @@ def test_the_table_shows_median_min_max_spread_and_the_change():
     lines = table([("t::a", rounds_of([100, 300, 200, 180, 220], [0.001] * 5))],
                   {"t::a": saved(400, 0.002)}, {"t::a": ["rps: noise 35% > threshold 20%: "
                                                          "this gate cannot decide"]})
-    assert re.match(r"t::a +5 +200 +100 +300 +15\.6% +1\.000 +0\.0% +0 +400 +-50\.0% "
-                    r"+2\.000 +-50\.0%$", lines[1]), lines[1]
+    assert re.match(r"t::a +5 +200 +100 +300 +15\.6% +1\.000 +0\.0% +0\.0% +0\.0% +400 "
+                    r"+-50\.0% +2\.000 +-50\.0% +0\.0%$", lines[1]), lines[1]
     assert lines[2] == "    warning: rps: noise 35% > threshold 20%: this gate cannot decide"
 
 
@@ -455,9 +457,117 @@ def test_a_latency_gate_fails_when_nothing_completed(pytester, monkeypatch):
                         "completed no request, so their latency is unknown. Nothing completed: "
                         "all 200 requests failed (connect)") in out, out
                 row = next(x for x in out.splitlines() if x.startswith("test_down.py::"))
-                assert row.split()[6] == "-" and row.split()[-1] == "-", row
+                assert row.split()[6] == "-" and row.split()[-2] == "-", row
             monkeypatch.setenv("HB_TEST_URL", srv.url("/rnd?c=64"))
             back = pytester.runpytest("--httpbench-compare=dead", "--httpbench-compare-fail=p99:10%")
-    back.assert_outcomes(passed=1)
-    assert ("warning: p99: a round of the baseline completed no request (its p99 is unknown): "
-            "this gate cannot decide") in back.stdout.str()
+    # The gate never passes a metric it named but could not judge.
+    back.assert_outcomes(failed=1)
+    assert ("httpbench: p99 cannot be held to baseline 'dead': a round of the baseline "
+            "completed no request (its p99 is unknown); save the baseline again"
+            ) in back.stdout.str()
+
+
+# ------------------------------------------------ baselines it cannot judge by
+
+
+def _doctor(data: dict, how: str) -> None:
+    run = data["runs"]["test_bench.py::test_fast"]
+    if how == "nan":
+        run["rounds"][2]["rps"] = float("nan")
+    elif how == "negative":
+        run["rounds"][2]["rps"] = -5.0
+    elif how == "inf":
+        run["rounds"][2]["p99"] = float("inf")
+    elif how == "string":
+        run["rounds"][2]["p50"] = "fast"
+    elif how == "missing":
+        del run["rounds"][2]["p99"]
+    elif how == "rounds":
+        run["rounds"] = 5
+    elif how == "not a mapping":
+        data["runs"]["test_bench.py::test_fast"] = [1, 2]
+    elif how == "result field":
+        run["complete"] = "lots"
+
+
+@pytest.mark.parametrize(("how", "field", "why"), [
+    ("nan", "rounds[2].rps", "nan is no figure"),
+    ("negative", "rounds[2].rps", "-5.0 is out of range for a figure"),
+    ("inf", "rounds[2].p99", "inf is no figure"),
+    ("string", "rounds[2].p50", "a number was expected, not 'fast'"),
+    ("missing", "rounds[2].p99", "missing"),
+    ("rounds", "rounds", "a list was expected, not 5"),
+    ("not a mapping", "", "an object was expected, not a list"),
+    ("result field", "complete", "an integer was expected, not 'lots'"),
+])
+def test_a_baseline_the_gate_cannot_judge_by_is_refused_by_file_and_field(project, how, field,
+                                                                            why):
+    """A NaN in a saved baseline's rounds turned that metric's gate off in
+    silence; a negative rps passed as +0.0%; inf, a string, a missing key,
+    `rounds: 5` or a run that is not a mapping failed the test with an
+    internal traceback. Each is refused before any test runs, in one line
+    naming the baseline and the field."""
+    project.runpytest("--httpbench-save=base").assert_outcomes(passed=3)
+    data = baseline(project)
+    _doctor(data, how)
+    (project.path / ".httpbench" / "base.json").write_text(json.dumps(data))
+    result = project.runpytest("--httpbench-compare=base", "--httpbench-compare-fail=rps:10%")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    at = "runs['test_bench.py::test_fast']" + (f".{field}" if field else "")
+    errors = [x for x in result.stderr.lines if x.startswith("ERROR:")]
+    assert errors == [f"ERROR: httpbench baseline 'base' ({project.path / '.httpbench' / 'base.json'}"
+                      f") is not a saved baseline: {at}: {why}"], result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_the_errors_gate_holds_the_share_of_failed_and_non_2xx_requests():
+    """An endpoint gone from 200s to 500s answers as fast as ever: the rate
+    and latency gates passed it. The share of failed or non-2xx requests
+    is held to the baseline's, within 1 point unless errors:N% says
+    otherwise, and what it cannot judge is said, never passed in silence."""
+    def rounds_with(errors: int) -> Rounds:
+        return Rounds([SimpleNamespace(rps=100, latency=SimpleNamespace(p50=0.001, p99=0.002),
+                                       failed=errors // 2, non_2xx=errors - errors // 2,
+                                       issued=100, complete=100 - errors // 2)] * 3)
+    base = saved(100, 0.002)
+    assert gate(rounds_with(1), base, [("rps", 10.0)], "base") == ([], [])
+    failures, warnings = gate(rounds_with(100), base, [("rps", 10.0), ("p99", 10.0)], "base")
+    assert warnings == [] and failures == [
+        "httpbench: errors rose to 100.0% of requests (failed or non-2xx) from 0.0% in baseline "
+        "'base' (medians of 3 rounds; allowed 1 points more)"]
+    assert gate(rounds_with(5), base, [("errors", 10.0)], "base") == ([], [])
+    assert gate(rounds_with(11), base, [("errors", 10.0)], "base")[0]
+    # A baseline that issued nothing: a warning when errors is not named,
+    # a failure when it is.
+    empty = {**base, "issued": 0}
+    assert gate(rounds_with(0), empty, [("rps", 10.0)], "base")[1] == [
+        "httpbench: errors cannot be held to baseline 'base': its run issued no request; save "
+        "the baseline again"]
+    assert gate(rounds_with(0), empty, [("errors", 1.0)], "base")[0]
+
+
+STATUS = '''
+import os
+
+def test_endpoint(httpbench_server, httpbench_run):
+    httpbench_run(httpbench_server.url(os.environ["HB_TEST_PATH"]), requests=300, rounds=3)
+'''
+
+
+def test_an_endpoint_gone_from_200s_to_500s_fails_the_gate_end_to_end(pytester, monkeypatch):
+    """The gate as a user has it: rps:10% and p99:10% passed an endpoint
+    that now answers 500 (or 404) every time, the table's `failed` column
+    at 0. Now the errors share fails it, and the table shows the shares."""
+    pytester.makepyfile(test_status=STATUS)
+    monkeypatch.setenv("HB_TEST_PATH", "/status/200")
+    pytester.runpytest("--httpbench-save=base").assert_outcomes(passed=1)
+    for code in ("500", "404"):
+        monkeypatch.setenv("HB_TEST_PATH", f"/status/{code}")
+        out = pytester.runpytest("--httpbench-compare=base", "--httpbench-compare-fail=rps:90%",
+                                 "--httpbench-compare-fail=p99:900%")
+        out.assert_outcomes(failed=1)
+        text = out.stdout.str()
+        assert ("httpbench: errors rose to 100.0% of requests (failed or non-2xx) from 0.0% in "
+                "baseline 'base'") in text, text
+        row = next(x for x in text.splitlines() if x.startswith("test_status.py::"))
+        assert row.split()[8:10] == ["0.0%", "100.0%"] and row.split()[-1] == "0.0%", row
