@@ -176,7 +176,7 @@ def check_baseline(data: Any) -> dict[str, dict[str, Any]]:
                     raise FieldError(where, "missing")
                 if x[key] < 0 or (key == "errors" and x[key] > 1):
                     raise FieldError(where, f"{x[key]!r} is out of range for a figure")
-    return runs
+    return {name: dict(r) for name, r in runs.items()}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -221,10 +221,10 @@ def _base_errors(d: dict[str, Any]) -> float | None:
     rounds = d.get("rounds")
     if rounds and all("errors" in x for x in rounds):
         return float(statistics.median(float(x["errors"]) for x in rounds))
-    issued = d.get("issued", 0)
+    issued = int(d.get("issued", 0))
     if not issued:
         return None
-    return (d.get("failed", 0) + d.get("non_2xx", 0)) / issued
+    return (int(d.get("failed", 0)) + int(d.get("non_2xx", 0))) / issued
 
 
 def errors_share(r: Result) -> float:
