@@ -99,8 +99,20 @@ class ClientFigures:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClientFigures:
-        from ._typed import dataclass_fields
-        return cls(**dataclass_fields(cls, d))
+        """From to_dict()'s layout; a FieldError naming the field for one
+        that is not what the model holds, a reason outside REASONS among
+        them (the report looks its words up: a saved 'bogus' raised
+        KeyError in str(Result)), and a `bound` that disagrees with it."""
+        from ._typed import FieldError, dataclass_fields, shown
+        fields = dataclass_fields(cls, d)
+        reason = fields.get("reason", "")
+        if reason and reason not in REASONS:
+            raise FieldError("reason", f"{shown(reason)} is no reason httpbench gives (one of "
+                                       f"{', '.join(map(repr, REASONS))}, or empty)")
+        if fields.get("bound", False) != bool(reason):
+            raise FieldError("bound", f"{fields.get('bound', False)} beside the reason "
+                                      f"{reason!r} (bound is true exactly when there is one)")
+        return cls(**fields)
 
     def warning(self) -> str:
         """What `bound` means and what to do, in a sentence; "" when not

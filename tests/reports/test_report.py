@@ -504,6 +504,13 @@ def test_hostile_json_is_one_line_naming_the_file_and_the_field(srv, tmp_path):
         "list.json": (with_(good, stages=[[1, 2, 3]]), "stages[0]"),
         "session.json": (json.dumps({"kind": "session", "runs": {"t": 5}, "machine": {}}),
                          "runs.t"),
+        # A reason the report has no words for raised KeyError in
+        # `httpbench report` and str(Result).
+        "reason.json": (with_(good, client={**good["client"], "bound": True,
+                                            "reason": "bogus"}),
+                        "client.reason: 'bogus' is no reason httpbench gives"),
+        "bound.json": (with_(good, client={**good["client"], "bound": True, "reason": ""}),
+                       "client.bound"),
         "capacity.json": (json.dumps({"kind": "capacity", "rate": "fast", "slo": "p99<5ms",
                                       "max_error_rate": 0.01, "steps": [], "url": "x"}),
                           "rate"),
@@ -517,6 +524,8 @@ def test_hostile_json_is_one_line_naming_the_file_and_the_field(srv, tmp_path):
         assert "Traceback" not in done.stderr and not (tmp_path / "o.html").exists()
         with pytest.raises(ValueError, match="not a result httpbench reads|cannot read it"):
             load(tmp_path / name)
+    with pytest.raises(ValueError, match=r"client\.reason: 'bogus'"):
+        httpbench.Result.from_json((tmp_path / "reason.json").read_text())
     # A good file still reads (and one field's error names no other).
     (tmp_path / "good.json").write_text(json.dumps(good))
     assert _report(tmp_path, "good.json").returncode == 0
