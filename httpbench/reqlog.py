@@ -97,7 +97,10 @@ class LogFile:
     socket a ValueError), handed to the C loop as a descriptor, and for
     SQLite filled from the loop's CSV after it. A file that exists is left
     as it was until the first record is written (the C writer empties it
-    then): a run that never starts, or writes nothing, changes nothing."""
+    then): a run that never starts changes nothing. A run that started
+    and wrote no record leaves an empty log of its format (a CSV its
+    header, a JSONL nothing, SQLite an empty table): never the records of
+    an earlier run beside log_records == 0."""
 
     def __init__(self, path: str | os.PathLike[str], names: Sequence[str], sample: float,
                  seed: int) -> None:
@@ -154,15 +157,19 @@ class LogFile:
             os.unlink(self.written_path)
 
     def finish(self, records: int) -> str:
-        """After the run (`records` written): a file made and never written
-        goes; for SQLite, the table is made from the loop's CSV in a file of
-        its own, then put in place of the path, so a run that cannot write
-        it (a full disk) leaves the path as it was and the CSV beside it.
-        Returns "" or why the table could not be written."""
-        if records == 0:
-            self._drop_unwritten()
-            if self.format == "sqlite" and os.path.isfile(self.written_path):
-                os.unlink(self.written_path)  # (its header alone: nothing measured)
+        """After the run (`records` written): for SQLite, the table is made
+        from the loop's CSV in a file of its own, then put in place of the
+        path, so a run that cannot write it (a full disk) leaves the path
+        as it was and the CSV beside it; with no record, the log emptied
+        (the C writer empties it only at its first record). Returns "" or
+        why the table could not be written."""
+        if records == 0 and self.format != "sqlite":
+            try:
+                if os.path.isfile(self.written_path):
+                    with open(self.written_path, "w", encoding="utf-8") as f:
+                        f.write(",".join(FIELDS) + "\n" if self.format == "csv" else "")
+            except OSError as e:
+                return f"the log could not be emptied ({e.strerror or e})"
             return ""
         if self.format != "sqlite":
             return ""
@@ -177,11 +184,13 @@ class LogFile:
                            "bytes_received INTEGER, failure TEXT, name TEXT, "
                            "connection INTEGER, thread INTEGER, stream INTEGER, connect REAL, "
                            "first_byte REAL)")
-                with open(self.written_path, newline="", encoding="utf-8") as f:
-                    rows = csv.reader(f)
-                    next(rows, None)
-                    db.executemany(f"INSERT INTO requests VALUES ({','.join('?' * len(FIELDS))})",
-                                   (_typed(r) for r in rows))
+                if records:
+                    with open(self.written_path, newline="", encoding="utf-8") as f:
+                        rows = csv.reader(f)
+                        next(rows, None)
+                        db.executemany("INSERT INTO requests VALUES "
+                                       f"({','.join('?' * len(FIELDS))})",
+                                       (_typed(r) for r in rows))
                 db.commit()
             finally:
                 db.close()

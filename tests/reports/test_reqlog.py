@@ -437,6 +437,29 @@ def test_a_file_that_was_not_written_is_left_as_it_was(srv, tmp_path, ext):
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
 
+@pytest.mark.parametrize("ext", FORMATS)
+@pytest.mark.parametrize("made", [True, False], ids=["there before", "made by the run"])
+def test_a_run_that_logs_no_record_leaves_an_empty_log(srv, tmp_path, ext, made):
+    """A run that started and logged nothing (log_sample=1e-300) left the
+    previous run's records: read_log returned 300 beside log_records == 0.
+    Now the file holds an empty log of its format (a CSV its header, a
+    JSONL nothing, SQLite an empty table), whether it was there or not."""
+    path = tmp_path / f"a.{ext}"
+    url = srv.url("/rnd?c=10")
+    if made:
+        before = httpbench.run(url, requests=300, concurrency=2, progress=False, log=path)
+        assert len(read_log(path)) == before.log_records == 300
+    r = httpbench.run(url, requests=300, concurrency=2, progress=False, log=path,
+                      log_sample=1e-300)
+    assert r.complete == 300 and r.log_records == 0 and r.log_error == ""
+    assert read_log(path) == []
+    if ext == "csv":
+        assert path.read_text() == ",".join(FIELDS) + "\n"
+    elif ext == "jsonl":
+        assert path.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
 def test_each_exchange_has_its_own_stamps(srv, tmp_path):
     """One clock read served every event of an epoll wake-up: at 50
     connections 97% of the records shared their start and their end with
