@@ -307,20 +307,50 @@ def load_scenario(path: str) -> tuple[Scenario, str | None]:
     return scenario, url
 
 
+def one_file_each(paths: Mapping[str, str | os.PathLike[str] | None]) -> None:
+    """UsageError when two flags name one file: the same path, or one file
+    by two names (a link, a relative path beside an absolute one), before
+    anything is opened or sent. One output overwrote the other (--json F
+    --html F kept the HTML alone; ab -g F --log F failed after the run
+    and left F empty). A character device (/dev/null) may take several."""
+    seen: list[tuple[str, str, tuple[int, int] | None]] = []
+    for flag, given in paths.items():
+        if given is None or given == "-":
+            continue
+        path = os.fspath(given)
+        try:
+            st = os.stat(path)
+        except OSError:
+            ident = None
+        else:
+            if stat.S_ISCHR(st.st_mode):
+                continue
+            ident = (st.st_dev, st.st_ino)
+        real = os.path.realpath(path)
+        for other, other_real, other_ident in seen:
+            if real == other_real or (ident is not None and ident == other_ident):
+                raise UsageError(f"{other} and {flag} both name {path}: one file cannot hold "
+                                 "both; give each its own")
+        seen.append((flag, real, ident))
+
+
 class Outputs:
     """Output files, opened before the run so that a bad path is a usage
     error at once, not a traceback after a long run. A file the run never
     wrote to is removed again if it did not exist before."""
 
-    def __init__(self, paths: Mapping[str, str | None], appended: Collection[str] = ()) -> None:
+    def __init__(self, paths: Mapping[str, str | None], appended: Collection[str] = (),
+                 also: Mapping[str, str | None] | None = None) -> None:
         """appended: the flags whose files are added to, not emptied (h2load's
-        --log-file)."""
+        --log-file); also: files that something else writes (the run's
+        --log), which no output may name too."""
         self.files: dict[str, tuple[str, IO[str], bool]] = {}
         self.appended = frozenset(appended)
         to_stdout = [flag for flag, path in paths.items() if path == "-"]
         if len(to_stdout) > 1:  # (they went out one after the other, mixed)
             raise UsageError(f"{' and '.join(to_stdout)} both ask for standard output (-): "
                              "give all but one a file")
+        one_file_each({**paths, **(also or {})})
         for flag, path in paths.items():
             if path is None:
                 continue

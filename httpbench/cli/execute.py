@@ -75,7 +75,7 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
     was measured. A setting run() refuses is named by its flag in flags
     (httpbench's own, unless a mode gives its tool's)."""
     try:
-        outputs = Outputs(paths, appended)
+        outputs = Outputs(paths, appended, also={"--log": kwargs.get("log")})
     except UsageError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2

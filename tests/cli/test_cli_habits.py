@@ -225,6 +225,43 @@ def test_json_to_stdout_is_json_alone_in_every_mode(tmp_path, server, mode):
     assert "--json and --html both ask for standard output (-)" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    ["ab", "-n", "5", "-g", "F.csv", "--log", "F.csv"],
+    ["--json", "F.csv", "--html", "F.csv", "-n", "5"],
+    ["ab", "-n", "5", "-e", "F.csv", "--json", "F.csv"],
+    ["hey", "-n", "5", "-c", "1", "-o", "csv", "--log", "F.csv", "--json", "F.csv"],
+    ["h2load", "-n", "5", "--log-file", "F.csv", "--json", "F.csv"],
+    ["--json", "F.csv", "--html", "./sub/../F.csv", "-n", "5"],
+    ["--json", "F.csv", "--hgrm", "G", "-n", "5"],
+    ["--json", "F.csv", "--html", "H", "-n", "5"],
+    ["--json", "F.csv", "--log", "L.csv", "-n", "5"],
+    ["capacity", "--json", "F.csv", "--html", "F.csv", "--stage", "0.2s", "--slo", "p99<1s"],
+], ids=["ab -g --log", "--json --html", "ab -e --json", "hey -o csv --log --json",
+        "h2load --log-file --json", "one path two ways", "a symbolic link", "a hard link",
+        "a log linked to an output", "capacity --json --html"])
+def test_two_outputs_naming_one_file_are_refused_before_anything_is_sent(tmp_path, server, argv):
+    """Each of these ran, then kept one output alone (or failed with a
+    traceback after the run, leaving F empty), and exited 0. Now they are
+    refused before anything is sent, naming both flags, and F is left as
+    it was."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "F.csv").write_text("kept\n")
+    (tmp_path / "G").symlink_to(tmp_path / "F.csv")
+    (tmp_path / "H").hardlink_to(tmp_path / "F.csv")
+    (tmp_path / "L.csv").symlink_to(tmp_path / "F.csv")
+    before = server.stats()["requests"]
+    r = hb(*argv, server.url("/rnd?c=10"), cwd=tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "both name" in r.stderr and "one file cannot hold both" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert (tmp_path / "F.csv").read_text() == "kept\n"
+    assert server.stats()["requests"] == before
+    # Two files, or /dev/null and a file, are as before.
+    ok = hb("-n", "5", "--json", "a.json", "--html", "a.html", "--hgrm", "/dev/null",
+            server.url("/rnd?c=10"), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
 def test_json_to_stdout_is_json_alone_in_compare_and_capacity(tmp_path, server):
     """compare and capacity printed their table to standard output before
     the JSON (--json -): not JSON."""
