@@ -18,23 +18,34 @@ import math
 from typing import Any
 
 from . import _check
+from ._settings import SettingError
 from ._view import draw
-from .capacity_result import PERCENT, STATS, CapacityResult, CapacityStep, parse_slo
+from .capacity_result import (MIN_STAGE_S, PERCENT, STATS, CapacityResult, CapacityStep,
+                              parse_slo)
 from .result import Result
 from .runner import run
 from .scenario import Scenario, origin_of
 
-__all__ = ["capacity", "CapacityResult", "CapacityStep", "parse_slo", "STATS"]
+__all__ = ["capacity", "CapacityResult", "CapacityStep", "parse_slo", "STATS", "MIN_STAGE_S"]
 
 # capacity()'s connections unless told: one connection waits for each
 # answer before the next request, so it cannot reach most servers' capacity.
 DEFAULT_CONCURRENCY = 50
 # Bisection stops when the broken rate is within this of the held one.
 _CLOSE = 1.05
-# A stage whose achieved rate falls this far short of its target did not
-# hold it (the client or its connections could not keep up).
+# A stage whose requests answered fall this far short of those its
+# schedule made due did not hold its rate. (Judged by what was offered and
+# answered, not by req/s: under a rate that divides by a time running to
+# the last answer, stage_s plus the latency, so a slow healthy server's
+# stages all "reached" under 90%: 600 ms answers at 5 s stages read 21/s
+# of a true 83.)
 _SHORTFALL = 0.9
 _MAX_STEPS = 60
+# Repeats of one rate, one holding and one breaking, whose statistic read
+# more than this factor apart: the SLO cannot separate them, and the
+# machine's noise rather than the server decided (p99 at 2.4/s read 29.7,
+# 166.3 and 102.1 ms beside other work, against a bound of 40).
+_NOISE_FACTOR = 2.0
 
 
 # A breach does not count when the client bound its stage by these and
@@ -51,10 +62,16 @@ _MAX_STEPS = 60
 _CLIENT_REASONS = ("cpu", "schedule")
 
 
+def _value(r: Result, stat: str) -> float:
+    return r.latency.mean if stat == "mean" else r.latency.percentile(PERCENT[stat])
+
+
 def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
-           max_error_rate: float, repeat: int = 0) -> CapacityStep:
+           max_error_rate: float, stage_s: float, repeat: int = 0) -> CapacityStep:
     errors = r.failed + sum(n for code, n in r.status_counts.items() if 500 <= code <= 599)
     total = r.complete + r.failed
+    # Due: what the stage's schedule offered, sent or not.
+    due = r.issued + (r.client.unsent if r.client is not None else 0)
     why = ""
     client = r.client.reason if r.client is not None and r.client.reason in _CLIENT_REASONS \
         else ""
@@ -62,20 +79,22 @@ def _judge(r: Result, target: float, bounds: list[tuple[str, float]],
     # Whether the client's late sends could explain the breach found (above).
     explains = client == "cpu"
     for stat, limit in bounds:
-        value = r.latency.mean if stat == "mean" else r.latency.percentile(PERCENT[stat])
+        value = _value(r, stat)
         if value >= limit:
             why = f"{stat} {value * 1e3:.2f} ms"
             explains = explains or value - late < limit
             break
     if not why and total and errors / total > max_error_rate:
         why = f"error rate {errors / total:.4f}"
-    if not why and r.rps < _SHORTFALL * target:
-        why = f"reached {r.rps:,.0f}/s"
+    if not why and r.complete < _SHORTFALL * due:
+        why = f"answered {r.complete:,} of {due:,} due"
         explains = True
     if why and not explains:
         client = ""
-    return CapacityStep(target, r.rps, r.latency.p50, r.latency.p99, errors, total, not why, why,
-                        repeat, client, r.latency.count, draw("headline", r))
+    # Achieved: the stage's answers over the stage's length (its schedule's).
+    return CapacityStep(target, r.complete / stage_s, r.latency.p50, r.latency.p99, errors,
+                        total, not why, why, repeat, client, r.latency.count,
+                        draw("headline", r))
 
 
 def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 0.001,
@@ -133,6 +152,10 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
     if isinstance(step, bool) or not isinstance(step, (int, float)) or not 1.01 <= step <= 10:
         raise ValueError(f"step must be a factor from 1.01 to 10, not {step!r}")
     stage_s = _check.seconds("stage_s", stage_s)
+    if stage_s < MIN_STAGE_S:
+        raise SettingError("stage_s", f"{{stage_s}} must be at least {MIN_STAGE_S:g} s (a "
+                                      f"stage shorter measures a handful of requests), not "
+                                      f"{stage_s!r}")
     if start is not None and (isinstance(start, bool) or not isinstance(start, (int, float))
                               or not 1 <= start <= _check.MAX_RATE):
         raise ValueError(f"start must be a rate from 1 to {_check.MAX_RATE:.0e} a second, "
@@ -144,6 +167,10 @@ def capacity(url: str | Scenario, slo: str = "p99<5ms", max_error_rate: float = 
                          f"{'it' if len(taken) == 1 else 'them'} out")
     run_kwargs.setdefault("progress", False)
     run_kwargs.setdefault("concurrency", DEFAULT_CONCURRENCY)
+    # The answers in flight at a stage's end get as long as the SLO allows
+    # (twice its widest bound, or run()'s second): cancelled sooner, a
+    # slow server's answers within the SLO would count against it.
+    run_kwargs.setdefault("grace", min(3600.0, max(1.0, 2 * max(b for _, b in bounds))))
     endpoint = _endpoint(run_kwargs)
     try:
         return _search(url, slo, bounds, max_error_rate, start, step, stage_s, confirm,
@@ -175,6 +202,11 @@ class _ClientBound(Exception):
     """The client could not keep up twice at one rate: the search stops."""
 
 
+class _Noisy(Exception):
+    """Repeats of one rate disagreed beyond what the SLO can separate: the
+    search stops, saying what they read."""
+
+
 class _Interrupted(Exception):
     """Ctrl-C came during a stage (run() returned what it had measured,
     interrupted): the search stops, that stage not judged."""
@@ -192,30 +224,39 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
             raise _Interrupted
         return r
 
+    read: list[tuple[bool, dict[str, float]]] = []  # (held, the bounds' values) of a rate
+
     def once(rate: float, repeat: int) -> CapacityStep:
         """One measurement of rate that counts: one where the client could
         not keep up is measured again, and twice is _ClientBound."""
         for attempt in range(2):
             r = measured(str(len(steps) + 1), rate=rate, duration=stage_s)
-            steps.append(_judge(r, rate, bounds, max_error_rate, repeat + attempt))
+            steps.append(_judge(r, rate, bounds, max_error_rate, stage_s, repeat + attempt))
             if steps[-1].counts:
+                if r.latency.count:
+                    read.append((steps[-1].held, {stat: _value(r, stat) for stat, _ in bounds}))
                 return steps[-1]
         raise _ClientBound
 
     def stage(rate: float) -> bool:
         """Whether rate holds: a breach confirmed by a second measurement,
-        a third deciding when they disagree (confirm)."""
+        a third deciding when they disagree (confirm); _Noisy when they
+        disagree by more than the SLO can separate."""
+        read.clear()
         first = once(rate, 0)
         if first.held or not confirm:
             return first.held
         second = once(rate, first.repeat + 1)
         if not second.held:
             return False
-        return once(rate, second.repeat + 1).held
+        third = once(rate, second.repeat + 1).held
+        _check_noise(rate, bounds, read)
+        return third
 
     held: float | None = None
     broke: float | None = None
     client = interrupted = False
+    noisy = ""
     try:
         if start is None:
             probe = measured("probe", duration=1.0)
@@ -249,15 +290,34 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
                     broke = mid
     except _ClientBound:
         client = True
+    except _Noisy as e:
+        noisy = str(e)
     except (_Interrupted, KeyboardInterrupt):
         # (KeyboardInterrupt: Ctrl-C between two stages, outside a run.)
         interrupted = True
-    limited = "client" if client else "server" if broke is not None else None
+    limited = "client" if client else "noise" if noisy else "server" if broke is not None \
+        else None
     # (Interrupted before the lowest rate broke, nothing shows that no rate
     # holds.)
-    met = held is not None or interrupted
+    met = held is not None or interrupted or bool(noisy)
     found = CapacityResult(held or 0.0, slo, max_error_rate, steps, url, met=met,
-                           limited_by=limited, interrupted=interrupted)
+                           limited_by=limited, interrupted=interrupted, noisy=noisy)
     if endpoint is not None:
         endpoint[0].linger(endpoint[1])
     return found
+
+
+def _check_noise(rate: float, bounds: list[tuple[str, float]],
+                 read: list[tuple[bool, dict[str, float]]]) -> None:
+    """_Noisy when the measurements of one rate, some holding and some
+    breaching, read a bound's statistic more than _NOISE_FACTOR apart on
+    both sides of its limit: the SLO cannot separate them."""
+    if len({held for held, _ in read}) < 2:
+        return
+    for stat, limit in bounds:
+        values = [v[stat] for _, v in read]
+        low, high = min(values), max(values)
+        if low < limit <= high and high > _NOISE_FACTOR * low:
+            raise _Noisy(f"the machine was too noisy to judge: {stat} at {rate:,.1f}/s read "
+                         f"{low * 1e3:.1f}-{high * 1e3:.1f} ms in {len(values)} measurements "
+                         f"(the bound {limit * 1e3:g} ms)")

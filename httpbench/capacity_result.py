@@ -5,21 +5,32 @@ draws it)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from typing import Any
 
 from ._core import MAX_SECONDS
-from ._typed import dataclass_fields
+from ._typed import FieldError, dataclass_fields
 from ._view import draw
 from .figures import SCHEMA
 
-__all__ = ["CapacityResult", "CapacityStep", "parse_slo", "STATS", "PERCENT"]
+__all__ = ["CapacityResult", "CapacityStep", "parse_slo", "STATS", "PERCENT", "MIN_STAGE_S",
+           "needed"]
 
 # The statistics an SLO may bound: the mean, or a percentile by its name.
 PERCENT = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 STATS = ("mean", *PERCENT)
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+# The shortest stage capacity() runs (stage_s): shorter, a stage measures
+# a handful of requests (0.01 s read "SLO not met" and blamed the server).
+MIN_STAGE_S = 0.1
+
+
+def needed(stat: str) -> int:
+    """The responses a statistic needs to be more than the slowest one's
+    time: p99 100, p999 1,000 (the mean 1)."""
+    return 1 if stat == "mean" else math.ceil(100 / (100 - PERCENT[stat]) - 1e-9)
 _TERM = re.compile(r"\s*(" + "|".join(STATS) + r")\s*<\s*([0-9]*\.?[0-9]+)\s*(us|ms|s)\s*")
 
 
@@ -99,7 +110,11 @@ class CapacityResult:
     if lower) broke: no rate holds, and the last step says what broke it.
     limited_by: "server" when a breach was confirmed, "client" when the
     client could not keep up (its CPU, or its schedule: the search then
-    stops, the server untested beyond), None when nothing broke.
+    stops, the server untested beyond), "noise" when the measurements of
+    one rate disagreed beyond what the SLO can separate (one held, one
+    broke, their statistic more than 2x apart: the search stops, `noisy`
+    says what they read, and no capacity is found), None when nothing
+    broke.
     interrupted: Ctrl-C (or SIGTERM on the command line) stopped the
     search during a stage; that stage is not in `steps` (a part of a
     stage says nothing of its rate), and rate, met and limited_by say what
@@ -113,6 +128,14 @@ class CapacityResult:
     met: bool = True
     limited_by: str | None = None
     interrupted: bool = False
+    noisy: str = ""
+
+    @property
+    def found(self) -> bool:
+        """Whether the search found the server's capacity: it ended on a
+        confirmed breach (or nothing broke up to the highest rate), not
+        stopped by the client, the machine's noise or Ctrl-C."""
+        return self.met and self.limited_by not in ("client", "noise") and not self.interrupted
 
     @property
     def bounds(self) -> tuple[float | None, float | None]:
@@ -150,6 +173,7 @@ class CapacityResult:
         return {"kind": "capacity", "schema": SCHEMA, "url": self.url, "slo": self.slo,
                 "max_error_rate": self.max_error_rate, "rate": self.rate, "met": self.met,
                 "limited_by": self.limited_by, "interrupted": self.interrupted,
+                "noisy": self.noisy, "found": self.found,
                 "held": held, "broke": broke,
                 "steps": [{**dataclasses.asdict(s), "error_rate": s.error_rate}
                           for s in self.steps]}
@@ -157,8 +181,13 @@ class CapacityResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CapacityResult:
         """From to_dict()'s layout; a FieldError (a ValueError) naming the
-        field for one that is not what the model holds."""
-        return cls(**dataclass_fields(cls, d))
+        field for one that is not what the model holds (a limited_by the
+        search never gives among them)."""
+        fields = dataclass_fields(cls, d)
+        if fields.get("limited_by") not in (None, "server", "client", "noise"):
+            raise FieldError("limited_by", f"{fields['limited_by']!r} is none of 'server', "
+                                           "'client', 'noise' or null")
+        return cls(**fields)
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The standalone HTML report of the search (its knee plot and

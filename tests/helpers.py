@@ -324,6 +324,42 @@ class TLSStream:
         self.flush()
 
 
+@contextmanager
+def answering(reply: bytes, delay: Callable[[int], float] = lambda _: 0.0) -> Iterator[str]:
+    """A server on 127.0.0.1 answering every request of its k-th connection
+    (from 0) with `reply` after delay(k) seconds, never closing first.
+    Yields its URL."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+
+    def serve(conn: socket.socket, wait: float) -> None:
+        with conn:
+            while True:
+                try:
+                    if not read_message(conn):
+                        return
+                    if wait:
+                        time.sleep(wait)
+                    conn.sendall(reply)
+                except OSError:
+                    return
+
+    def accept() -> None:
+        index = 0
+        while True:
+            try:
+                conn, _ = lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn, delay(index)), daemon=True).start()
+            index += 1
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{lsock.getsockname()[1]}/"
+    finally:
+        lsock.close()
+
+
 class ScriptedServer:
     """Accepts connections on 127.0.0.1 and runs one script on each.
 

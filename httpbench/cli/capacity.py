@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from .._settings import SettingError
 from ..exceptions import HttpbenchError
 from .common import (Outputs, UsageError, add_common, check_common, load_scenario, one_line,
                      parse_time)
@@ -67,6 +68,11 @@ def capacity_main(argv: Sequence[str]) -> int:
                      headers=args.headers, scenario=scenario, http2=args.http2,
                      streams=args.streams, window=args.window, metrics=args.metrics,
                      metrics_run=args.metrics_run, metrics_linger=args.metrics_linger)
+    except SettingError as e:
+        if outputs is not None:
+            outputs.discard()
+        print(f"httpbench capacity: {e.said({'stage_s': '--stage'})}", file=sys.stderr)
+        return 2
     except (ValueError, UsageError, HttpbenchError, OSError) as e:
         if outputs is not None:
             outputs.discard()
@@ -86,4 +92,4 @@ def capacity_main(argv: Sequence[str]) -> int:
     # Not met even at the lowest rate, the client could not keep up, or the
     # search was stopped (the server's capacity is not known): a failure, as
     # a run's failed requests or a stopped run.
-    return 0 if c.met and c.limited_by != "client" and not c.interrupted else 1
+    return 0 if c.found else 1

@@ -88,11 +88,31 @@ def capacity_report(c: CapacityResult) -> str:
         p50, p99 = (f"{s.p50 * 1e3:.2f}", f"{s.p99 * 1e3:.2f}") if s.latency_known else ("-", "-")
         lines.append(f"{s.target:>10,.0f} {s.achieved:>11,.0f} {p50:>8} {p99:>8} {s.errors:>7}  "
                      f"{step_outcome(s)}")
+    few = capacity_few(c)
+    if few:
+        lines.append(few)
     lines.append(f"capacity: {capacity_found(c)}")
     noted = capacity_noted(c)
     if noted:
         lines.append(noted)
     return "\n".join(lines)
+
+
+def capacity_few(c: CapacityResult) -> str:
+    """Which stages timed fewer responses than the SLO's statistic needs
+    to be more than the slowest one's (p99: 100), or "": their verdict
+    stands, on what little they measured."""
+    from ..capacity_result import needed
+    stat, need = max(((stat, needed(stat)) for stat, _ in c.slo_bounds()), key=lambda x: x[1])
+    # (A stage with none timed has its note: nothing completed.)
+    few = [s for s in c.steps if s.timed and s.timed < need]
+    if not few:
+        return ""
+    fewest = min(few, key=lambda s: s.timed or 0)
+    return (f"too few to judge: {len(few)} of the {len(c.steps)} stages timed fewer than the "
+            f"{need:,} responses {stat} needs (the fewest {fewest.timed or 0:,}, at "
+            f"{fewest.target:,.0f}/s): their {stat} is their slowest answer's; give the "
+            "stages more time (--stage) or start at a higher rate")
 
 
 def capacity_noted(c: CapacityResult) -> str:
@@ -117,7 +137,11 @@ def capacity_found(c: CapacityResult) -> str:
     if c.limited_by == "client":
         return (f"not found: the client, not the server, set the limit ({span}; the client "
                 f"could not keep up: {c.steps[-1].client})")
+    if c.limited_by == "noise":
+        return f"not found: {c.noisy} ({span} before it)"
+    if c.met and c.limited_by == "server":
+        return f"{c.rate:,.0f} req/s ({span}; limited by the server)"
     if c.met:
-        return f"{c.rate:,.0f} req/s ({span})"
+        return f"{c.rate:,.0f} req/s ({span}; nothing broke up to the highest rate tried)"
     low = min(c.steps, key=lambda s: s.target)
     return f"SLO not met even at {low.target:,.2f} req/s ({low.why})"

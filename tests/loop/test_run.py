@@ -3,7 +3,6 @@ latency that is right, the ab layout and the JSON round trip."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import re
@@ -15,7 +14,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import helpers
@@ -679,39 +677,6 @@ _BOTH = (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\
          b"3\r\nabc\r\n0\r\n\r\n")
 
 
-@contextlib.contextmanager
-def _answers_both_and_keeps_the_socket() -> Iterator[str]:
-    """A server answering every request with _BOTH and never closing: yields
-    its URL."""
-    lsock = socket.create_server(("127.0.0.1", 0))
-    done = threading.Event()
-
-    def serve(conn: socket.socket) -> None:
-        with conn:
-            while not done.is_set():
-                try:
-                    if not helpers.read_message(conn):
-                        return
-                    conn.sendall(_BOTH)
-                except (OSError, AssertionError, ValueError):
-                    return
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = lsock.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{lsock.getsockname()[1]}/"
-    finally:
-        done.set()
-        lsock.close()
-
-
 def test_a_response_not_reused_by_the_clients_choice_is_closed_at_once(tmp_path):
     """The client closes a connection it will not reuse at once when the
     server did not say it closes: nothing more is owed, and waiting for a
@@ -719,7 +684,7 @@ def test_a_response_not_reused_by_the_clients_choice_is_closed_at_once(tmp_path)
     req/s on one connection; at 40/s on two, 26 of 80 left unsent and a
     corrected p99 of 1.65 s for a server that answers at once). The log's
     gap between an answer and its lane's next request is the connect's."""
-    with _answers_both_and_keeps_the_socket() as url:
+    with helpers.answering(_BOTH) as url:
         log = tmp_path / "log.csv"
         r = httpbench.run(url, requests=200, concurrency=1, log=str(log), progress=False)
         exact(r)
