@@ -33,6 +33,13 @@ static void sched_times(int64_t *on_cpu, int64_t *waiting)
     *waiting = 0;
 }
 
+int64_t hb_busy_ns(void)
+{
+    int64_t on_cpu, waiting;
+    sched_times(&on_cpu, &waiting);
+    return on_cpu + waiting;
+}
+
 /* A prepared start: t has warmed up; it waits for hb_bench_go (or a
  * stop), then until the start instant. Returns 0 to run on, 1 when the
  * run was stopped first. */
@@ -82,11 +89,19 @@ static void *thread_main(void *arg)
         t->log = hb_rlog_ring_at(b->log, t->index);
     int64_t cpu0, wait0, wall0 = hb_now_ns();
     sched_times(&cpu0, &wait0);
+    t->load_wall0 = t->load_wall1 = 0;
+    t->load_seen = 0;
     if (run)
         hb_bl_run(t);
     int64_t cpu1, wait1, wall1 = hb_now_ns();
     sched_times(&cpu1, &wait1);
-    t->busy = wall1 > wall0 ? (double)(cpu1 - cpu0 + wait1 - wait0) / (double)(wall1 - wall0) : 0;
+    /* Over the part that carried load where the ticks marked one of two
+     * ticks or more; else over the whole measured part. */
+    if (t->load_wall0 != 0 && t->load_wall1 - t->load_wall0 >= 2 * b->tick_ns)
+        t->busy = (double)(t->load_busy1 - t->load_busy0) / (double)(t->load_wall1 - t->load_wall0);
+    else
+        t->busy =
+            wall1 > wall0 ? (double)(cpu1 - cpu0 + wait1 - wait0) / (double)(wall1 - wall0) : 0;
     if (t->busy > 1)
         t->busy = 1; /* (the counters' granularity) */
     int64_t end = schedule_end(b);

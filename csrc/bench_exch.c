@@ -13,12 +13,18 @@ void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
     t->inflight += n;
     x->t_intended = t->b->paced ? c->next_at : now;
     if (t->b->paced) {
-        /* How late against its schedule; and whether because its
-         * connection was still busy when it was due, not because the
-         * thread was late to wake. */
-        hb_hist_record(&x->res->late, (uint64_t)(now > c->next_at ? now - c->next_at : 0));
-        if (hb_bp_sent_late(t, c, now))
+        /* How late the client was against the schedule: from its due
+         * instant, or, for one whose connection was still busy then
+         * (late_busy: it waited on the server's answer), from the instant
+         * that connection freed. The wait for an answer is the server's
+         * pace, and counted so a server's 0.5 s stall read as the
+         * client's lateness. */
+        int64_t from = c->next_at;
+        if (hb_bp_sent_late(t, c, now)) {
             x->res->late_busy += (uint64_t)n;
+            from = c->free_at > from ? c->free_at : from;
+        }
+        hb_hist_record(&x->res->late, (uint64_t)(now > from ? now - from : 0));
     }
     hb_bp_advance(t, c);
     x->t_start = now;

@@ -299,6 +299,15 @@ struct bthread {
     double busy;
     uint64_t due;
     int due_known;
+    /* The part that carried load, as the tick marks it (hb_bl_note_load):
+     * its first tick after the thread's first send and its last tick after
+     * an answer, each with hb_busy_ns then (0: none yet). The connects
+     * before the first request and the tail after the last answer, idle
+     * or not, are no part of it: over 1,000 connections they held a
+     * starved loop's busy at 0.92 though it was runnable 99% of its
+     * middle. */
+    int64_t load_wall0, load_busy0, load_wall1, load_busy1;
+    uint64_t load_seen; /* answers and failures as of the last tick */
 };
 
 static inline void hb_bc_ready(bthread *t, bconn *c)
@@ -366,6 +375,10 @@ struct hb_bench {
     uint64_t log_written, log_dropped;
     int log_error;
 };
+
+/* The calling thread's time on a CPU and runnable waiting for one so far,
+ * ns (the kernel's schedstat; the CPU time alone where it is missing). */
+int64_t hb_busy_ns(void);
 
 /* s seconds (s >= 0, range-checked) in nanoseconds, rounded: cut, a
  * duration of 0.3 s ended a nanosecond early, and the rate's last slot

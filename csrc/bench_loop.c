@@ -45,10 +45,34 @@ static void start_next(bthread *t, int64_t now)
     c->carrier->start(t, c, now);
 }
 
-/* Deadlines, and the end of the grace after a stop or a duration. */
+/* The part of the run that carried load (bthread's load_*): from the
+ * first tick after a send to the last tick after an answer. A read of
+ * schedstat a tick at most, none per request. */
+static void note_load(bthread *t, int64_t now)
+{
+    uint64_t seen = __atomic_load_n(&t->live_complete, __ATOMIC_RELAXED) +
+                    __atomic_load_n(&t->live_failed, __ATOMIC_RELAXED);
+    int started = t->load_wall0 == 0 && __atomic_load_n(&t->live_issued, __ATOMIC_RELAXED) > 0;
+    if (!started && seen == t->load_seen)
+        return;
+    int64_t busy = hb_busy_ns();
+    if (started) {
+        t->load_wall0 = now;
+        t->load_busy0 = busy;
+    } else {
+        t->load_wall1 = now;
+        t->load_busy1 = busy;
+    }
+    t->load_seen = seen;
+}
+
+/* Deadlines, the end of the grace after a stop or a duration, and the
+ * part of the run that carried load. */
 static void tick(bthread *t, int64_t now)
 {
     hb_bench *b = t->b;
+    if (!b->warming)
+        note_load(t, now);
     int abandon = past_grace(b, now);
     for (int i = 0; i < t->nconns; i++)
         t->conns[i].carrier->tick(t, &t->conns[i], now, abandon);

@@ -16,15 +16,17 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ClientFigures", "client_figures", "merge_client", "BUSY_BOUND", "LATE_BUSY_SHARE",
-           "LATE_P99_BOUND", "LATE_SHARE", "LATE_MIN_REQUESTS", "REASONS"]
+__all__ = ["ClientFigures", "client_figures", "merge_client", "server_paced", "BUSY_BOUND",
+           "LATE_BUSY_SHARE", "LATE_P99_BOUND", "LATE_SHARE", "LATE_MIN_REQUESTS", "REASONS"]
 
 # A loop thread busy (on a CPU, or runnable and waiting for one) for at
 # least this share of the run never waited for the server: the client
 # set the pace. Below it the thread waited in poll for the network.
 BUSY_BOUND = 0.95
 # Under a rate: more than this share of the requests started late because
-# their connection was still busy when they fell due.
+# their connection was still busy when they fell due, every one of them
+# sent: the server set the pace (server_paced), which is no verdict on the
+# client (a 0.5 s stall of the server was called the client's bottleneck).
 LATE_BUSY_SHARE = 0.01
 # Under a rate: sends late (with connections free: the loop was not given
 # a CPU in time) at the 99th percentile by at least this, seconds, and by at
@@ -40,10 +42,9 @@ REASONS = {
            "never waiting for the server, so these figures may describe the client: give "
            "it more threads (--threads), another machine, or spread it over a cluster "
            "(cluster=, --dask)",
-    "connections": "every connection was busy when requests fell due{unsent}, so the rate "
-                   "asked was not offered: the server is slower than the rate at this "
-                   "concurrency; add connections (-c) for an open loop that keeps its "
-                   "schedule",
+    "connections": "its connections were all busy when requests fell due{unsent}, so it "
+                   "could not offer the rate asked: give it more connections (-c) for an open "
+                   "loop that keeps its schedule",
     "schedule": "its sends were late against the schedule (p99 {late} ms) though connections "
                 "were free: the machine did not give the loop a CPU in time; run the client "
                 "on a quieter machine or CPU, or give it more threads",
@@ -132,10 +133,14 @@ class ClientFigures:
 
 def _reason(busy_max: float, paced: bool, issued: int, unsent: int, late_busy: int,
             late_p99: float | None, latency_p99: float) -> str:
-    """Why the client bound the run, the strongest first; "" if it did not."""
+    """Why the client bound the run, the strongest first; "" if it did not.
+    "connections" only where due requests were never sent: sent late
+    behind a busy connection, they waited on the server's answers, and
+    the server set the pace (server_paced)."""
+    del late_busy  # (the server's pace, said apart: server_paced)
     if busy_max >= BUSY_BOUND:
         return "cpu"
-    if paced and (unsent > 0 or late_busy > LATE_BUSY_SHARE * max(issued, 1)):
+    if paced and unsent > 0:
         return "connections"
     if paced and late_p99 is not None and issued >= LATE_MIN_REQUESTS and \
             late_p99 >= max(LATE_P99_BOUND, LATE_SHARE * latency_p99):
@@ -156,11 +161,23 @@ def client_figures(raw: dict[str, Any], paced: bool, threads: int) -> ClientFigu
         p50, p99, most = late.percentile(50) / 1e9, late.percentile(99) / 1e9, late.max / 1e9
     unsent, late_busy = int(raw["unsent"]), int(raw["late_busy"])
     latency = raw["latency"]
+    # No verdict on a run in which nothing completed (nothing listening, a
+    # TLS port spoken to in plain text): a loop retrying connects is busy,
+    # and was called the bottleneck beside 50,149 connect failures; the
+    # report's first line says what happened.
     reason = _reason(raw["busy_max"], paced, int(raw["issued"]), unsent, late_busy, p99,
-                     latency.percentile(99) / 1e9 if latency.count else 0.0)
+                     latency.percentile(99) / 1e9 if latency.count else 0.0) \
+        if raw["complete"] else ""
     return ClientFigures(busy=raw["busy_mean"], busy_max=raw["busy_max"], cpu=cpu,
                          late_p50=p50, late_p99=p99, late_max=most, late_busy=late_busy,
                          unsent=unsent, bound=bool(reason), reason=reason)
+
+
+def server_paced(c: ClientFigures, issued: int) -> bool:
+    """Under a rate, whether the server set the pace: more than
+    LATE_BUSY_SHARE of the requests waited for a connection still busy with
+    an answer, and none went unsent (the client is not bound by it)."""
+    return not c.bound and c.unsent == 0 and c.late_busy > LATE_BUSY_SHARE * max(issued, 1)
 
 
 def merge_client(parts: Sequence[tuple[str, ClientFigures | None]]) -> ClientFigures | None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from ..bound import server_paced
 from ..figures import PERCENTILES
 
 if TYPE_CHECKING:
@@ -135,6 +136,8 @@ def _report_lines(r: Result) -> Iterable[str]:
         if r.reset_codes:
             codes = ", ".join(f"{k} {v}" for k, v in sorted(r.reset_codes.items()))
             yield f"   (RST_STREAM by code: {codes})"
+        if f["check"]:
+            yield f"   (Failed checks' answers: {check_statuses(r)})"
     if r.cancelled:
         yield f"Cancelled requests:     {r.cancelled} (in flight when the run ended)"
     if r.non_2xx:
@@ -284,6 +287,21 @@ def mode_additions(r: Result, rate_from: str) -> Iterable[str]:
         yield from client_lines(r)
 
 
+def check_statuses(r: Result) -> str:
+    """The statuses of the answers whose checks failed, by request name
+    where a scenario names them ("me: 401 x20; admin: 403 x20"): those
+    outside 2xx of each name whose check failed, or all its statuses
+    where all were 2xx (a check of the body or a header failed)."""
+    named = [(n, x) for n, x in r.by_name.items() if x.failures.get("check")] or [("", r)]
+    parts = []
+    for name, x in named:
+        codes = {c: k for c, k in x.status_counts.items() if not 200 <= c <= 299} or \
+            x.status_counts
+        said = ", ".join(f"{c} x{k:,}" for c, k in sorted(codes.items())) or "none answered"
+        parts.append(f"{name}: {said}" if name else said)
+    return "; ".join(parts)
+
+
 def percentiles_cover(r: Result) -> str:
     """Under a rate, when due requests were never sent, what the
     percentiles cover: "" otherwise."""
@@ -315,6 +333,10 @@ def client_lines(r: Result) -> Iterable[str]:
                f"({r.rps / target:.0%})")
     if c.bound:
         yield f"Warning: {c.warning()}."
+    elif server_paced(c, r.issued):
+        yield (f"Every connection was waiting on the server when requests fell due: the server "
+               f"set the pace ({c.late_busy:,} started late behind a busy connection, their "
+               "latency counted from their intended start; the client sent every request)")
 
 
 def _target_rate(r: Result) -> float:

@@ -5,9 +5,12 @@ open loop counted, sent or not."""
 from __future__ import annotations
 
 import contextlib
+import resource
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -292,6 +295,118 @@ def test_a_client_stopped_by_the_machine_is_late_not_busy(srv, tmp_path, duratio
     assert c.late_busy <= busy_outside_the_stall(httpbench.read_log(log)), c
     assert c.bound and c.reason == "schedule", c
     assert "its sends were late against the schedule" in r.report()
+
+
+def test_a_server_stopped_by_the_machine_sets_the_pace_and_is_no_client_verdict(tmp_path):
+    """The server's process held off its CPU (SIGSTOP 0.5 s) under a rate
+    of 200 on 10 connections: every request was still sent (unsent 0),
+    those due in the stall late behind a busy connection, and their
+    latency the server's. That read bound=True, reason "connections" ("the
+    client was the bottleneck ... add connections"); now no client verdict,
+    the client's own lateness small (each such send counted from the
+    instant its connection freed), and the report says the server set the
+    pace. (The client stopped instead reads "schedule":
+    test_a_client_stopped_by_the_machine_is_late_not_busy.)"""
+    port = free_port()
+    argv = [sys.executable, "-m", "httpbench", "serve", "--port", str(port), "--threads", "1"]
+    with listening(argv, port) as server:
+        def stall() -> None:
+            time.sleep(0.7)
+            server.send_signal(signal.SIGSTOP)
+            time.sleep(0.5)
+            server.send_signal(signal.SIGCONT)
+        stopper = threading.Thread(target=stall)
+        stopper.start()
+        try:
+            r = httpbench.run(f"http://127.0.0.1:{port}/rnd?c=100", rate=200, concurrency=10,
+                              duration=2.0, progress=False)
+        finally:
+            stopper.join()
+    exact(r)
+    c = r.client
+    assert c is not None and c.unsent == 0 and r.issued == 400, c
+    assert c.late_busy > 0.05 * r.issued, c  # (what fell due in the stall, about 100)
+    assert not c.bound and c.reason == "", c
+    assert c.late_max is not None and c.late_max < 0.25, c  # (the stall was 0.5 s)
+    text = r.report()
+    assert "Every connection was waiting on the server when requests fell due: the server " \
+           "set the pace" in text, text
+    assert "bottleneck" not in text and r.latency.max >= 0.4, r.latency
+
+
+@pytest.mark.parametrize("how", ["nothing listening", "TLS to a plain port"])
+def test_a_run_in_which_nothing_completed_gives_no_client_verdict(srv, how):
+    """A run against a port nothing listens on (50,149 connect failures)
+    or https:// to a plain port said "the client was the bottleneck: a
+    loop thread was busy 100%": the loop retrying was busy, and nothing
+    was measured. No verdict now; the report's first line says what
+    happened."""
+    if how == "nothing listening":
+        with socket.socket() as s0:
+            s0.bind(("127.0.0.1", 0))  # bound, never listening: refused
+            url = f"http://127.0.0.1:{s0.getsockname()[1]}/"
+            r = httpbench.run(url, duration=1.0, concurrency=2, progress=False)
+    else:
+        r = httpbench.run(srv.url("/").replace("http://", "https://"), duration=1.0,
+                          concurrency=2, verify=False, progress=False)
+    exact(r)
+    assert r.complete == 0 and r.failed > 0
+    assert r.client is not None and not r.client.bound and r.client.reason == "", r.client
+    text = r.report()
+    assert "bottleneck" not in text and text.startswith("Nothing completed"), text[:300]
+
+
+def test_a_failed_checks_answers_are_named_in_the_report(srv):
+    """A scenario whose steps failed their checks read "Failed requests: 40
+    (Check: 40)", the 401s and 403s only in the JSON's status_counts
+    (non_2xx 0): the failure lines name the statuses the checks failed on,
+    by step."""
+    s = httpbench.Scenario([
+        httpbench.Request("GET", "/status/401", name="me", expect_status=200),
+        httpbench.Request("GET", "/status/403", name="admin", expect_status=200),
+        httpbench.Request("GET", "/rnd?c=10", name="ok", expect_status=200)], order="sequence")
+    r = httpbench.run(srv.url("/"), scenario=s, requests=60, progress=False)
+    assert r.failures["check"] == 40 and r.complete == 20
+    text = r.report()
+    assert "   (Failed checks' answers: me: 401 x20; admin: 403 x20)" in text, text
+    one = httpbench.run(srv.url("/status/404"), requests=5, progress=False,
+                        scenario=httpbench.Scenario([httpbench.Request(
+                            "GET", "/status/404", expect_status=200)]))
+    assert "(Failed checks' answers: GET /status/404: 404 x5)" in one.report(), one.report()
+
+
+_STARVED = """
+    import json, httpbench
+    r = httpbench.run("http://127.0.0.1:{port}/rnd?c=10", duration=3, concurrency=1000,
+                      threads=1, progress=False)
+    print(json.dumps(r.to_dict()))
+"""
+
+
+@TWO_CPUS
+@pytest.mark.timing
+def test_a_starved_client_is_judged_over_the_part_that_carried_load(tmp_path):
+    """The client pinned to a CPU a busy loop shares, 1,000 connections to
+    a server that always has an answer ready: its loop was runnable 99% of
+    the run's middle, yet busy read 0.92 (the connects before the first
+    request and the tail after the last send were in the average), under
+    the cpu rule's 0.95, so bound=False. Busy is judged from the first tick
+    after a send to the last tick after an answer."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"the open-file limit ({hard}) is below 1,100")
+    with served_on(1) as port, burner(0):
+        argv = ["nice", "-n", "10", sys.executable, "-c",
+                _STARVED.replace("\n    ", "\n").format(port=port)]
+        out = subprocess.run(pinned(0, argv), capture_output=True, text=True, cwd=tmp_path,
+                             timeout=120, preexec_fn=lambda: resource.setrlimit(
+                                 resource.RLIMIT_NOFILE, (max(soft, 4096), max(hard, 4096))
+                                 if hard != resource.RLIM_INFINITY else (4096, hard)))
+    assert out.returncode == 0, out.stderr
+    r = httpbench.Result.from_json(out.stdout.strip().splitlines()[-1])
+    c = r.client
+    assert c is not None and r.complete > 1000
+    assert c.busy_max >= BUSY_BOUND and c.bound and c.reason == "cpu", c
 
 
 def test_a_closed_loop_has_no_schedule_to_be_late_on(srv):
