@@ -378,6 +378,14 @@ def _results(spec: RunSpec, raw: dict[str, Any], started: str | None, interrupte
     result = _result(raw, url=url, method=method, path=path, **common)
     result.client = client_figures(raw, bool(spec.rate or spec.stages),
                                    min(spec.loop_threads, spec.concurrency))
+    if spec.http2 and not result.issued and not result.first_error and result.connects and \
+            result.streams_allowed is None and not result.streams_unlimited:
+        # Connected, and no SETTINGS came: no stream could open (RFC 9113
+        # section 3.4: the server's preface is its SETTINGS), so nothing
+        # was issued and nothing counted, and the report said nothing.
+        result.first_error = (f"no server SETTINGS within {result.time_taken:.1f} s on "
+                              f"{result.connects:,} connection{'s' * (result.connects != 1)}: "
+                              "nothing could be sent; is it an HTTP/2 server?")
     # Each second's buckets, for a merge with other machines' seconds.
     result.timeline_buckets = raw.get("timeline_buckets", [])
     if scenario is not None:

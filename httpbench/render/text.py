@@ -38,9 +38,12 @@ _ADVICE = {
 
 def headline(r: Result) -> str:
     """One line that says what went wrong before the figures do, or "":
-    nothing completed (the cause: the failure class most requests ended
+    nothing sent (an HTTP/2 server that never sent its SETTINGS), nothing
+    completed (the cause: the failure class most requests ended
     in, the first failure's words, and what to do about it), or no response
     was 2xx ("All 111,611 responses were 404 Not Found")."""
+    if not r.issued and r.first_error:
+        return f"Nothing was sent: {r.first_error}" + ("" if r.first_error[-1] in ".?" else ".")
     if r.issued and not r.complete:
         if not r.failed:
             return (f"Nothing completed: the {r.cancelled:,} requests were still in flight when "

@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -529,6 +530,44 @@ def test_a_goaway_before_any_stream_is_three_tries_then_reset_and_paced() -> Non
         assert r.connects == s.accepted - before or r.connects == s.accepted - before + 1
         assert r.connects < 40, r.connects  # paced; unbounded, thousands
         assert r.counts["retries"] >= 2 * r.failures["reset"]
+
+
+def test_a_silent_server_says_why_nothing_was_sent(tmp_path):
+    """A server that accepts and never answers: with no SETTINGS there is no
+    ticket to open a stream, so nothing was issued and nothing counted,
+    and the report was all zeros with no line saying why (exit 1). Now
+    its first line and Result.first_error say what happened."""
+    lsock = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = lsock.accept()
+            except OSError:
+                return
+            held.append(conn)  # (never read, never answered, kept open)
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{lsock.getsockname()[1]}/"
+    try:
+        r = httpbench.run(url, duration=1.0, concurrency=2, http2=True, streams=10,
+                          progress=False)
+        exact(r)
+        said = ("no server SETTINGS within 1.0 s on 2 connections: nothing could be sent; is "
+                "it an HTTP/2 server?")
+        assert (r.issued, r.connects, r.first_error) == (0, 2, said), r.first_error
+        assert r.report().startswith(f"Nothing was sent: {said}\n"), r.report()[:300]
+        cli = subprocess.run([sys.executable, "-m", "httpbench", "-d", "1", "-c", "2", "--http2",
+                              "--streams", "10", url], capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path)
+        assert cli.returncode == 1, cli.stderr
+        assert cli.stdout.startswith("Nothing was sent: no server SETTINGS within 1.0 s on 2 "
+                                     "connections"), cli.stdout[:300]
+    finally:
+        lsock.close()
+        for conn in held:
+            conn.close()
 
 
 def test_a_server_that_ends_every_connection_at_once_fails_each_request_once() -> None:
