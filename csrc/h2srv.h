@@ -14,7 +14,8 @@
  * backports): a connection that sends more than HB_H2S_FLOOD RST_STREAM,
  * PING, SETTINGS, SETTINGS ACK, PRIORITY, empty DATA (padding aside:
  * CVE-2019-9518) or extension frames in a second (rapid reset,
- * CVE-2023-44487, and its cousins), or a header block of more than
+ * CVE-2023-44487, and its cousins), or WINDOW_UPDATEs past it beyond
+ * HB_H2S_UPDATES_PER_DATA for each DATA frame sent, or a header block of more than
  * HB_MAX_HEAD bytes or HB_H2_MAX_CONTINUATIONS CONTINUATION frames (the
  * CVE-2024-27316 family), gets GOAWAY ENHANCE_YOUR_CALM and is closed; a
  * header list that decodes past HB_MAX_HEAD bytes or HB_MAX_HEADERS fields
@@ -38,6 +39,10 @@
 /* Frames of one kind a connection may send in a second before it is told
  * to calm down (GOAWAY ENHANCE_YOUR_CALM). */
 #define HB_H2S_FLOOD 100
+/* WINDOW_UPDATEs a connection may send in a second for each DATA frame
+ * the server sent it then, beyond HB_H2S_FLOOD: one for the connection
+ * and one for the stream, and as many again. */
+#define HB_H2S_UPDATES_PER_DATA 4
 
 typedef struct hb_h2s hb_h2s;
 
