@@ -163,7 +163,10 @@ def test_tls_failures_are_the_socket_errors_wrk_counts_them(tmp_path, scripted, 
 
 
 @needs_wrk
-@pytest.mark.parametrize("delay_ms,done", [(700, 1), (5000, 0)])
+@pytest.mark.parametrize("delay_ms,done", [
+    # (Whether a 700 ms answer beats a 1 s end is the wall clock's: on a
+    # machine loaded to 12-14 it came after, in one tool or the other.)
+    pytest.param(700, 1, marks=pytest.mark.timing), (5000, 0)])
 def test_what_is_in_flight_at_the_end_is_not_counted_as_wrks(tmp_path, delay_ms, done):
     """wrk stops its threads at the duration's end: an answer due after it
     is not counted, and the run lasts the duration. The wrk mode gave it

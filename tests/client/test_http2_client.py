@@ -422,9 +422,13 @@ def test_every_other_feature_runs_over_http2(tmp_path: Path) -> None:
                                concurrency_stages=[(0.5, 2), (0.5, 4)], progress=False)
         exact(shaped)
         assert shaped.complete > 0 and shaped.failed == 0
-        c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<50ms", stage_s=0.3, step=4,
+        # (An SLO no load on this machine breaks at 500/s: the search is
+        # what is tested here, over HTTP/2, not this server's capacity; at
+        # p99<50ms a loaded machine broke the first stage.)
+        c = httpbench.capacity(srv.url("/rnd?c=10"), slo="p99<2s", stage_s=0.3, step=4,
                                start=500, concurrency=2, http2=True, streams=4)
-        assert c.met and c.rate > 0
+        assert c.met and c.rate >= 500 and c.steps[0].held, c.report()
+        assert all(s.errors == 0 and s.timed for s in c.steps), c.report()
     path = str(tmp_path / "h2.sock")
     with httpbench.Server(unix_socket=path) as srv:
         r = httpbench.run(srv.url("/rnd?c=10"), unix_socket=path, requests=500, concurrency=2,

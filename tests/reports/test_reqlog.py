@@ -254,10 +254,14 @@ def test_a_slow_writer_drops_and_counts_and_the_run_keeps_its_pace(srv, tmp_path
     assert f"{r.log_dropped} dropped" in r.report()
     plain = httpbench.run(srv.url("/rnd?c=10"), requests=15_000, rate=5000, concurrency=8,
                           progress=False)
-    # An open loop's pace is its schedule's: both took the 3 s it sets
-    # (to the last answer, at most a few ms after).
-    assert r.time_taken == pytest.approx(3.0, abs=0.05)
-    assert plain.time_taken == pytest.approx(3.0, abs=0.05)
+    # An open loop's pace is its schedule's: both took at least the 3 s it
+    # sets (to the last answer: a few ms after, quiet), and the writer's
+    # 30 s pass never held the loop (it would have held a send that long).
+    # (Judged on the schedule and the sends' lateness, not to 50 ms of the
+    # wall clock, which a loaded machine's last answer missed.)
+    for x in (r, plain):
+        assert 3.0 <= x.time_taken < 10, x.time_taken
+    assert r.client is not None and r.client.late_max is not None and r.client.late_max < 5
     assert r.complete == plain.complete == 15_000
 
 
