@@ -10,36 +10,6 @@ static double cpu_seconds(const struct timeval *tv)
     return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
-/* The calling thread's time on a CPU and runnable waiting for one, ns
- * (the kernel's schedstat: sum_exec_runtime and run_delay), so that its
- * time busy is known without a clock read per request. Where the file is
- * missing the CPU time alone serves (wait 0). */
-static void sched_times(int64_t *on_cpu, int64_t *waiting)
-{
-    unsigned long long run = 0, delay = 0;
-    FILE *f = fopen("/proc/thread-self/schedstat", "re");
-    if (f != NULL) {
-        int got = fscanf(f, "%llu %llu", &run, &delay);
-        fclose(f);
-        if (got == 2) {
-            *on_cpu = (int64_t)run;
-            *waiting = (int64_t)delay;
-            return;
-        }
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    *on_cpu = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    *waiting = 0;
-}
-
-int64_t hb_busy_ns(void)
-{
-    int64_t on_cpu, waiting;
-    sched_times(&on_cpu, &waiting);
-    return on_cpu + waiting;
-}
-
 /* A prepared start: t has warmed up; it waits for hb_bench_go (or a
  * stop), then until the start instant. Returns 0 to run on, 1 when the
  * run was stopped first. */
@@ -88,13 +58,13 @@ static void *thread_main(void *arg)
     if (b->log != NULL)
         t->log = hb_rlog_ring_at(b->log, t->index);
     int64_t cpu0, wait0, wall0 = hb_now_ns();
-    sched_times(&cpu0, &wait0);
+    hb_bl_sched_times(&cpu0, &wait0);
     t->load_wall0 = t->load_wall1 = 0;
     t->load_seen = 0;
     if (run)
         hb_bl_run(t);
     int64_t cpu1, wait1, wall1 = hb_now_ns();
-    sched_times(&cpu1, &wait1);
+    hb_bl_sched_times(&cpu1, &wait1);
     /* Over the part that carried load where the ticks marked one of two
      * ticks or more; else over the whole measured part. */
     if (t->load_wall0 != 0 && t->load_wall1 - t->load_wall0 >= 2 * b->tick_ns)

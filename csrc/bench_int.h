@@ -301,7 +301,8 @@ struct bthread {
     int due_known;
     /* The part that carried load, as the tick marks it (hb_bl_note_load):
      * its first tick after the thread's first send and its last tick after
-     * an answer, each with hb_busy_ns then (0: none yet). The connects
+     * an answer, each with its busy time then (hb_bl_sched_times; 0: none
+     * yet). The connects
      * before the first request and the tail after the last answer, idle
      * or not, are no part of it: over 1,000 connections they held a
      * starved loop's busy at 0.92 though it was runnable 99% of its
@@ -377,8 +378,10 @@ struct hb_bench {
 };
 
 /* The calling thread's time on a CPU and runnable waiting for one so far,
- * ns (the kernel's schedstat; the CPU time alone where it is missing). */
-int64_t hb_busy_ns(void);
+ * ns (the kernel's schedstat: sum_exec_runtime and run_delay), so that its
+ * time busy is known without a clock read per request. Where the file is
+ * missing the CPU time alone serves (waiting 0). */
+void hb_bl_sched_times(int64_t *on_cpu, int64_t *waiting);
 
 /* s seconds (s >= 0, range-checked) in nanoseconds, rounded: cut, a
  * duration of 0.3 s ended a nanosecond early, and the rate's last slot

@@ -45,6 +45,25 @@ static void start_next(bthread *t, int64_t now)
     c->carrier->start(t, c, now);
 }
 
+void hb_bl_sched_times(int64_t *on_cpu, int64_t *waiting)
+{
+    unsigned long long run = 0, delay = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    if (f != NULL) {
+        int got = fscanf(f, "%llu %llu", &run, &delay);
+        fclose(f);
+        if (got == 2) {
+            *on_cpu = (int64_t)run;
+            *waiting = (int64_t)delay;
+            return;
+        }
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    *on_cpu = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    *waiting = 0;
+}
+
 /* The part of the run that carried load (bthread's load_*): from the
  * first tick after a send to the last tick after an answer. A read of
  * schedstat a tick at most, none per request. */
@@ -55,7 +74,9 @@ static void note_load(bthread *t, int64_t now)
     int started = t->load_wall0 == 0 && __atomic_load_n(&t->live_issued, __ATOMIC_RELAXED) > 0;
     if (!started && seen == t->load_seen)
         return;
-    int64_t busy = hb_busy_ns();
+    int64_t on_cpu, waiting;
+    hb_bl_sched_times(&on_cpu, &waiting);
+    int64_t busy = on_cpu + waiting;
     if (started) {
         t->load_wall0 = now;
         t->load_busy0 = busy;
