@@ -202,14 +202,15 @@ def test_a_slow_healthy_server_gets_its_capacity(ms):
         assert "too few to judge: " in c.report() and "p99 needs" in c.report(), c.report()
 
 
-def test_a_stage_too_short_to_measure_is_refused():
+def test_a_stage_too_short_to_measure_is_refused(tmp_path):
     """stage_s 0.01 (or 1e-9) was run, then reported "SLO not met" and blamed
     the server."""
     for short in (0.01, 1e-9, 0.0999):
         with pytest.raises(httpbench.SettingError, match=r"stage_s must be at least 0\.1 s"):
             httpbench.capacity("http://127.0.0.1:9/", stage_s=short)
     bad = subprocess.run([sys.executable, "-m", "httpbench", "capacity", "http://127.0.0.1:9/",
-                          "--stage", "10ms"], capture_output=True, text=True, timeout=30)
+                          "--stage", "10ms"], capture_output=True, text=True, timeout=30,
+                         cwd=tmp_path)
     assert bad.returncode == 2 and "--stage must be at least 0.1 s" in bad.stderr, bad.stderr
 
 
