@@ -240,8 +240,9 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
 
     def stage(rate: float) -> bool:
         """Whether rate holds: a breach confirmed by a second measurement,
-        a third deciding when they disagree (confirm); _Noisy when they
-        disagree by more than the SLO can separate."""
+        a third deciding when they disagree (confirm); _Noisy when the
+        third breaks too and they disagree by more than the SLO can
+        separate."""
         read.clear()
         first = once(rate, 0)
         if first.held or not confirm:
@@ -250,7 +251,11 @@ def _search(url: str, slo: str, bounds: list[tuple[str, float]], max_error_rate:
         if not second.held:
             return False
         third = once(rate, second.repeat + 1).held
-        _check_noise(rate, bounds, read)
+        if not third:
+            # A breach decided against a measurement that held: where they
+            # read past what the SLO separates, noise decided it. (One stall
+            # outvoted by two holds is no such case: the climb goes on.)
+            _check_noise(rate, bounds, read)
         return third
 
     held: float | None = None

@@ -110,11 +110,11 @@ class CapacityResult:
     if lower) broke: no rate holds, and the last step says what broke it.
     limited_by: "server" when a breach was confirmed, "client" when the
     client could not keep up (its CPU, or its schedule: the search then
-    stops, the server untested beyond), "noise" when the measurements of
-    one rate disagreed beyond what the SLO can separate (one held, one
-    broke, their statistic more than 2x apart: the search stops, `noisy`
-    says what they read, and no capacity is found), None when nothing
-    broke.
+    stops, the server untested beyond), "noise" when a rate was judged
+    broken though one of its measurements held, their statistic more than
+    2x apart across its bound (beyond what the SLO can separate: the
+    search stops, `noisy` says what they read, and no capacity is found),
+    None when nothing broke.
     interrupted: Ctrl-C (or SIGTERM on the command line) stopped the
     search during a stage; that stage is not in `steps` (a part of a
     stage says nothing of its rate), and rate, met and limited_by say what
