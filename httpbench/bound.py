@@ -131,13 +131,12 @@ class ClientFigures:
                               wait=wait))
 
 
-def _reason(busy_max: float, paced: bool, issued: int, unsent: int, late_busy: int,
+def _reason(busy_max: float, paced: bool, issued: int, unsent: int,
             late_p99: float | None, latency_p99: float) -> str:
     """Why the client bound the run, the strongest first; "" if it did not.
     "connections" only where due requests were never sent: sent late
     behind a busy connection, they waited on the server's answers, and
     the server set the pace (server_paced)."""
-    del late_busy  # (the server's pace, said apart: server_paced)
     if busy_max >= BUSY_BOUND:
         return "cpu"
     if paced and unsent > 0:
@@ -165,7 +164,7 @@ def client_figures(raw: dict[str, Any], paced: bool, threads: int) -> ClientFigu
     # TLS port spoken to in plain text): a loop retrying connects is busy,
     # and was called the bottleneck beside 50,149 connect failures; the
     # report's first line says what happened.
-    reason = _reason(raw["busy_max"], paced, int(raw["issued"]), unsent, late_busy, p99,
+    reason = _reason(raw["busy_max"], paced, int(raw["issued"]), unsent, p99,
                      latency.percentile(99) / 1e9 if latency.count else 0.0) \
         if raw["complete"] else ""
     return ClientFigures(busy=raw["busy_mean"], busy_max=raw["busy_max"], cpu=cpu,

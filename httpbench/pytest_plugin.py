@@ -58,8 +58,8 @@ METRICS = ("rps", "p50", "p99", "errors")
 # names other metrics only: an endpoint gone from 200s to 500s answers as
 # fast as ever, and the latency and rate gates alone passed it.
 ERRORS_POINTS = 1.0
-# What each round of a saved baseline holds (errors from schema 16's
-# plugin on; an older baseline's share is its saved run's).
+# What each round of a saved baseline holds (and `errors`, in those saved
+# since the errors gate: an older baseline's share is its saved run's).
 ROUND_KEYS = ("rps", "p50", "p99")
 _STATE = pytest.StashKey["_State"]()
 

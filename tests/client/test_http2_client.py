@@ -5,6 +5,7 @@ are exact (helpers.exact)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -536,11 +537,11 @@ def test_a_goaway_before_any_stream_is_three_tries_then_reset_and_paced() -> Non
         assert r.counts["retries"] >= 2 * r.failures["reset"]
 
 
-def test_a_silent_server_says_why_nothing_was_sent(tmp_path):
-    """A server that accepts and never answers: with no SETTINGS there is no
-    ticket to open a stream, so nothing was issued and nothing counted,
-    and the report was all zeros with no line saying why (exit 1). Now
-    its first line and Result.first_error say what happened."""
+@contextlib.contextmanager
+def _holding(shut: bool) -> Iterator[str]:
+    """A server that accepts and says nothing: each connection kept open
+    and never read until the block ends, its sending side shut at once
+    when `shut`. Yields its URL."""
     lsock = socket.create_server(("127.0.0.1", 0))
     held: list[socket.socket] = []
 
@@ -550,11 +551,25 @@ def test_a_silent_server_says_why_nothing_was_sent(tmp_path):
                 conn, _ = lsock.accept()
             except OSError:
                 return
-            held.append(conn)  # (never read, never answered, kept open)
+            if shut:
+                conn.shutdown(socket.SHUT_WR)
+            held.append(conn)
 
     threading.Thread(target=accept, daemon=True).start()
-    url = f"http://127.0.0.1:{lsock.getsockname()[1]}/"
     try:
+        yield f"http://127.0.0.1:{lsock.getsockname()[1]}/"
+    finally:
+        lsock.close()
+        for conn in held:
+            conn.close()
+
+
+def test_a_silent_server_says_why_nothing_was_sent(tmp_path):
+    """A server that accepts and never answers: with no SETTINGS there is no
+    ticket to open a stream, so nothing was issued and nothing counted,
+    and the report was all zeros with no line saying why (exit 1). Now
+    its first line and Result.first_error say what happened."""
+    with _holding(shut=False) as url:  # (never read, never answered, kept open)
         r = httpbench.run(url, duration=1.0, concurrency=2, http2=True, streams=10,
                           progress=False)
         exact(r)
@@ -568,10 +583,6 @@ def test_a_silent_server_says_why_nothing_was_sent(tmp_path):
         assert cli.returncode == 1, cli.stderr
         assert cli.stdout.startswith("Nothing was sent: no server SETTINGS within 1.0 s on 2 "
                                      "connections"), cli.stdout[:300]
-    finally:
-        lsock.close()
-        for conn in held:
-            conn.close()
 
 
 def test_a_server_that_ends_every_connection_at_once_fails_each_request_once() -> None:
@@ -580,33 +591,15 @@ def test_a_server_that_ends_every_connection_at_once_fails_each_request_once() -
     socket closed before any response byte does: one connect per request,
     not a reconnect without pause until the timeout (fuzz_loop found the
     streams that wait for the server's SETTINGS doing that)."""
-    lsock = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        # Each connection's sending side shut at once; what comes is not
-        # read, and the socket stays open until the test ends.
-        while True:
-            try:
-                conn, _ = lsock.accept()
-            except OSError:
-                return
-            conn.shutdown(socket.SHUT_WR)
-            held.append(conn)
-
-    threading.Thread(target=accept, daemon=True).start()
-    url = f"http://127.0.0.1:{lsock.getsockname()[1]}/"
-    try:
+    # Each connection's sending side shut at once; what comes is not read,
+    # and the socket stays open until the test ends.
+    with _holding(shut=True) as url:
         for streams in (1, 4):
             r = httpbench.run(url, requests=8, concurrency=2, http2=True, streams=streams,
                               timeout=3, progress=False)
             exact(r)
             assert r.failed == r.failures["receive"] == 8, (streams, r.failures, r.first_error)
             assert r.connects <= 8, (streams, r.connects)
-    finally:
-        lsock.close()
-        for conn in held:
-            conn.close()
 
 
 def test_a_whole_response_then_rst_stream_no_error_is_complete() -> None:
