@@ -3,7 +3,9 @@ clients side by side.
 
     python examples/tour.py [OUTDIR]   # PNGs go to OUTDIR (default: a new temporary folder)
 
-It prints where the pictures went.
+It prints where the pictures went. It needs the plot extra (pip install
+'httpbench[plot]'); the comparison puts side by side the clients
+installed ('httpbench[agents]' installs the five besides http.client).
 """
 
 from __future__ import annotations

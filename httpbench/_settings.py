@@ -173,6 +173,13 @@ def render_help(text: str, say: Callable[[str], str]) -> str:
     return text.format_map(_Names(say, say, ""))
 
 
+def flag_help(text: str, say: Callable[[str], str]) -> str:
+    """A flag's help line (argparse's, with its % doubled), each {name}
+    said by say, and Python's None said as a command line says it: the
+    flag not given ("None: wide open" is "not given: wide open")."""
+    return render_help(text, say).replace("None:", "not given:").replace("%", "%%")
+
+
 def add_flags(p: argparse._ActionsContainer, fields: list[tuple[str, Any, Setting]],
               *names: str, **changes: Mapping[str, Any]) -> None:
     """Adds the flags of the settings named to p, in that order, from their
@@ -185,9 +192,8 @@ def add_flags(p: argparse._ActionsContainer, fields: list[tuple[str, Any, Settin
         _, meta = by_name[name]
         if meta.cli is None:
             raise KeyError(f"{name}'s flag is the command line's own grammar")
-        kwargs: dict[str, Any] = {"help": render_help(meta.help, lambda n: flags.get(n, n)),
+        kwargs: dict[str, Any] = {"help": flag_help(meta.help, lambda n: flags.get(n, n)),
                                   **meta.cli, **changes.get(name, {})}
-        kwargs["help"] = kwargs["help"].replace("%", "%%")
         p.add_argument(*meta.flags, dest=name, **kwargs)
 
 

@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from .hints import PLAIN, Words, hint
+
 __all__ = ["ClientFigures", "client_figures", "merge_client", "server_paced", "BUSY_BOUND",
            "LATE_BUSY_SHARE", "LATE_P99_BOUND", "LATE_SHARE", "LATE_MIN_REQUESTS", "REASONS"]
 
@@ -39,16 +41,13 @@ LATE_MIN_REQUESTS = 100
 
 REASONS = {
     "cpu": "a loop thread was busy {busy:.0%} of the run (on a CPU, or waiting for one), "
-           "never waiting for the server, so these figures may describe the client: give "
-           "it more threads (--threads), another machine, or spread it over a cluster "
-           "(cluster=, --dask)",
+           "never waiting for the server, so these figures may describe the client: {advice}",
     "connections": "its connections were all busy when requests fell due{unsent}, so it "
-                   "could not offer the rate asked: give it more connections (-c) for an open "
-                   "loop that keeps its schedule",
+                   "could not offer the rate asked: {advice}",
     "schedule": "its sends were late against the schedule (p99 {late} ms) though connections "
-                "were free: the machine did not give the loop a CPU in time; run the client "
-                "on a quieter machine or CPU, or give it more threads",
+                "were free: the machine did not give the loop a CPU in time; {advice}",
 }
+# (What to do, after each reason: httpbench.hints, in its reader's words.)
 
 # The "cpu" reason's words when waiting for a CPU was most of the busy
 # time: the loop was short not of work time but of a CPU, which something
@@ -115,9 +114,10 @@ class ClientFigures:
                                       f"{reason!r} (bound is true exactly when there is one)")
         return cls(**fields)
 
-    def warning(self) -> str:
-        """What `bound` means and what to do, in a sentence; "" when not
-        bound."""
+    def warning(self, words: Words = PLAIN) -> str:
+        """What `bound` means and what to do, in a sentence, the settings
+        it names said in words (a drop-in mode's flags; by default the
+        plain command line's and run()'s); "" when not bound."""
         if not self.bound:
             return ""
         where = f" (workers {', '.join(self.workers_bound)})" if self.workers_bound else ""
@@ -128,7 +128,7 @@ class ClientFigures:
         text = _CPU_WAIT if self.reason == "cpu" and wait > self.cpu else REASONS[self.reason]
         return (f"the client was the bottleneck{where}: "
                 + text.format(busy=self.busy_max, unsent=unsent, late=late, cpu=self.cpu,
-                              wait=wait))
+                              wait=wait, advice=hint(self.reason, words)))
 
 
 def _reason(busy_max: float, paced: bool, issued: int, unsent: int,

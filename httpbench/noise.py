@@ -67,11 +67,6 @@ def band(s_now: float, s_base: float) -> float:
     return 2.0 * math.hypot(s_now, s_base)
 
 
-def _factor(log_change: float) -> float:
-    """A log change as the fraction it multiplies by, less one."""
-    return math.expm1(log_change)
-
-
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """What decide() found: the medians, the change (now / base - 1,
@@ -118,9 +113,27 @@ class Verdict:
         return self.band > self.limit
 
     @property
+    def ratio_text(self) -> str:
+        """The change as the ratio now / base, and signed: "x0.69 (-30.5%)"."""
+        return f"x{self.change + 1:.2f} ({self.change:+.1%})"
+
+    @property
     def band_text(self) -> str:
-        """The band as a factor either way: ±X%."""
-        return f"±{_factor(self.band):.1%}"
+        """The band as the ratios it spans, the same scale as ratio_text's:
+        "x0.73-x1.38" (a ratio inside it is within the noise)."""
+        return f"x{math.exp(-self.band):.2f}-x{math.exp(self.band):.2f}"
+
+    @property
+    def limit_text(self) -> str:
+        """The threshold as the ratio it allows: "x0.90 (10%)" for req/s,
+        "x1.10 (10%)" for a latency."""
+        ratio = math.exp(-self.limit if self.metric in HIGHER_IS_BETTER else self.limit)
+        return f"x{ratio:.2f} ({self.threshold:.0%})"
+
+    @property
+    def outside(self) -> str:
+        """"outside" or "inside": where the ratio lies against the band."""
+        return "outside" if abs(self.worse) > self.band else "inside"
 
     def too_noisy(self) -> str:
         """What to do when the band is wider than the threshold ("" when it
@@ -132,9 +145,12 @@ class Verdict:
 
     @property
     def text(self) -> str:
-        said = (f"{self.metric} {self.change:+.1%} ({self.base:.6g} -> {self.now:.6g}); "
-                f"noise band {self.band_text} (2 x sqrt({self.s_now:.1%}^2 + "
-                f"{self.s_base:.1%}^2) on the log scale), threshold {self.threshold:.0%}")
+        """One line, every figure a ratio now / base on one scale: the
+        change, the threshold and the noise band, and the verdict."""
+        said = (f"{self.metric} {self.ratio_text} ({self.base:.6g} -> {self.now:.6g}), "
+                f"{self.outside} the noise band {self.band_text} (two standard deviations "
+                f"of the rounds' spread, {self.s_now:.1%} now and {self.s_base:.1%} in the "
+                f"baseline), threshold {self.limit_text}")
         if self.fails:
             said += ": regressed"
         elif self.undecided:

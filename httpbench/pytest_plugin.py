@@ -276,16 +276,16 @@ def gate(rounds: Rounds, base: dict[str, Any], fail: Sequence[tuple[str, float]]
         v = decide(metric, rounds.values(metric), _base_rounds(base, metric), limit)
         noisy = f"; {v.too_noisy()}" if v.noisy else ""
         if v.fails:
-            failures.append(f"httpbench: {metric} regressed {v.change:+.1%} against baseline "
+            failures.append(f"httpbench: {metric} regressed {v.ratio_text} against baseline "
                             f"{name!r} ({v.base:.6g} -> {v.now:.6g}, medians of "
-                            f"{len(rounds.results)} rounds; allowed {limit:g}%, noise band "
-                            f"{v.band_text}){noisy}")
+                            f"{len(rounds.results)} rounds): past the threshold "
+                            f"{v.limit_text} and outside the noise band {v.band_text}{noisy}")
         elif v.undecided:
-            warnings.append(f"{metric}: {v.change:+.1%} is past the threshold {limit:g}% but "
+            warnings.append(f"{metric}: {v.ratio_text} is past the threshold {v.limit_text} but "
                             f"inside the noise band {v.band_text} (spreads {v.s_now:.1%} now, "
                             f"{v.s_base:.1%} in the baseline): this gate cannot decide{noisy}")
         elif v.noisy:
-            warnings.append(f"{metric}: {v.change:+.1%}: {v.too_noisy()}")
+            warnings.append(f"{metric}: {v.ratio_text}: {v.too_noisy()}")
     return failures, warnings
 
 

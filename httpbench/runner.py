@@ -12,14 +12,14 @@ from typing import IO, Any
 from . import _check
 from ._request import (Headers, Path, basic_auth, cpus_here, host_field, parse_url,
                        tls_context, url_credentials, with_header)
-from .local import Coordinator, run_local, schedule_length
+from .local import Coordinator, loop_settings, run_local, schedule_length
 from .progress import Progress, Reporter, check_progress
 from .result import Result
 from .scenario import Scenario
 from .spec import DEFAULT_DURATION, RunSpec
 
-__all__ = ["run", "parse_url", "url_credentials", "basic_auth", "cpus_here", "with_header",
-           "host_field", "tls_context", "schedule_length", "DEFAULT_DURATION"]
+__all__ = ["run", "preflight", "parse_url", "url_credentials", "basic_auth", "cpus_here",
+           "with_header", "host_field", "tls_context", "schedule_length", "DEFAULT_DURATION"]
 
 
 def run(
@@ -138,6 +138,22 @@ def run(
     if workers is not None:
         raise ValueError("workers is for a run over a cluster: give cluster= too")
     return run_local(spec, progress, stream, _coordinator, _endpoint)
+
+
+def preflight(url: str, **given: Any) -> None:
+    """Raises what run(url, **given) would raise for its settings alone (a
+    SettingError or ValueError naming the argument; a TLS file or a cipher
+    list that cannot be loaded), sending nothing and opening nothing: a
+    command line's check before it prints its banner. What needs the
+    network (a name, a connection) is run()'s to find."""
+    if "progress" in given:
+        check_progress(given.pop("progress"))
+    cluster = given.pop("cluster", None)
+    given.pop("workers", None)
+    given.pop("stream", None)
+    spec = RunSpec.from_arguments(url, **given)
+    if cluster is None:
+        loop_settings(spec, False)
 
 
 def _on_cluster(spec: RunSpec, cluster: Any, workers: int | None, progress: Progress,

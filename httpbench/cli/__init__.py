@@ -24,6 +24,7 @@ only when every request completed without failure; 2 for bad usage.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -70,6 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args and args[0] == "h2load":
             return h2load_main(args[1:])
         return bench(args)
+    except BrokenPipeError:
+        # The reader went away (`| head`): the rest goes nowhere, with no
+        # traceback (the signal module's note on SIGPIPE), and the status
+        # says the output was not all written.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         # Ctrl-C outside a run (a run reports what it measured): no
         # traceback, the shell's status for SIGINT.

@@ -22,7 +22,7 @@ from .common import (UsageError, parse_headers, proxy_option,
                      request_parts, tls_options)
 from .execute import (execute_mode, logged_records, output_options, output_paths,
                       report_stream)
-from .flags import Flag, checked, given_last, mode_parser, whole
+from .flags import Flag, checked, given_last, given_order, mode_parser, whole
 from .tool_logs import ab_gnuplot_lines
 
 PROG = "httpbench ab"
@@ -31,6 +31,15 @@ PROG = "httpbench ab"
 TIME_LIMIT_REQUESTS = 50000
 # ab's largest -c (ab.c's MAX_CONCURRENCY).
 MAX_CONCURRENCY = 20000
+# What ab offers for TLS 1.3: OpenSSL's default suites, in OpenSSL's order
+# (ab sets none; its -Z is TLS 1.2's list), not httpbench's AES-128 first.
+AB_TLS13_SUITES = "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"
+# ab's methods as its flags set them, by flag, and the word its refusal
+# names (ab.c: -i, -p and -u each refuse a method set before them).
+METHOD_FLAGS = {"-i": "HEAD", "-p": "POST", "-u": "PUT", "-m": ""}
+# The settings httpbench's advice may name, in ab's letters (httpbench.hints):
+# ab has no flag for threads or a cluster, so its advice names none.
+WORDS = {"concurrency": "-c", "timeout": "-s"}
 
 FLAGS: tuple[Flag, ...] = (
     Flag(("-n",), "requests", "Number of requests to perform",
@@ -68,7 +77,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("-z",), "attributes", "String to insert as td or th attributes",
          "-w's tables are not made: use --html FILE", refused=True),
     Flag(("-C",), "attribute", "Add cookie, eg. 'Apache=1234'. (repeatable)",
-         "a Cookie header, the cookies joined by '; '", repeat=True),
+         "a Cookie header: the last -C given, as ab sends (its help says repeatable, "
+         "its code keeps the last)", repeat=True),
     Flag(("-H",), "attribute", "Add Arbitrary header line, eg. 'Accept-Encoding: gzip'. "
          "Inserted after all normal header lines. (repeatable)", "headers=[...]", repeat=True),
     Flag(("-A",), "attribute", "Add Basic WWW Authentication, the attributes are a colon "
@@ -99,7 +109,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("-I",), "", "Disable TLS Server Name Indication (SNI) extension",
          "httpbench always sends the URL's host name (SNI)", refused=True),
     Flag(("-Z",), "ciphersuite", "Specify SSL/TLS cipher suite (See openssl ciphers)",
-         "ciphers=LIST (TLS 1.2's)"),
+         "ciphers=LIST (TLS 1.2's; TLS 1.3's suites are OpenSSL's defaults in its order, as "
+         "ab offers them)"),
     Flag(("-f",), "protocol", "Specify SSL/TLS protocol (SSL2, TLS1, TLS1.1, TLS1.2, TLS1.3 "
          "or ALL)", "TLS1.2, TLS1.3 or ALL (1.2 and up); SSL2, TLS1 and TLS1.1 are refused"),
     Flag(("-E",), "certfile", "Specify optional client certificate chain and private key",
@@ -121,9 +132,26 @@ some did (ab exits 0 even then), 2 for bad usage (nothing was sent).
 
 
 def ab_parser() -> argparse.ArgumentParser:
-    return mode_parser(PROG, "ApacheBench 2.3's command line and report, with httpbench's C "
-                             "loop underneath.", EXAMPLES, FLAGS,
-                       "[http[s]://]hostname[:port]/path")
+    p = mode_parser(PROG, "ApacheBench 2.3's command line and report, with httpbench's C "
+                          "loop underneath.", EXAMPLES, FLAGS, "[http[s]://]hostname[:port]/path")
+    own = p.add_argument_group("httpbench's own (ab has none of these)")
+    own.add_argument("--tls-resume", dest="tls_resume", action="store_true",
+                     help="resume TLS sessions on new connections (ab makes a full handshake "
+                          "on each, and so does this mode without it)")
+    return p
+
+
+def _method_order(args: argparse.Namespace) -> None:
+    """ab's refusals of methods that do not mix (ab.c's getopt loop): -i,
+    -p and -u each refuse a method any flag set before them (-m after
+    them is taken: -i -m PUT sends PUT, -p FILE -m GET a GET with the
+    file's body)."""
+    seen = False
+    for flag in given_order(args, tuple(METHOD_FLAGS)):
+        if METHOD_FLAGS[flag] and seen:
+            raise UsageError(f"{flag}: Cannot mix {METHOD_FLAGS[flag]} with other methods "
+                             "(as ab: a method was set by an earlier -i, -p, -u or -m)")
+        seen = True
 
 
 def heartbeat(requests: int) -> Milestones:
@@ -146,8 +174,7 @@ def _seconds(flag: str, text: str) -> float:
     return _check.seconds(flag, float(int(digits)))
 
 
-def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[str, Any],
-                                                                       AbLayout]:
+def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any], AbLayout]:
     """The URL, run()'s arguments and the report's layout from ab's flags."""
     if args.url is None:
         raise UsageError("give the URL: [http[s]://]hostname[:port]/path")
@@ -157,20 +184,23 @@ def _settings(args: argparse.Namespace, argv: Sequence[str]) -> tuple[str, dict[
     duration = None
     if args.opt_t is not None:
         duration = _seconds("-t", args.opt_t)
-        if given_last(argv, ("-n", "-t")) == "-t":
+        if given_last(args, ("-n", "-t")) == "-t":
             requests = TIME_LIMIT_REQUESTS
     concurrency = whole("-c", args.opt_c, 1, MAX_CONCURRENCY)
     if requests is not None and concurrency > requests:
         raise UsageError(f"-c {concurrency}: ab cannot use a concurrency level greater than "
                          f"the total number of requests (-n {requests})")
+    _method_order(args)
     method, body, headers = request_parts(argparse.Namespace(
         headers=parse_headers(args.opt_H), method=args.opt_m, head=args.opt_i,
         postfile=args.opt_p, putfile=args.opt_u, content_type=args.opt_T, auth=args.opt_A,
-        cookies=args.opt_C), type_alone=False)
-    # ab never verifies the server; its -E file holds the key too.
+        cookies=args.opt_C[-1:]), type_alone=False)
+    # ab never verifies the server; its -E file holds the key too; it
+    # offers OpenSSL's TLS 1.3 suites and resumes no session.
     tls = tls_options(argparse.Namespace(
         protocol=args.opt_f, verify=False, cacert=None, cert=args.opt_E, key=None,
-        ciphers=args.opt_Z, ciphersuites=None, tls_resume=True))
+        ciphers=args.opt_Z, ciphersuites=AB_TLS13_SUITES if target.tls else None,
+        tls_resume=args.tls_resume))
     if not target.tls and (args.opt_f or args.opt_Z or args.opt_E):
         raise UsageError("-f, -Z and -E are for https:// URLs")
     proxy = proxy_option(argparse.Namespace(proxy=args.opt_X, proxy_from_env=False,
@@ -197,7 +227,7 @@ def ab_main(argv: Sequence[str]) -> int:
     if args.opt_V:
         print(f"This is httpbench {__version__}, in ApacheBench 2.3's mode (httpbench ab)")
         return 0
-    settings = checked(PROG, args, FLAGS, lambda: _settings(args, argv))
+    settings = checked(PROG, args, FLAGS, lambda: _settings(args))
     if isinstance(settings, int):
         return settings
     url, kwargs, layout = settings
@@ -212,9 +242,13 @@ def ab_main(argv: Sequence[str]) -> int:
 
         files = {"-g": (args.opt_g, write_gnuplot)}
         chat = report_stream(output_paths(args, args.opt_e, files))
-        print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=chat)
-        print(f"Benchmarking {host}{through} (be patient)",
-              end="\n" if kwargs["progress"] else "", file=chat, flush=True)
+
+        def banner(out: IO[str]) -> bool:
+            # (Without progress lines the line stays open for ".....done".)
+            print("This is httpbench, in ApacheBench 2.3's mode (httpbench ab)", file=out)
+            print(f"Benchmarking {host}{through} (be patient)",
+                  end="\n" if kwargs["progress"] else "", file=out)
+            return not kwargs["progress"]
 
         def write_report(r: Result, out: IO[str]) -> None:
             if kwargs["progress"]:
@@ -223,6 +257,7 @@ def ab_main(argv: Sequence[str]) -> int:
                 print(".....done", file=chat, flush=True)
             if verbosity >= 2 and r.first_head:
                 out.write("LOG: header received:\n" + r.first_head.replace("\r\n", "\n"))
-            out.write("\n\n" + ab_report(r, layout))
+            out.write("\n\n" + ab_report(r, layout, WORDS))
 
-        return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e, files=files)
+        return execute_mode(PROG, url, kwargs, args, write_report, csv=args.opt_e, files=files,
+                            banner=banner)

@@ -15,6 +15,7 @@ from ..result import Result
 from .._url import split_url
 from ..scenario import Request, Scenario, join_target
 from .common import (
+    Parser,
     UsageError,
     add_common,
     add_tls_arguments,
@@ -61,7 +62,7 @@ HTTP clients on the embedded server."""
 
 
 def bench_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="httpbench", description=MODES, epilog=EXAMPLES,
+    p = Parser(prog="httpbench", description=MODES, epilog=EXAMPLES,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("url", nargs="*", metavar="URL",
                    help="http://[user:pass@]host[:port]/path (credentials become Basic auth); "
@@ -136,6 +137,9 @@ def bench_parser() -> argparse.ArgumentParser:
                      help="exit 1 when any response was not 2xx")
     out.add_argument("--reports", action="store_true",
                      help="with no URL: each agent's ab report too, not only the table")
+    out.add_argument("--no-pin", dest="pin", action="store_false",
+                     help="with no URL: the comparison off one CPU (httpbench compare's "
+                          "--no-pin)")
 
     cluster = p.add_argument_group("over a cluster")
     cluster.add_argument("--dask", metavar="ADDRESS",
@@ -278,6 +282,10 @@ def bench(argv: Sequence[str]) -> int:
         scenario = _scenario(args, method, body)
         tls = tls_options(args)
         proxy = proxy_option(args)
+        if args.url is not None and (args.reports or not args.pin):
+            which = "--reports" if args.reports else "--no-pin"
+            raise UsageError(f"{which} is the comparison's (httpbench with no URL, or httpbench "
+                             "compare)")
         if args.url is not None and not split_url(args.url).tls:
             given = [flag for flag, v in (("--cacert", args.cacert), ("--cert", args.cert),
                                           ("--key", args.key), ("-f", args.protocol),
@@ -296,6 +304,7 @@ def bench(argv: Sequence[str]) -> int:
         rest += ["-c", str(args.concurrency)] + (["-q"] if args.quiet else [])
         rest += ["-t", str(limit)] if limit else []
         rest += ["--reports"] if args.reports else []
+        rest += [] if args.pin else ["--no-pin"]
         return compare_main(rest)
     if scenario is not None:
         method, body = "GET", None  # the scenario's Requests give them

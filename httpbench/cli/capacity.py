@@ -9,13 +9,13 @@ from collections.abc import Sequence
 
 from .._settings import SettingError
 from ..exceptions import HttpbenchError
-from .common import (Outputs, UsageError, add_common, check_common, load_scenario, one_line,
-                     parse_time)
+from .common import (Outputs, Parser, UsageError, add_common, check_common, load_scenario,
+                     one_line, parse_time)
 from .execute import report_stream
 
 
 def capacity_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="httpbench capacity",
         description="Find the highest arrival rate URL takes while an SLO holds: open-loop "
                     "stages, the rate raised until the SLO or the error rate breaks, then "

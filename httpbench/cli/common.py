@@ -4,6 +4,7 @@ parsing, headers, the proxy flags, scenario files, one-line errors."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import os
 import re
@@ -13,14 +14,43 @@ import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Collection, Mapping
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from .. import _check
-from .._settings import SettingError, render_help
+from .._settings import SettingError, flag_help
 from .._url import split_proxy, split_url
 from ..runner import basic_auth, with_header
 from ..scenario import Scenario
 from ..spec import SETTINGS, check_settings
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser for every subcommand, whose refusal of what it
+    does not know names the closest flag it does know ("--conections:
+    did you mean --connections?"), a line each, where argparse prints its
+    whole usage block and no suggestion."""
+
+    def error(self, message: str) -> NoReturn:
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            super().error(message)
+        tokens = message[len(prefix):].split()
+        # (What follows an unknown flag may be its value: said only when
+        # no flag was unknown.)
+        flags = [t for t in tokens if t.startswith("-") and t != "-"]
+        lines = [self._unknown(token) for token in flags or tokens]
+        lines.append(f"{self.prog}: {self.prog} --help lists every flag")
+        self.exit(2, "\n".join(lines) + "\n")
+
+    def _unknown(self, token: str) -> str:
+        if not token.startswith("-") or token == "-":
+            return f"{self.prog}: unexpected argument {token!r}"
+        name = token.partition("=")[0]
+        known = [o for action in self._actions for o in action.option_strings]
+        same = [o for o in known if o.lower() == name.lower()]
+        close = same or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        guess = f": did you mean {close[0]}?" if close else ""
+        return f"{self.prog}: unrecognized flag {token}{guess}"
+
 
 # The flags the subcommands share, each defined once: (its flags, argparse's
 # keywords). A run setting's flag, help and type are its declaration's
@@ -61,8 +91,7 @@ _OWN: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
 # Each run setting by its first flag, as messages name it.
 FLAGS = {name: meta.named for name, _, meta in SETTINGS if meta.named}
 COMMON: dict[str, tuple[tuple[str, ...], dict[str, object]]] = {
-    **{name: (meta.flags, {"help": render_help(meta.help, lambda n: FLAGS.get(n, n))
-                                   .replace("%", "%%"),
+    **{name: (meta.flags, {"help": flag_help(meta.help, lambda n: FLAGS.get(n, n)),
                            **(meta.cli or {}), **_GRAMMAR.get(name, {})})
        for name, _, meta in SETTINGS if meta.cli is not None or name in _GRAMMAR},
     **_OWN,

@@ -14,12 +14,12 @@ from ..exceptions import HttpbenchError
 from .._url import split_proxy
 from ..runner import parse_url
 from .execute import report_stream
-from .common import (Outputs, UsageError, add_common, check_common, one_line, parse_time,
-                     read_body_file)
+from .common import (Outputs, Parser, UsageError, add_common, check_common, one_line,
+                     parse_time, read_body_file)
 
 
 def compare_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="httpbench compare",
         description="The same scenario through httpbench's C loop and Python's HTTP clients, "
                     "side by side (each one's ab report with --reports). With no URL: the "

@@ -17,10 +17,10 @@ from .._settings import SettingError
 from ..exceptions import HttpbenchError, TLSError
 from ..reqlog import LogRecord, iter_log
 from ..result import Result
-from ..runner import run
+from ..runner import preflight, run
 from .common import FLAGS, Outputs, UsageError, one_line, run_settings
 
-__all__ = ["execute", "execute_mode", "output_options", "write_csv", "OUTPUT_FLAGS",
+__all__ = ["execute", "execute_mode", "Banner", "output_options", "write_csv", "OUTPUT_FLAGS",
            "logged_records"]
 
 # The output files every mode takes, as long options the tools do not have.
@@ -63,41 +63,45 @@ def report_stream(paths: Mapping[str, str | None]) -> IO[str]:
     return sys.stderr if "-" in paths.values() else sys.stdout
 
 
+# A mode's banner (ab's "Benchmarking HOST (be patient)", wrk's "Running
+# 2s test @ URL"): it writes to the report's stream once the settings are
+# checked, and says whether it left its line open (ab's, until "...done").
+Banner = Callable[[IO[str]], bool]
+
+
 def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | None],
             write_report: Callable[[Result, IO[str]], None],
             flags: Mapping[str, str] = FLAGS, files: ModeFiles | None = None,
-            appended: Collection[str] = ()) -> Result | int:
+            appended: Collection[str] = (), banner: Banner | None = None) -> Result | int:
     """Runs run(url, **kwargs) and writes its report with write_report (to
     standard error when an output goes to standard output) and the files
     paths names ("-e": ab's CSV, "--json", "--hgrm", "--html", and a mode's
     own files, each by its writer; those whose flags are in appended are
     added to, not emptied). The Result, or the exit status when nothing
     was measured. A setting run() refuses is named by its flag in flags
-    (httpbench's own, unless a mode gives its tool's)."""
+    (httpbench's own, unless a mode gives its tool's), before the banner
+    is written; an error after it starts a line of its own."""
+    report = report_stream(paths)
+    line_open = False
     try:
         outputs = Outputs(paths, appended, also={"--log": kwargs.get("log")})
     except UsageError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
     try:
+        preflight(url, **kwargs)
+        if banner is not None:
+            line_open = banner(report)
+            report.flush()
         r = run(url, **kwargs)
-    except SettingError as e:
+    except Exception as e:
         outputs.discard()
-        print(f"{prog}: {e.said(flags)}", file=sys.stderr)
-        return 2
-    except (ValueError, FileNotFoundError, TLSError, ImportError) as e:
-        # Settings nothing could run with: a file, a cipher list OpenSSL
-        # does not know (a handshake's failure is counted, not raised).
-        outputs.discard()
-        print(one_line(prog, e), file=sys.stderr)
-        return 2
-    except (HttpbenchError, OSError) as e:
-        # Nothing ran: the name did not resolve, or the system refused the
-        # run its threads or descriptors.
-        outputs.discard()
-        print(one_line(prog, e), file=sys.stderr)
-        return 1
-    report = report_stream(paths)
+        if line_open:
+            print(file=report, flush=True)
+        status = _refused(prog, e, flags)
+        if status is None:
+            raise
+        return status
     write_report(r, report)
     report.flush()
     for flag, text in (("-e", None), ("--json", r.to_json()),
@@ -118,16 +122,35 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
     return r
 
 
+def _refused(prog: str, e: Exception, flags: Mapping[str, str]) -> int | None:
+    """The exit status for what stopped a run before it measured anything,
+    its one line said on stderr; None for what is not such a thing."""
+    if isinstance(e, SettingError):
+        print(f"{prog}: {e.said(flags)}", file=sys.stderr)
+        return 2
+    if isinstance(e, (ValueError, FileNotFoundError, TLSError, ImportError)):
+        # Settings nothing could run with: a file, a cipher list OpenSSL
+        # does not know (a handshake's failure is counted, not raised).
+        print(one_line(prog, e), file=sys.stderr)
+        return 2
+    if isinstance(e, (HttpbenchError, OSError)):
+        # Nothing ran: the name did not resolve, or the system refused the
+        # run its threads or descriptors.
+        print(one_line(prog, e), file=sys.stderr)
+        return 1
+    return None
+
+
 def execute_mode(prog: str, url: str, kwargs: dict[str, Any], args: Any,
                  write_report: Callable[[Result, IO[str]], None], csv: str | None = None,
                  flags: Mapping[str, str] = FLAGS, files: ModeFiles | None = None,
-                 appended: Collection[str] = ()) -> int:
+                 appended: Collection[str] = (), banner: Banner | None = None) -> int:
     """A drop-in mode's run: execute() with the output options every mode
     takes (and ab's -e CSV, and the mode's own files), and httpbench's exit
     status: 0 when no request failed, 1 when some did or nothing could
     start, 2 for bad settings."""
     r = execute(prog, url, kwargs, output_paths(args, csv, files), write_report, flags, files,
-                appended)
+                appended, banner)
     if isinstance(r, int):
         return r
     return 0 if r.ok else 1

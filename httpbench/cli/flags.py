@@ -15,7 +15,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 __all__ = ["Flag", "mode_parser", "refusal", "checked", "whole", "rate_per", "markdown",
-           "given_last"]
+           "given_last", "given_order"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +48,30 @@ class Flag:
         return ", ".join(self.names) + (f" {self.value}" if self.value else "")
 
 
+class _Given(argparse.Action):
+    """A mode's flag: its value kept as argparse's store, store_true or
+    append would keep it (kind "value", "switch", "repeat"), and its dest
+    added to the namespace's `given` (a tuple), so a mode reads the order
+    the flags came in as argparse itself saw them: "-kt 1" is -k then -t,
+    as getopt reads it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, kind: str = "value",
+                 **kwargs: object) -> None:
+        if kind == "switch":
+            kwargs["nargs"] = 0
+        super().__init__(option_strings, dest, **kwargs)  # type: ignore[arg-type]
+        self.kind = kind
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        if self.kind == "switch":
+            values = True
+        elif self.kind == "repeat":
+            values = [*getattr(namespace, self.dest), values]
+        setattr(namespace, self.dest, values)
+        namespace.given = (*getattr(namespace, "given", ()), self.dest)
+
+
 def mode_parser(prog: str, description: str, epilog: str, table: Sequence[Flag],
                 url: str, many: bool = False) -> argparse.ArgumentParser:
     """A parser that takes exactly the table's flags (the tool's help flag,
@@ -55,9 +79,9 @@ def mode_parser(prog: str, description: str, epilog: str, table: Sequence[Flag],
     URL (its metavar as the tool writes it; with many, any number of them:
     args.url a list), and httpbench's output files as long options;
     refused flags parse too, so that refusal() can name them."""
-    from .common import add_common
+    from .common import Parser, add_common
     from .execute import OUTPUT_FLAGS
-    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+    p = Parser(prog=prog, description=description, epilog=epilog,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 allow_abbrev=False)
     tool = p.add_argument_group(f"{prog.split()[-1]}'s flags")
@@ -67,13 +91,15 @@ def mode_parser(prog: str, description: str, epilog: str, table: Sequence[Flag],
         help_text = f"{flag.meaning}" + (f" (refused: {flag.here})" if flag.refused else "")
         help_text = help_text.replace("%", "%%")
         if not flag.value:
-            tool.add_argument(*flag.names, dest=flag.dest, action="store_true", help=help_text)
+            tool.add_argument(*flag.names, dest=flag.dest, action=_Given, kind="switch",
+                              default=False, help=help_text)
         elif flag.repeat:
-            tool.add_argument(*flag.names, dest=flag.dest, action="append", default=[],
-                              metavar=flag.value, help=help_text)
+            tool.add_argument(*flag.names, dest=flag.dest, action=_Given, kind="repeat",
+                              default=[], metavar=flag.value, help=help_text)
         else:
-            tool.add_argument(*flag.names, dest=flag.dest, default=flag.default,
+            tool.add_argument(*flag.names, dest=flag.dest, action=_Given, default=flag.default,
                               metavar=flag.value, help=help_text)
+    p.set_defaults(given=())
     p.add_argument("url", nargs="*" if many else "?", metavar=url)
     outputs = p.add_argument_group(f"httpbench's outputs ({prog.split()[-1]} has none of these)")
     add_common(outputs, *OUTPUT_FLAGS)
@@ -142,23 +168,19 @@ def rate_per(flag: str, text: str, connections: int) -> float | None:
         raise UsageError(f"{flag} {text} x {connections} connections: {e}") from None
 
 
-def given_last(argv: Sequence[str], letters: Sequence[str]) -> str | None:
-    """Of the short flags `letters` ("-n", "-t"), the one given last in
-    argv, as getopt reads them (ab lets the later of -n and -t set the
-    count); None when none is."""
-    last = None
-    skip = False
-    for token in argv:
-        if skip:
-            skip = False
-            continue
-        if token == "--":
-            break
-        for letter in letters:
-            if token == letter or (token.startswith(letter) and not token.startswith("--")):
-                last = letter
-                skip = token == letter
-    return last
+def given_order(args: argparse.Namespace, flags: Sequence[str]) -> list[str]:
+    """The mode's flags among `flags` ("-n", "-t") in the order the
+    command line gave them (a flag given twice, twice), as argparse read
+    them: combined short flags ("-kt 1") included."""
+    by_dest = {f"opt_{name.lstrip('-')}": name for name in flags}
+    return [by_dest[dest] for dest in args.given if dest in by_dest]
+
+
+def given_last(args: argparse.Namespace, flags: Sequence[str]) -> str | None:
+    """Of `flags` ("-n", "-t"), the one given last (ab lets the later of
+    -n and -t set the count); None when none is."""
+    order = given_order(args, flags)
+    return order[-1] if order else None
 
 
 def markdown(table: Sequence[Flag], tool: str) -> str:

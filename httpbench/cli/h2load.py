@@ -29,6 +29,9 @@ from .flags import Flag, checked, mode_parser, rate_per, whole
 from .tool_logs import h2load_log_lines
 
 PROG = "httpbench h2load"
+# The settings httpbench's advice may name, in h2load's letters
+# (httpbench.hints): h2load has no per-request timeout.
+WORDS = {"concurrency": "-c", "threads": "-t"}
 
 _CONNECTION_TIMEOUT = ("httpbench keeps each connection while the run lasts; -s/--timeout in "
                        "the plain command line bounds each request")
@@ -396,18 +399,26 @@ def h2load_main(argv: Sequence[str]) -> int:
         # (Opened before the run and added to, as h2load opens it.)
         files = {"--log-file": (args.opt_log_file, write_log)}
         chat = report_stream(output_paths(args, files=files))
-        print("starting benchmark...", file=chat, flush=True)
-        phases = Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
-                        kwargs["duration"], kwargs["warmup"], chat,
-                        ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1")
-        kwargs["progress"] = phases
+
+        started: list[Phases] = []
+
+        def banner(out: IO[str]) -> bool:
+            # (The settings checked: h2load's lines from here on, the
+            # threads' as they are spawned.)
+            print("starting benchmark...", file=out)
+            started.append(Phases(kwargs["concurrency"], kwargs["threads"], kwargs["requests"],
+                                  kwargs["duration"], kwargs["warmup"], chat,
+                                  ("h2" if tls else "h2c") if kwargs["http2"] else "http/1.1"))
+            kwargs["progress"] = started[0]
+            return False
 
         def write_report(r: Result, out: IO[str]) -> None:
+            phases = started[0]
             phases.finish()
             if args.opt_verbose and r.first_head:
                 out.write(r.first_head.replace("\r\n", "\n"))
-            out.write(h2load_report(r, app_info=not phases.told,
+            out.write(h2load_report(r, WORDS, app_info=not phases.told,
                                     warmup=kwargs["warmup"] or 0.0))
 
         return execute_mode(PROG, url, kwargs, args, write_report, files=files,
-                            appended={"--log-file"})
+                            appended={"--log-file"}, banner=banner)

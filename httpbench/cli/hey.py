@@ -65,6 +65,8 @@ FLAGS: tuple[Flag, ...] = (
          "always so: httpbench never follows a redirect, it counts the 3xx"),
     Flag(("-cpus",), "N", "Number of used cpu cores.", "threads=N"),
 )
+# The settings httpbench's advice may name, in hey's letters (httpbench.hints).
+WORDS = {"concurrency": "-c", "threads": "-cpus", "timeout": "-t", "http2": "-h2"}
 
 EXAMPLES = """\
 as hey, one word changed:
@@ -131,14 +133,23 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     headers = [h for h in headers if h[0].lower() not in {k.lower() for k, _ in given}] + given
     if args.opt_host:
         headers = [h for h in headers if h[0].lower() != "host"] + [("Host", args.opt_host)]
-    if not args.opt_disable_compression and not any(k.lower() == "accept-encoding"
-                                                    for k, _ in headers):
+    method = (args.opt_m or "GET").upper()
+    # Go's client asks for gzip itself unless told not to, or asked for
+    # an encoding or a range, or sending HEAD (net/http's transport.go).
+    if not args.opt_disable_compression and method != "HEAD" and not any(
+            k.lower() in ("accept-encoding", "range") for k, _ in headers):
         headers.append(("Accept-Encoding", "gzip"))
     headers = without_added(headers, "Accept")  # (hey's has none unless -A)
     threads = whole("-cpus", args.opt_cpus, 1, _check.MAX_THREADS) if args.opt_cpus else None
+    http2 = bool(args.opt_h2) and target.tls
+    # hey's workers share one Go client, whose HTTP/2 transport sends them
+    # all over one connection, a stream each.
+    connections, streams = concurrency, 1
+    if http2 and not args.opt_disable_keepalive:
+        connections, streams = 1, whole("-c", args.opt_c, 1, _check.MAX_STREAMS)
     kwargs: dict[str, Any] = dict(
-        method=(args.opt_m or "GET").upper(), body=body, headers=headers, requests=requests,
-        duration=duration, concurrency=concurrency, threads=threads,
+        method=method, body=body, headers=headers, requests=requests,
+        duration=duration, concurrency=connections, streams=streams, threads=threads,
         keepalive=not args.opt_disable_keepalive, rate=rate,
         timeout=float(seconds) if seconds else None,
         # hey's workers finish the request they are in when -z ends (its
@@ -146,7 +157,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         # that long, not the loop's second.
         grace=min(float(seconds or _check.HOUR), _check.HOUR), progress=False,
         proxy=f"http://{args.opt_x}" if args.opt_x and "://" not in args.opt_x else args.opt_x,
-        http2=bool(args.opt_h2) and target.tls, verify=False, **output_options(args))
+        http2=http2, verify=False, **output_options(args))
     return url, kwargs
 
 
@@ -165,7 +176,7 @@ def hey_main(argv: Sequence[str]) -> int:
             if records is not None:
                 out.writelines(hey_csv_lines(records()))
             else:
-                out.write(hey_report(r))
+                out.write(hey_report(r, WORDS))
 
         return execute_mode(PROG, url, kwargs, args, write_report)
 

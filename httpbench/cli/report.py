@@ -7,11 +7,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .common import Outputs, UsageError
+from .common import Outputs, Parser, UsageError
 
 
 def report_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="httpbench report",
         description="Write one standalone HTML report (no network, no script) of saved "
                     "results: a run's --json, compare --json, capacity --json or a pytest "

@@ -13,11 +13,11 @@ from .. import _check
 from .._version import __version__
 from ..exceptions import HttpbenchError
 from ..server import Server
-from .common import UsageError, add_cert_arguments, parse_time
+from .common import Parser, UsageError, add_cert_arguments, parse_time
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="httpbench serve",
         description="Run the embedded target server until Ctrl-C.",
         epilog="Endpoints: GET|HEAD /rnd?c=N, POST|PUT /echo, GET|HEAD /static/PATH, "

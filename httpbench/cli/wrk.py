@@ -14,7 +14,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from typing import IO, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from .. import _check
 from .._url import split_url
@@ -22,10 +22,12 @@ from .._version import __version__
 from ..render.wrk import header, wrk_report
 from ..result import Result
 from .common import UsageError, parse_headers, parse_time, without_added
-from .execute import execute_mode, output_options, output_paths, report_stream
+from .execute import execute_mode, output_options
 from .flags import Flag, checked, mode_parser
 
 PROG = "httpbench wrk"
+# The settings httpbench's advice may name, in wrk's letters (httpbench.hints).
+WORDS = {"concurrency": "-c", "threads": "-t", "timeout": "--timeout"}
 
 FLAGS: tuple[Flag, ...] = (
     Flag(("-c", "--connections"), "<N>", "Connections to keep open",
@@ -141,6 +143,15 @@ def reachable(url: str, timeout: float) -> str | None:
     return f"unable to connect to {host}:{service} {os.strerror(err)}"
 
 
+def without_userinfo(url: str) -> str:
+    """The URL with no user:password@ before its host: wrk sends no
+    credentials the URL holds (no Authorization; its Host is host:port)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def wrk_main(argv: Sequence[str]) -> int:
     args = wrk_parser().parse_args(argv)
     if args.opt_version:
@@ -155,10 +166,12 @@ def wrk_main(argv: Sequence[str]) -> int:
     if unreachable is not None:
         print(unreachable, file=sys.stderr)
         return 1
-    print(header(args.url, duration, threads, connections), end="",
-          file=report_stream(output_paths(args)), flush=True)
+    def banner(out: IO[str]) -> bool:
+        out.write(header(args.url, duration, threads, connections))
+        return False
 
     def write_report(r: Result, out: IO[str]) -> None:
-        out.write(wrk_report(r, duration, threads, connections, args.opt_latency))
+        out.write(wrk_report(r, duration, threads, connections, args.opt_latency, WORDS))
 
-    return execute_mode(PROG, args.url, kwargs, args, write_report)
+    return execute_mode(PROG, without_userinfo(args.url), kwargs, args, write_report,
+                        banner=banner)

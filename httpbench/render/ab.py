@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..hints import Words
 from .text import (_ms, _row, client_lines, cpu_line, log_lines, non_2xx_text, percent_label,
                    percentiles_cover, tls_handshake_lines, tls_lines)
 
@@ -38,8 +39,11 @@ class AbLayout:
     body: bool = False
 
 
-def ab_report(r: Result, layout: AbLayout) -> str:
-    return "\n".join(_ab_lines(r, layout)) + "\n" + "\n".join(_additions(r, layout)) + "\n"
+def ab_report(r: Result, layout: AbLayout, words: Words) -> str:
+    """ab's report, then httpbench's lines (their advice in words: ab's
+    flags)."""
+    return ("\n".join(_ab_lines(r, layout)) + "\n" + "\n".join(_additions(r, layout, words))
+            + "\n")
 
 
 def _ab_lines(r: Result, layout: AbLayout) -> Iterable[str]:
@@ -120,7 +124,7 @@ def _sane(what: str, mean: float, median: float, sd: float) -> Iterable[str]:
                "        These results are probably not that reliable.")
 
 
-def _additions(r: Result, layout: AbLayout) -> Iterable[str]:
+def _additions(r: Result, layout: AbLayout, words: Words) -> Iterable[str]:
     """httpbench's lines, after ab's block and a blank line."""
     yield ""
     f = r.failures
@@ -147,4 +151,4 @@ def _additions(r: Result, layout: AbLayout) -> Iterable[str]:
     if r.first_error and r.failed:
         yield f"First failure:          {r.first_error}"
     if r.client is not None:
-        yield from client_lines(r)
+        yield from client_lines(r, words)

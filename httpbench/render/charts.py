@@ -43,6 +43,20 @@ def full_seconds(r: Result) -> tuple[list[Second], float]:
     return seconds, 0.0
 
 
+def partial_words(part: float, requests: int) -> str:
+    """What full_seconds() left out, in words: "the run's last 25 us (3
+    requests) not drawn: less than a whole second, it would read as a
+    fall". The requests stay in every total."""
+    scale, unit = time_unit(part)
+    return (f"the run's last {part * scale:.3g} {unit} ({requests:,} requests) not drawn: less "
+            "than a whole second, it would read as a fall")
+
+
+# The per-second latencies come from a coarse histogram per second: each
+# is within this share of the exact value (HdrHistogram's 3 bits).
+SECOND_PRECISION = "each second's value within 12.5% of the exact one"
+
+
 def timeline_charts(results: Named, latency: bool = True) -> str:
     """The per-second pictures (requests per second, and with latency the
     p50 and p99 per second), or, when a run lasted less than one whole
@@ -98,7 +112,8 @@ def throughput_chart(results: Named) -> str:
     for i, (label, r) in enumerate(results):
         seconds, part = full_seconds(r)
         if part:
-            notes.append(f"{_who(label, '')}last {part:.2g} s left out (partial)".strip())
+            last = r.timeline[-1].complete
+            notes.append(f"{_who(label, '')}{partial_words(part, last)}".strip())
         mids = [x.t + 0.5 for x in seconds]
         series.append(Series(_who(label, "requests/s"), mids, [x.complete for x in seconds],
                              color=i))
@@ -120,7 +135,7 @@ def throughput_chart(results: Named) -> str:
 
 
 def latency_timeline_chart(results: Named) -> str:
-    """p50 and p99 per second (within 12.5%); several runs: p99 each."""
+    """p50 and p99 per second (SECOND_PRECISION); several runs: p99 each."""
     top = max((x.p99 or 0.0 for _, r in results for x in r.timeline), default=0.0)
     scale, unit = time_unit(top)
     series = []
@@ -134,7 +149,7 @@ def latency_timeline_chart(results: Named) -> str:
         else:
             series.append(Series(_who(label, "p99"), mids, [(x.p99 or 0.0) * scale for x in got],
                                  color=i))
-    return chart("Latency per second (within 12.5%)", series,
+    return chart(f"Latency per second ({SECOND_PRECISION})", series,
                  Axis("seconds into the run", lo=0.0), Axis(f"latency ({unit})", lo=0.0),
                  kind="latency-timeline")
 

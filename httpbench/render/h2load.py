@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..hints import Words
 from .text import mode_additions
 
 if TYPE_CHECKING:
@@ -56,13 +57,13 @@ def _stat_row(label: str, w: Latency) -> str:
     return _row(label, cells, _within_sd(w, w.mean, w.stdev))
 
 
-def h2load_report(r: Result, app_info: bool = True, warmup: float = 0.0) -> str:
+def h2load_report(r: Result, words: Words, app_info: bool = True, warmup: float = 0.0) -> str:
     """The report; app_info False: without the first connection's lines
     (the mode printed them as it opened); warmup: the seconds of
     --warm-up-time run before the result's part, which h2load's
     "finished in" holds (its wall time from start to stop: h2load.cc's
     `end - start`) and its req/s and B/s do not (over -D's duration)."""
-    return "\n".join(_lines(r, app_info, warmup)) + "\n"
+    return "\n".join(_lines(r, words, app_info, warmup)) + "\n"
 
 
 def dtos(x: float) -> str:
@@ -103,7 +104,7 @@ def _tls_lines(r: Result) -> Iterable[str]:
                           h2 if r.http_version == "2" else "http/1.1")
 
 
-def _lines(r: Result, app_info: bool, warmup: float) -> Iterable[str]:
+def _lines(r: Result, words: Words, app_info: bool, warmup: float) -> Iterable[str]:
     t = r.time_taken
     rps = r.complete / t if t > 0 else 0.0
     if app_info:
@@ -152,4 +153,4 @@ def _lines(r: Result, app_info: bool, warmup: float) -> Iterable[str]:
     yield _row("req/s", [f"{x:.2f}" for x in (r.conn_rps_min, r.conn_rps_max, r.conn_rps_mean,
                                               r.conn_rps_sd)], r.conn_rps_within)
     yield ""
-    yield from mode_additions(r, "--rps x -c")
+    yield from mode_additions(r, "--rps x -c", words)

@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..hints import Words
 from .text import mode_additions
 
 if TYPE_CHECKING:
@@ -83,11 +84,13 @@ def _detail(label: str, part: Latency) -> str:
     return f"  {label}:\t{_n(part.mean)} secs, {_n(part.min)} secs, {_n(part.max)} secs"
 
 
-def hey_report(r: Result) -> str:
-    return "\n".join(_lines(r)) + "\n"
+def hey_report(r: Result, words: Words) -> str:
+    """hey's report, then httpbench's lines (their advice in words: hey's
+    flags)."""
+    return "\n".join(_lines(r, words)) + "\n"
 
 
-def _lines(r: Result) -> Iterable[str]:
+def _lines(r: Result, words: Words) -> Iterable[str]:
     lat = r.latency_uncorrected if not r.rate else r.latency
     done = r.complete + r.failed
     yield ""
@@ -144,4 +147,4 @@ def _lines(r: Result) -> Iterable[str]:
     yield ""
     yield (f"Requests: {r.issued} issued, {r.complete} complete, {r.failed} failed; "
            f"{r.bytes_received} bytes received in all (headers too)")
-    yield from mode_additions(r, "-q x -c")
+    yield from mode_additions(r, "-q x -c", words)

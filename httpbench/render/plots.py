@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .charts import full_seconds, shape_points
+from .charts import full_seconds, partial_words, shape_points
 from .text import percent_label
 
 if TYPE_CHECKING:
@@ -92,8 +92,7 @@ def _plot_timeline(r: Result, ax: Any) -> None:
     # totals): drawn as a second it would read as a collapse.
     seconds, part = full_seconds(r)
     last = r.timeline[-1]
-    note = f" (the last {part:.2g} s, {last.complete:,} requests, left out: partial)" \
-        if part else ""
+    note = f" ({partial_words(part, last.complete)})" if part else ""
     mids = [x.t + 0.5 for x in seconds]
     ax.plot(mids, [x.complete for x in seconds], marker="o", label="requests completed")
     failed = [x.failed for x in seconds]
@@ -108,7 +107,7 @@ def _plot_timeline(r: Result, ax: Any) -> None:
     ax.set_ylabel("requests per second")
     p99 = ax.twinx()
     p99.plot(mids, [(x.p99 or 0.0) * 1e3 for x in seconds], color="black", marker=".",
-             label="p99 (within 12.5%)")
+             label="p99 (to within 12.5%)")
     p99.set_ylim(bottom=0)
     p99.set_ylabel("p99 latency (ms)")
     lines = ax.get_legend_handles_labels()

@@ -40,7 +40,8 @@ _CSS = (
     "border-bottom:1px solid #ccc}h3{font-size:1.05em;margin:1em 0 0.2em}"
     ".grid{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start}"
     ".worse{color:#b00020;font-weight:600}.better{color:#006b3c;font-weight:600}"
-    ".noise{color:#777}footer{margin-top:2em;color:#777;font-size:0.9em}"
+    ".noise{color:#777}.unlike{color:#8a5a00;font-style:italic}"
+    "footer{margin-top:2em;color:#777;font-size:0.9em}"
     "details>summary{cursor:pointer;font-weight:600;margin:0.6em 0}"
     "@media print{body{max-width:none;margin:0;font-size:11px}"
     "h2{break-after:avoid}svg.chart,table{break-inside:avoid}"
@@ -173,18 +174,42 @@ def _capacity_section(d: Doc) -> str:
             f"{tables.capacity_table(c)}</section>")
 
 
+def loop_kind(r: Result) -> str:
+    """What a run's latency is timed from, in words: an open loop's (a rate
+    or a rate's stages) from each request's intended start, its wait for a
+    connection included; a closed loop's from its send."""
+    if r.rate or r.stages:
+        rate = f" at {r.rate:,.0f} req/s" if r.rate else " under a rate's stages"
+        return f"an open loop{rate} (latency timed from each request's intended start)"
+    return "a closed loop (latency timed from each request's send)"
+
+
+def _unlike(runs: Sequence[Doc]) -> str:
+    """A paragraph naming the runs' kinds when they differ, or ""."""
+    kinds = [loop_kind(d.result) for d in runs if d.result is not None]
+    if len(set(kinds)) < 2:
+        return ""
+    said = "; ".join(f"{e(d.label)} is {e(k)}" for d, k in zip(runs, kinds, strict=True))
+    return (f"<p class=\"unlike\"><b>Runs of different kinds</b>: {said}. Their latency "
+            "ratios are not like for like (marked so below); their req/s, counts and bytes "
+            "are.</p>")
+
+
 def _ratio_cell(v: float | None, base: float | None, higher: bool | None, verdict: Any,
-                threshold: float) -> str:
+                threshold: float, unlike: bool = False) -> str:
     """A figure's ratio to the baseline's, marked worse or better by one
     rule: with a verdict of the noise rule (rounds on both sides) only a
     change past the band; without, only a change past the threshold
     (percent, stated on the page); never where larger is neither better
-    nor worse (higher None)."""
+    nor worse (higher None), nor where the two are timed from different
+    instants (unlike: a closed loop's latency beside an open loop's)."""
     if v is None or base is None or base == 0:
         return "<td>-</td>"
     ratio = v / base
     cls, note = "", ""
-    if higher is None:
+    if unlike:
+        cls, note, verdict = "unlike", " (not like for like)", None
+    elif higher is None:
         pass
     elif verdict is not None:
         if verdict.fails:
@@ -208,6 +233,7 @@ def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> st
     from ..noise import decide
     base = runs[0]
     named = [(d.label, d.result) for d in runs if d.result is not None]
+    kinds = [loop_kind(d.result) if d.result is not None else "" for d in runs]
     head = "<tr><th>Figure</th>" + "".join(
         f"<th>{e(d.label)}</th>" + ("<th>ratio</th>" if i else "")
         for i, d in enumerate(runs)) + "</tr>"
@@ -229,20 +255,25 @@ def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> st
                     verdict = decide(metric, [x[metric] for x in d.rounds],
                                      [x[metric] for x in base.rounds], threshold)
                     now, then = verdict.now, verdict.base
-                cells.append(_ratio_cell(now, then, higher, verdict, threshold))
+                unlike = key.startswith("latency.") and kinds[i] != kinds[0]
+                cells.append(_ratio_cell(now, then, higher, None if unlike else verdict,
+                                         threshold, unlike))
         rows.append(f"<tr data-key=\"{key}\"><th>{e(name)}</th>{''.join(cells)}</tr>")
     noise = ("<p>Ratios to the first. Where both sides carry rounds (a pytest session's "
              f"runs), req/s, p50 and p99 are judged by the pytest gate's rule (threshold "
-             f"{threshold:g}%): on the log of the ratio, a change is marked only past "
-             "2 x sqrt(s_now^2 + s_base^2), the rounds' robust spreads. Elsewhere a ratio is "
+             f"{threshold:g}%): a change is marked only when it is past the threshold and "
+             "outside the noise band, twice the spread the two sides' rounds have between "
+             "them (each side's spread is how far its rounds stray from their median, a "
+             "wild round hardly counting; a fall and a rise of the same factor are the same "
+             "distance). Elsewhere a ratio is "
              f"marked worse or better past {threshold:g}% either way; counts and bytes, where "
              "larger is neither, never.</p>")
     pics = [charts.timeline_charts(named)]
     if all(r.latency.count for _, r in named):
         pics += [charts.percentile_chart(named), charts.histogram_chart(named)]
     return (f"<section class=\"side-by-side\" data-label=\"{e(label)}\"><h2>{e(label)}</h2>"
-            f"{noise}<table class=\"ratios\">{head}{''.join(rows)}</table>{''.join(pics)}"
-            "</section>")
+            f"{noise}{_unlike(runs)}<table class=\"ratios\">{head}{''.join(rows)}</table>"
+            f"{''.join(pics)}</section>")
 
 
 def _session_section(d: Doc) -> str:

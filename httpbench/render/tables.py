@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..hints import hint
+
 if TYPE_CHECKING:
     from ..capacity_result import CapacityResult, CapacityStep
     from ..comparison import Comparison
@@ -111,8 +113,8 @@ def capacity_few(c: CapacityResult) -> str:
     fewest = min(few, key=lambda s: s.timed or 0)
     return (f"too few to judge: {len(few)} of the {len(c.steps)} stages timed fewer than the "
             f"{need:,} responses {stat} needs (the fewest {fewest.timed or 0:,}, at "
-            f"{fewest.target:,.0f}/s): their {stat} is their slowest answer's; give the "
-            "stages more time (--stage) or start at a higher rate")
+            f"{fewest.target:,.0f}/s): their {stat} is their slowest answer's; "
+            + hint("stages"))
 
 
 def capacity_noted(c: CapacityResult) -> str:

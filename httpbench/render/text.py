@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..bound import server_paced
 from ..figures import PERCENTILES
+from ..hints import HINTS, PLAIN, Words, hint
 
 if TYPE_CHECKING:
     from ..result import Latency, Result
@@ -27,16 +28,13 @@ def report(r: Result) -> str:
     return (first + "\n\n" if first else "") + "\n".join(_report_lines(r)) + "\n"
 
 
-# What to do about a failure class when nothing completed.
-_ADVICE = {
-    "tls": "--insecure skips verifying the server, as curl's -k does (here -k is ab's "
-           "keep-alive); --cacert FILE trusts its CA instead.",
-    "connect": "Is the server up, on that address and port?",
-    "timeout": "-s (--timeout) gives each request longer.",
-}
+# What to do about a failure class when nothing completed (a hint's name,
+# or the words themselves).
+_ADVICE = {"tls": "tls", "connect": "Is the server up, on that address and port?",
+           "timeout": "timeout"}
 
 
-def headline(r: Result) -> str:
+def headline(r: Result, words: Words = PLAIN) -> str:
     """One line that says what went wrong before the figures do, or "":
     nothing sent (an HTTP/2 server that never sent its SETTINGS), nothing
     completed (the cause: the failure class most requests ended
@@ -52,12 +50,12 @@ def headline(r: Result) -> str:
         n, cls = classes[0]
         what = f"all {n:,}" if n == r.failed == r.issued else f"{n:,} of {r.issued:,}"
         why = f": {r.first_error}" if r.first_error else ""
-        advice = f" {_ADVICE[cls]}" if cls in _ADVICE and (cls != "tls" or "verif" in why) \
-            else ""
+        advice = _ADVICE.get(cls, "") if cls != "tls" or "verif" in why else ""
         if cls == "tls" and r.http_version == "2" and "no application protocol" in why:
             # ALPN (RFC 7301) offered h2 alone, and the server (nginx) would
             # not go on without it.
-            advice = " The server speaks no HTTP/2 over TLS: leave out --http2 (http2=False)."
+            advice = "http2"
+        advice = f" {hint(advice, words) if advice in HINTS else advice}" if advice else ""
         return f"Nothing completed: {what} requests failed ({cls}){why}.{advice}"
     if r.complete and r.non_2xx == r.complete:
         statuses = sorted((c, n) for c, n in r.status_counts.items() if n)
@@ -266,11 +264,12 @@ def log_lines(r: Result) -> Iterable[str]:
         yield "Interrupted:            the run was stopped before its end"
 
 
-def mode_additions(r: Result, rate_from: str) -> Iterable[str]:
+def mode_additions(r: Result, rate_from: str, words: Words) -> Iterable[str]:
     """httpbench's lines after another tool's report (wrk's, hey's): what
     an open loop's latency runs from (rate_from: the tool's words for the
     rate), what the percentiles cover, the failures by class and the
-    first, the requests cancelled, the log and the client's figures."""
+    first, the requests cancelled, the log and the client's figures (its
+    advice in words: the tool's flags)."""
     if r.rate:
         yield (f"Latency from each request's intended start at {r.rate:,.2f} [#/sec] "
                f"({rate_from}): corrected p99 {r.latency.p99 * 1e3:.3f} ms, uncorrected "
@@ -287,7 +286,7 @@ def mode_additions(r: Result, rate_from: str) -> Iterable[str]:
         yield f"Cancelled requests: {r.cancelled} (in flight when the run ended)"
     yield from log_lines(r)
     if r.client is not None:
-        yield from client_lines(r)
+        yield from client_lines(r, words)
 
 
 def check_statuses(r: Result) -> str:
@@ -316,10 +315,11 @@ def percentiles_cover(r: Result) -> str:
             f"{r.issued:,} sent)")
 
 
-def client_lines(r: Result) -> Iterable[str]:
+def client_lines(r: Result, words: Words = PLAIN) -> Iterable[str]:
     """The client's own figures (Result.client), after ab's block: how busy
     its threads were, how it kept its schedule, the rate it reached
-    against the target, and a warning when it bound the run."""
+    against the target, and a warning when it bound the run (its advice
+    in words)."""
     c = r.client
     assert c is not None
     line = f"Client:                 CPU {c.cpu:.0%}, busy {c.busy:.0%} (busiest thread " \
@@ -335,7 +335,7 @@ def client_lines(r: Result) -> Iterable[str]:
         yield (f"Rate reached:           {r.rps:,.2f} [#/sec] of {target:,.2f} asked "
                f"({r.rps / target:.0%})")
     if c.bound:
-        yield f"Warning: {c.warning()}."
+        yield f"Warning: {c.warning(words)}."
     elif server_paced(c, r.issued):
         yield (f"Every connection was waiting on the server when requests fell due: the server "
                f"set the pace ({c.late_busy:,} started late behind a busy connection, their "

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..hints import Words
 from .text import mode_additions
 
 if TYPE_CHECKING:
@@ -99,8 +100,10 @@ def _stats_row(name: str, mean: float, sd: float, most: float, within: float,
 
 
 def wrk_report(r: Result, duration: float, threads: int, connections: int,
-               latency: bool) -> str:
-    return "\n".join(_lines(r, duration, threads, connections, latency)) + "\n"
+               latency: bool, words: Words) -> str:
+    """wrk's report, then httpbench's lines (their advice in words: wrk's
+    flags)."""
+    return "\n".join(_lines(r, duration, threads, connections, latency, words)) + "\n"
 
 
 def header(url: str, duration: float, threads: int, connections: int) -> str:
@@ -114,7 +117,7 @@ def header(url: str, duration: float, threads: int, connections: int) -> str:
 
 
 def _lines(r: Result, duration: float, threads: int, connections: int,
-           latency: bool) -> Iterable[str]:
+           latency: bool, words: Words) -> Iterable[str]:
     # wrk times a request from its write, its connection made (wrk.c's
     # c->start, set once connected): the send here, a connection's first
     # request without its connect (and TLS handshake), which httpbench's
@@ -158,4 +161,4 @@ def _lines(r: Result, duration: float, threads: int, connections: int,
     yield f"Requests/sec: {rps:9.2f}"
     yield f"Transfer/sec: {format_binary(bps):>10}B"
     yield ""
-    yield from mode_additions(r, "as wrk2's -R")
+    yield from mode_additions(r, "as wrk2's -R", words)

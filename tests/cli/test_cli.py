@@ -134,7 +134,8 @@ def test_http2_against_a_tls_server_of_http11_alone_says_to_leave_out_http2(tmp_
         r = hb("-q", "-n", "5", "--http2", "--insecure", url, cwd=tmp_path)
         assert r.returncode == 1 and r.stdout.splitlines()[0] == (
             "Nothing completed: all 5 requests failed (tls): tlsv1 alert no application "
-            "protocol. The server speaks no HTTP/2 over TLS: leave out --http2 (http2=False).")
+            "protocol. The server speaks no HTTP/2 over TLS: leave out HTTP/2 (--http2, "
+            "http2=True).")
         assert hb("-q", "-n", "5", "--insecure", url, cwd=tmp_path).returncode == 0
 
 

@@ -259,7 +259,7 @@ def test_t_implies_50000_requests_unless_a_later_n(tmp_path, server):
     (["-s", "2m"], "-s", "whole seconds"),
     (["-n", "x"], "-n", "whole number"),
     (["-f", "TLS1.1"], "-f", "TLS1.2"),
-    (["-p", "a", "-u", "b"], "-p and -u", "one body"),
+    (["-p", "a", "-u", "b"], "-u", "Cannot mix PUT with other methods"),
     (["-A", "nocolon"], "-A", "user:password"),
     (["-Z", "AES128-SHA"], "-f, -Z and -E", "https://"),
 ])

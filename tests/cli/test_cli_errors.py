@@ -97,7 +97,7 @@ def test_the_shared_flags_mean_and_check_the_same_in_every_subcommand(tmp_path, 
                                                                       error):
     """-c, -n, --threads, -s and -H are defined once (cli/common.py's
     COMMON) and checked once, so each subcommand that has one refuses a bad
-    value with the same words; one that lacks it says so as argparse does."""
+    value with the same words; one that lacks it says so, naming the flag."""
     from httpbench.cli.bench import bench_parser
     from httpbench.cli.capacity import capacity_parser
     from httpbench.cli.compare import compare_parser
@@ -109,8 +109,47 @@ def test_the_shared_flags_mean_and_check_the_same_in_every_subcommand(tmp_path, 
     if flags[0] in has:
         assert r.stderr.count("\n") == 1 and error in r.stderr, r.stderr
     else:
-        assert "unrecognized arguments" in r.stderr, r.stderr
+        assert f"unrecognized flag {flags[0]}" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("command,wrong,right", [
+    ([], "--treads", "--threads"),
+    ([], "--josn", "--json"),
+    ([], "-Q", "-q"),
+    (["wrk"], "--conections", "--connections"),
+    (["wrk"], "--latancy", "--latency"),
+    (["ab"], "--josn", "--json"),
+    (["hey"], "--cpus", "-cpus"),
+    (["h2load"], "--requets", "--requests"),
+    (["compare"], "--agnets", "--agents"),
+    (["capacity"], "--stages", "--stage"),
+    (["report"], "--ouput", "--output"),
+    (["serve"], "--prot", "--port"),
+])
+def test_a_misspelt_flag_is_named_with_the_closest_flag(tmp_path, command, wrong, right):
+    """argparse printed its whole usage block (7 to 17 lines), then
+    "unrecognized arguments" and no suggestion: now a line naming the flag
+    and the closest one the command has, and where the rest are listed."""
+    r = hb(*command, wrong, "5", URL, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    prog = " ".join(["httpbench", *command])
+    assert r.stderr.splitlines() == [
+        f"{prog}: unrecognized flag {wrong}: did you mean {right}?",
+        f"{prog}: {prog} --help lists every flag"], r.stderr
+    assert not r.stdout
+
+
+def test_help_says_none_in_words(tmp_path):
+    """--help showed Python's None ("None: wide open"): the command line
+    says what not giving the flag means."""
+    for command in ([], ["ab"], ["wrk"], ["hey"], ["h2load"], ["capacity"], ["compare"],
+                    ["serve"], ["report"]):
+        r = hb(*command, "--help", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "None" not in r.stdout, (command, [x for x in r.stdout.splitlines()
+                                                  if "None" in x])
+    assert "(not given: wide open" in " ".join(hb("--help", cwd=tmp_path).stdout.split())
 
 
 def test_the_shared_flags_are_defined_once():

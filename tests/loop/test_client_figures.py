@@ -455,7 +455,9 @@ def test_the_cpu_warning_says_whether_the_loop_ran_or_waited_for_a_cpu():
     CPU 0.47 here) wants a CPU of its own, and more threads would wait
     too."""
     ran = ClientFigures(busy=0.98, busy_max=0.99, cpu=0.93, bound=True, reason="cpu")
-    assert "give it more threads (--threads)" in ran.warning()
+    assert "give it more threads (--threads, threads=)" in ran.warning()
+    assert "give it more threads (-cpus)" in ran.warning({"threads": "-cpus"})
+    assert "give it more threads," in ran.warning({})  # (ab's: no flag for it)
     assert "waited" not in ran.warning()
     waited = ClientFigures(busy=0.99, busy_max=0.99, cpu=0.47, bound=True, reason="cpu")
     said = waited.warning()

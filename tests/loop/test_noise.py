@@ -49,7 +49,8 @@ def test_the_sign_is_the_change_s_everywhere():
     """The table showed -96.0% and the warning +96.0% for one fall: the
     change is now / base - 1, signed, in the verdict's text and both."""
     v = noise.decide("rps", [739.0], [18565.0], 10)
-    assert v.change < 0 and v.text.startswith(f"rps {v.change:+.1%} ") and "-96.0%" in v.text
+    assert v.change < 0 and v.text.startswith(f"rps x0.04 ({v.change:+.1%}) ")
+    assert "-96.0%" in v.text
     w = noise.decide("p99", [0.003], [0.001], 10)
     assert w.change > 0 and "+200.0%" in w.text
 
@@ -86,3 +87,25 @@ def test_the_noise_rule_checks_its_arguments():
         with pytest.raises(ValueError, match="threshold"):
             noise.decide("rps", [1.0], [1.0], bad)
     assert not noise.decide("rps", [120.0], [100.0], 10).fails  # faster is no regression
+
+
+def test_the_change_the_threshold_and_the_band_are_said_on_one_scale():
+    """"rps regressed -30.5% (... noise band ±37.6%)" read as inside the
+    band though the change was outside it on the log scale: each is now a
+    ratio now / base, the band the ratios it spans, so that a reader can
+    see which side of it the change falls."""
+    base = [100 * (1 + d) for d in (-0.14, -0.07, 0.0, 0.07, 0.14)]
+    now = [69.5 * (1 + d) for d in (-0.14, -0.07, 0.0, 0.07, 0.14)]
+    v = noise.decide("rps", now, base, 10)
+    low, high = math.exp(-v.band), math.exp(v.band)
+    assert v.change + 1 < low  # outside, on the scale it is judged on
+    assert v.fails
+    assert f"x{v.change + 1:.2f} ({v.change:+.1%})" in v.text
+    assert f"outside the noise band x{low:.2f}-x{high:.2f}" in v.text
+    assert "threshold x0.90 (10%)" in v.text
+    assert "±" not in v.text
+    inside = noise.decide("rps", [90.0 * (1 + d) for d in (-0.14, -0.07, 0.0, 0.07, 0.14)],
+                          base, 5)
+    assert inside.undecided and "inside the noise band" in inside.text
+    p99 = noise.decide("p99", [0.002] * 3, [0.001] * 3, 10)
+    assert "threshold x1.10 (10%)" in p99.text and "x2.00 (+100.0%)" in p99.text

@@ -95,3 +95,51 @@ def test_four_documents_script(tmp_path):
         assert f"GET {name} (" in out
     assert out.count("run() (the C loop)") == 4 and out.count("http.client") >= 4
     assert "failed" not in out
+
+
+@pytest.mark.builds
+def test_the_tour_runs_with_the_notebook_extra_alone(tmp_path, monkeypatch):
+    """`pip install 'httpbench[notebook]'` into a fresh venv, nothing else:
+    the tour executes there (its kernel the venv's Python), every cell,
+    and its comparison names the clients it left out and the extra that
+    brings them."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    import json
+
+    from test_package import ROOT, source_copy
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    copy = source_copy(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{copy}[notebook]"],
+                         capture_output=True, text=True, timeout=1200)
+    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
+    listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert not names & {"urllib3", "requests", "httpx", "pycurl", "aiohttp", "nbclient"}
+    # A kernel that is the venv's Python, found by this process's nbclient.
+    spec = tmp_path / "jupyter" / "kernels" / "tourvenv"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f",
+                 "{connection_file}"],
+        "display_name": "the [notebook] extra alone", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    nb = nbformat.read(EXAMPLES / "tour.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.prefix)"))
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="tourvenv",
+                            resources={"metadata": {"path": str(run_dir)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"], \
+        [o for o in outputs if o.output_type == "error"]
+    assert nb.cells[-1].outputs[0]["text"].strip() == str(venv)  # (the venv's kernel ran it)
+    html = "\n".join(o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {}))
+    assert "httpbench-result" in html and "x fastest" in html
+    assert "pip install &#x27;httpbench[agents]&#x27;" in html or \
+        "pip install 'httpbench[agents]'" in html

@@ -184,7 +184,8 @@ def test_compare_fail_fails_a_regressed_test(project, metric, field, value, limi
     result = project.runpytest("--httpbench-compare=base",
                                f"--httpbench-compare-fail={metric}:{limit}%")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([f"*{metric} regressed*against baseline 'base'*allowed {limit}%*",
+    result.stdout.fnmatch_lines([f"*{metric} regressed x*against baseline 'base'*past the "
+                                 f"threshold x*({limit}%) and outside the noise band x*",
                                  "FAILED test_bench.py::test_fast*"])
 
 
@@ -310,8 +311,9 @@ def test_the_gate_fails_a_steady_regression_on_the_median():
     failures, warnings = gate(rounds_of([100, 101, 99, 100, 100]), saved(200, 0.001),
                               [("rps", 20.0)], "base")
     assert warnings == []
-    assert failures == ["httpbench: rps regressed -50.0% against baseline 'base' (200 -> 100, "
-                        "medians of 5 rounds; allowed 20%, noise band ±0.0%)"]
+    assert failures == ["httpbench: rps regressed x0.50 (-50.0%) against baseline 'base' (200 "
+                        "-> 100, medians of 5 rounds): past the threshold x0.80 (20%) and "
+                        "outside the noise band x1.00-x1.00"]
     failures, _ = gate(rounds_of([190, 200, 210]), saved(200, 0.001), [("rps", 20.0)], "base")
     assert failures == []
 
@@ -334,7 +336,8 @@ def test_a_change_well_outside_the_noise_fails_though_the_noise_is_above_the_thr
     assert rounds.spread("rps") == pytest.approx(1.4826 * math.log(1 / 0.9))  # robust, 15.6%
     failures, warnings = gate(rounds, saved_rounds(base), [("rps", 10.0)], "base")
     assert warnings == [] and len(failures) == 1
-    assert failures[0].startswith("httpbench: rps regressed -39.0% against baseline 'base'")
+    assert failures[0].startswith("httpbench: rps regressed x0.61 (-39.0%) against baseline "
+                                  "'base'")
     assert "the baseline is too noisy to judge a change of 10%" in failures[0]
     v = noise.decide("rps", now, base, 10)
     assert v.fails and not v.undecided
@@ -349,8 +352,9 @@ def test_the_gate_cannot_decide_inside_the_noise_band_and_passes():
     base = [135 * (1 + d) for d in (-0.25, -0.1, 0.0, 0.12, 0.3)]
     failures, warnings = gate(rounds_of(now), saved_rounds(base), [("rps", 25.0)], "base")
     assert failures == [] and len(warnings) == 1
-    assert re.fullmatch(r"rps: -25\.9% is past the threshold 25% but inside the noise band "
-                        r"±\d+\.\d% \(spreads \d+\.\d% now, \d+\.\d% in the baseline\): this gate "
+    assert re.fullmatch(r"rps: x0\.74 \(-25\.9%\) is past the threshold x0\.75 \(25%\) but "
+                        r"inside the noise band x0\.\d\d-x1\.\d\d \(spreads \d+\.\d% now, "
+                        r"\d+\.\d% in the baseline\): this gate "
                         r"cannot decide; the baseline is too noisy to judge a change of 25% .*",
                         warnings[0]), warnings[0]
     # Within the threshold, the band wider than it: said, not failed.
@@ -362,10 +366,10 @@ def test_the_gate_cannot_decide_inside_the_noise_band_and_passes():
     # Latencies: a rise is the regression.
     failures, warnings = gate(rounds_of([100] * 5, [0.001, 0.003, 0.002, 0.001, 0.003]),
                               saved(100, 0.001), [("p99", 10.0)], "base")
-    assert failures == [] and len(warnings) == 1 and warnings[0].startswith("p99: +100.0%")
+    assert failures == [] and len(warnings) == 1 and warnings[0].startswith("p99: x2.00 (+100.0%)")
     failures, _ = gate(rounds_of([100] * 5, [0.002] * 5), saved(100, 0.001),
                        [("p99", 10.0)], "base")
-    assert failures and failures[0].startswith("httpbench: p99 regressed +100.0%")
+    assert failures and failures[0].startswith("httpbench: p99 regressed x2.00 (+100.0%)")
 
 
 def test_the_table_shows_median_min_max_spread_and_the_change():
@@ -417,7 +421,8 @@ def test_a_session_against_a_slowed_target_fails_end_to_end(pytester, monkeypatc
     # time beside the delay (about 0.2 ms of 4); that time varies round to
     # round, so either side of -50% (a full run saw -50.1%: 4.22 ms a
     # request before, 8.46 after; the pattern was -4x.x% only).
-    assert re.search(r"httpbench: rps regressed -(4\d|5\d)\.\d% against baseline 'base'",
+    assert re.search(r"httpbench: rps regressed x0\.\d\d \(-(4\d|5\d)\.\d%\) against "
+                     r"baseline 'base'",
                      out), out
 
 

@@ -180,7 +180,7 @@ def test_the_timeline_leaves_a_partial_last_second_out_and_draws_the_target():
     ax = r.plot("timeline")
     done = next(line for line in ax.lines if line.get_label() == "requests completed")
     assert list(done.get_xdata()) == [0.5, 1.5]  # the third second, 0.4 s, left out
-    assert "left out: partial" in ax.get_xlabel()
+    assert "not drawn: less than a whole second" in ax.get_xlabel()
     target = next(line for line in ax.lines if line.get_label() == "target rate")
     assert list(target.get_xdata()) == [0.0, 1.0, 2.4] and list(target.get_ydata()) == [
         0.0, 200.0, 200.0]

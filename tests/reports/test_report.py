@@ -688,3 +688,42 @@ def test_a_ratio_is_marked_past_the_threshold_either_way_and_not_within_it():
                                (2.0, None, ""), (1.0, True, "")):
         cell = _ratio_cell(ratio, 1.0, higher, None, 5.0)
         assert (f'class="{cls}"' in cell) if cls else "class=" not in cell, (ratio, higher, cell)
+
+
+def test_runs_of_different_kinds_are_named_and_their_latency_not_compared(srv):
+    """`httpbench report closed.json open.json` set a closed loop's latency
+    (from the send) beside an open loop's (from the intended start) as if
+    alike: the kinds are named above the table, and the latency ratios
+    marked not like for like, with no worse or better; req/s keeps its
+    rule. Two runs of one kind have no such line."""
+    from httpbench.render.report import run_doc
+    closed = httpbench.run(srv.url("/rnd?c=10"), requests=200, progress=False)
+    open_ = httpbench.run(srv.url("/rnd?c=10"), duration=0.5, rate=400, progress=False)
+    page = render([run_doc(closed, "closed.json"), run_doc(open_, "open.json")])
+    assert "Runs of different kinds" in page
+    assert "closed.json is a closed loop (latency timed from each request&#x27;s send)" in page
+    assert "open.json is an open loop at 400 req/s" in page
+    for key in ("latency.percentiles.99", "latency.mean"):
+        row = page[page.index(f'<tr data-key="{key}">'):]
+        row = row[:row.index("</tr>")]
+        assert 'class="unlike"' in row and "not like for like" in row, row
+        assert 'class="worse"' not in row and 'class="better"' not in row
+    row = page[page.index('<tr data-key="rps">'):]
+    assert "not like for like" not in row[:row.index("</tr>")]
+    same = render([run_doc(closed, "a.json"), run_doc(closed, "b.json")])
+    assert "Runs of different kinds" not in same and "not like for like" not in same
+
+
+def test_the_report_says_its_rule_and_its_precision_in_words(srv):
+    """The intro's "2 x sqrt(s_now^2 + s_base^2)", the chart's "(within
+    12.5%)" and "last 2.5e-05 s left out (partial)": said in words."""
+    from httpbench.render.charts import partial_words
+    from httpbench.render.report import run_doc
+    r = httpbench.run(srv.url("/rnd?c=10"), duration=1.3, progress=False)
+    page = render([run_doc(r, "a"), run_doc(r, "b")])
+    assert "sqrt" not in page and "s_now" not in page
+    assert "outside the noise band" in page
+    assert "12.5% of the exact one" in page
+    assert partial_words(2.5e-05, 3) == ("the run's last 25 us (3 requests) not drawn: less than "
+                                         "a whole second, it would read as a fall")
+    assert "e-0" not in partial_words(0.0004, 1)
