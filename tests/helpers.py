@@ -557,6 +557,44 @@ def server_context(cert: Path, key: Path) -> ssl.SSLContext:
     return ctx
 
 
+@contextmanager
+def recording() -> Iterator[tuple[str, list[tuple[str, dict[str, str], bytes]]]]:
+    """An HTTP/1.1 server on 127.0.0.1 that answers every request, of any
+    method, 200 with "ok", and records each: its method, its fields (by
+    name as sent) and its body. Yields its URL and the list."""
+    import http.server
+    seen: list[tuple[str, dict[str, str], bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def __getattr__(self, name: str) -> Any:
+            if not name.startswith("do_"):
+                raise AttributeError(name)
+            return self._answer
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            seen.append((self.command, dict(self.headers), body))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/", seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def find_nginx() -> str | None:
     return shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import hb, nginx, side_by_side, tool_env
+from helpers import hb, nginx, recording, side_by_side, tool_env
 from httpbench.cli.ab import FLAGS
 from httpbench.cli.flags import markdown
 
@@ -430,3 +430,122 @@ def test_through_a_proxy_and_over_tls_as_abs(tmp_path):
                 assert version[0] and version[1], (a, h)
                 asked = "TLSv" + args[args.index("-f") + 1][len("TLS"):]
                 assert version[0].group(1) == version[1].group(1) == asked, (a, h)
+
+
+def sent_by(tool: list[str], args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str],
+                                                                 list[Any]]:
+    """What `tool args URL` sent to a recording server, and how it ended."""
+    with recording() as (url, seen):
+        done = subprocess.run([*tool, *args, url], capture_output=True, text=True, timeout=60,
+                              cwd=cwd, env=tool_env())
+        return done, list(seen)
+
+
+HB_AB = [sys.executable, "-m", "httpbench", "ab"]
+
+
+@needs_ab
+@pytest.mark.parametrize("args", [
+    ["-C", "a=1", "-C", "b=2"],
+    ["-i", "-m", "PUT"],
+    ["-p", "{body}", "-m", "GET"],
+    ["-m", "X", "-m", "DELETE"],
+], ids=" ".join)
+def test_what_ab_sends_where_its_help_and_its_code_differ(tmp_path, args):
+    """ab keeps the last -C (its help says repeatable), lets a later -m
+    name the method of -i or -p (-p's body still sent), the last -m
+    wins: the same cookie, method and body as ab's."""
+    (tmp_path / "body.txt").write_bytes(b"hello\n")
+    args = [a.replace("{body}", str(tmp_path / "body.txt")) for a in args]
+    (a_done, a_seen), (h_done, h_seen) = (sent_by(t, ["-n", "1", *args], tmp_path)
+                                          for t in ([AB], HB_AB))
+    assert a_done.returncode == 0 and h_done.returncode == 0, (a_done.stderr, h_done.stderr)
+    assert len(a_seen) == len(h_seen) == 1
+    (am, ah, ab_body), (hm, hh, hb_body) = a_seen[0], h_seen[0]
+    assert (am, ab_body) == (hm, hb_body)
+    assert ah.get("Cookie") == hh.get("Cookie")
+
+
+@needs_ab
+@pytest.mark.parametrize("args,said", [
+    (["-m", "PUT", "-i"], "Cannot mix HEAD with other methods"),
+    (["-m", "GET", "-p", "{body}"], "Cannot mix POST with other methods"),
+    (["-m", "GET", "-u", "{body}"], "Cannot mix PUT with other methods"),
+    (["-i", "-p", "{body}"], "Cannot mix POST with other methods"),
+    (["-p", "{body}", "-i"], "Cannot mix HEAD with other methods"),
+    (["-p", "{body}", "-u", "{body}"], "Cannot mix PUT with other methods"),
+], ids=" ".join)
+def test_methods_that_do_not_mix_are_refused_as_ab_refuses_them(tmp_path, args, said):
+    (tmp_path / "body.txt").write_bytes(b"hello\n")
+    args = [a.replace("{body}", str(tmp_path / "body.txt")) for a in args]
+    (a_done, a_seen), (h_done, h_seen) = (sent_by(t, ["-n", "1", *args], tmp_path)
+                                          for t in ([AB], HB_AB))
+    assert a_done.returncode != 0 and said in a_done.stderr and not a_seen, a_done.stderr
+    assert h_done.returncode == 2 and said in h_done.stderr and not h_seen, h_done.stderr
+    assert h_done.stderr.count("\n") == 1 and not h_done.stdout
+
+
+@needs_ab
+@pytest.mark.parametrize("args,bounded_by", [
+    (["-n", "20", "-kt", "1"], "time"),
+    (["-t", "1", "-kn", "20"], "count"),
+    (["-kn", "20", "-t1"], "time"),
+], ids=" ".join)
+def test_the_later_of_n_and_t_counts_in_combined_flags_too(tmp_path, server, args, bounded_by):
+    """-kt 1 is -k then -t (getopt's reading): ab runs for the second, and
+    "-t 1 -kn 20" sends 20; the order is argparse's own, not a guess from
+    the words."""
+    url = server.url("/delay?ms=10")
+    counts = []
+    for tool in ([AB], HB_AB):
+        before = server.stats()["requests"]
+        done = subprocess.run([*tool, "-q", *args, url], capture_output=True, text=True,
+                              timeout=60, cwd=tmp_path, env=tool_env())
+        assert done.returncode == 0, done.stderr
+        counts.append(server.stats()["requests"] - before)
+    if bounded_by == "count":
+        assert counts == [20, 20], counts
+    else:  # a second of 10 ms answers on one connection: far more than 20
+        assert min(counts) > 40, counts
+
+
+def test_an_error_after_the_banner_starts_a_line_of_its_own(tmp_path):
+    """A setting run() refuses is refused before "Benchmarking ... (be
+    patient)" is printed; one found only by running (a name that does not
+    resolve) comes after the line is ended, not stuck to its end."""
+    env = tool_env()
+    both = subprocess.run([*HB_AB, "-n", "5", "--log-sample", "0.5", "http://127.0.0.1:1/"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=60, cwd=tmp_path, env=env)
+    assert both.returncode == 2 and both.stdout.startswith("httpbench ab: --log-sample"), \
+        both.stdout
+    assert "Benchmarking" not in both.stdout
+    both = subprocess.run([*HB_AB, "-n", "5", "http://no-such-host.invalid/"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=60, cwd=tmp_path, env=env)
+    assert both.returncode == 1, both.stdout
+    lines = both.stdout.splitlines()
+    assert lines[-2] == "Benchmarking no-such-host.invalid (be patient)", lines
+    assert lines[-1].startswith("httpbench ab: cannot resolve no-such-host.invalid"), lines
+
+
+@needs_ab
+def test_over_tls_each_connection_makes_a_full_handshake_as_abs(tmp_path):
+    """ab makes a full handshake on every connection; the mode resumed
+    sessions (10 full of 2,000) and ran 2.7x ab's req/s. Now it does as
+    ab, with ab's TLS 1.3 suite (OpenSSL's order: AES-256 first), and
+    --tls-resume, httpbench's own, resumes."""
+    with httpbench.Server(tls=True) as tls:
+        url = tls.url("/rnd?c=64")
+        a, h = both(["-n", "200", "-c", "2"], url, tmp_path)
+        suite = [re.search(r"^SSL/TLS Protocol:\s+(.*)$", out, re.M) for out in (a, h)]
+        assert suite[0] and suite[1] and suite[0].group(1) == suite[1].group(1), (a, h)
+        assert "TLS_AES_256_GCM_SHA384" in suite[1].group(1), h
+        r = hb("ab", "-n", "200", "-c", "2", "--json", "r.json", url, cwd=tmp_path)
+        d = json.loads((tmp_path / "r.json").read_text())
+        assert r.returncode == 0 and d["connects"] == 200, r.stderr
+        assert d["tls_resumed_handshakes"] == 0, d["tls_resumed_handshakes"]
+        r = hb("ab", "-n", "200", "-c", "2", "--tls-resume", "--json", "r.json", url,
+               cwd=tmp_path)
+        d = json.loads((tmp_path / "r.json").read_text())
+        assert r.returncode == 0 and d["tls_resumed_handshakes"] >= 190, d

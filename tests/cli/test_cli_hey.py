@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import httpbench
-from helpers import free_port, grep_each, hb, nginx, side_by_side
+from helpers import free_port, grep_each, hb, nginx, recording, side_by_side, tool_env
 from httpbench.cli.flags import markdown
 from httpbench.cli.hey import FLAGS
 
@@ -350,3 +352,47 @@ def test_h2_over_tls_as_heys(tmp_path, pki):
                 fr, fo = parse(real), parse(ours)
                 assert (fr["statuses"], fr["data"], fr["size"]) == \
                     (fo["statuses"], fo["data"], fo["size"]), (real, ours)
+
+
+@needs_hey
+@pytest.mark.parametrize("args", [
+    ["-m", "HEAD"],
+    ["-H", "Range: bytes=0-9"],
+    ["-H", "Accept-Encoding: br"],
+    [],
+    ["-disable-compression"],
+], ids=" ".join)
+def test_accept_encoding_is_sent_as_gos_client_sends_it(tmp_path, args):
+    """Go's transport asks for gzip itself, except on HEAD, beside a Range
+    or an Accept-Encoding of the caller's, or when told not to: the mode
+    sent it on HEAD and with a Range (23 bytes a request more in nginx's
+    log). The same fields as hey's, request for request."""
+    sent = []
+    for tool in ([HEY], [sys.executable, "-m", "httpbench", "hey"]):
+        with recording() as (url, seen):
+            done = subprocess.run([*tool, "-n", "2", "-c", "1", *args, url],
+                                  capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                                  env=tool_env())
+            assert done.returncode == 0, done.stderr
+            sent.append([h.get("Accept-Encoding") for _, h, _ in seen])
+    assert sent[0] == sent[1] and len(sent[0]) == 2, sent
+
+
+@needs_hey
+def test_h2_sends_every_worker_over_one_connection_as_hey(tmp_path):
+    """hey's workers share one Go client, whose HTTP/2 transport carries
+    them all over one connection, a stream each (hey dials a TLS
+    connection per worker at the start and keeps one, docs/hey.md); the
+    mode opened -c connections."""
+    counts = []
+    for tool in ([HEY], [sys.executable, "-m", "httpbench", "hey"]):
+        with httpbench.Server(tls=True) as tls:
+            done = subprocess.run([*tool, "-h2", "-n", "100", "-c", "5",
+                                   tls.url("/rnd?c=100")], capture_output=True, text=True,
+                                  timeout=60, cwd=tmp_path, env=tool_env())
+            assert done.returncode == 0 and "[200]\t100 responses" in done.stdout, done.stdout
+            s = tls.stats()
+            counts.append((s["h2_connections"], s["h2_streams"]))
+            if tool[0] != HEY:
+                assert s["connections"] == 1, s
+    assert counts[0] == counts[1] == (1, 100), counts

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import OK, free_port, grep_each, hb, nginx, server_context, side_by_side
+from helpers import (OK, free_port, grep_each, hb, nginx, recording, server_context, side_by_side,
+                     tool_env)
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
 from httpbench.render.wrk import (format_binary, format_metric, format_time_s, format_time_us,
@@ -320,3 +321,28 @@ def test_version_and_python_m(tmp_path):
 def test_the_manual_page_holds_the_table_made_from_the_flags():
     page = (Path(__file__).parents[2] / "docs" / "wrk.md").read_text()
     assert markdown(FLAGS, "wrk") in page, markdown(FLAGS, "wrk")
+
+
+@needs_wrk
+def test_credentials_in_the_url_are_not_sent_as_wrk_sends_none(tmp_path):
+    """wrk sends no Authorization for http://user:pass@host/ (its Host is
+    host:port); the mode sent Basic auth."""
+    sent = []
+    for tool in ([WRK], [sys.executable, "-m", "httpbench", "wrk"]):
+        with recording() as (url, seen):
+            creds = url.replace("http://", "http://u:p@")
+            done = subprocess.run([*tool, "-t", "1", "-c", "1", "-d", "1", creds],
+                                  capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                                  env=tool_env())
+            assert done.returncode == 0 and seen, done.stderr
+            host = url[len("http://"):].rstrip("/")
+            sent.append({(h.get("Authorization"), h.get("Host") == host) for _, h, _ in seen})
+    assert sent[0] == sent[1] == {(None, True)}, sent
+
+
+def test_a_url_it_refuses_is_refused_before_the_running_line(tmp_path):
+    """"Running 2s test @ ..." was printed, then the URL refused: now the
+    refusal alone, nothing on standard output."""
+    r = hb("wrk", "-c", "100", "-d", "2", "127.0.0.1:18801/x", cwd=tmp_path)
+    assert r.returncode == 2 and not r.stdout, r.stdout
+    assert r.stderr.startswith("httpbench wrk: only http:// and https:// URLs"), r.stderr
