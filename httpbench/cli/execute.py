@@ -94,6 +94,9 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
             line_open = banner(report)
             report.flush()
         r = run(url, **kwargs)
+    except BrokenPipeError:
+        outputs.discard()
+        raise  # (the reader went away: the command line's to end quietly)
     except Exception as e:
         outputs.discard()
         if line_open:
@@ -102,8 +105,12 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
         if status is None:
             raise
         return status
-    write_report(r, report)
-    report.flush()
+    gone = None
+    try:
+        write_report(r, report)
+        report.flush()
+    except BrokenPipeError as e:
+        gone = e  # (the report's reader went away: the files are written all the same)
     for flag, text in (("-e", None), ("--json", r.to_json()),
                        ("--hgrm", r.latency.to_hgrm()),
                        ("--html", r.to_html() if paths.get("--html") else "")):
@@ -119,6 +126,8 @@ def execute(prog: str, url: str, kwargs: dict[str, Any], paths: dict[str, str | 
         if out is not None:
             write(r, out)
     outputs.close()
+    if gone is not None:
+        raise gone
     return r
 
 

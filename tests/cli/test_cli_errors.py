@@ -247,3 +247,25 @@ def test_serves_missing_files_are_named_by_their_flags(tmp_path):
                          "--key: no such file: nokey")):
         r = hb("serve", "--port", "0", *args, cwd=tmp_path, timeout=30)
         assert r.returncode == 2 and r.stderr == f"httpbench serve: {words}\n", (args, r.stderr)
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(tmp_path, server):
+    """`httpbench ab ... | head -3` printed a BrokenPipeError traceback:
+    the rest of the report goes nowhere, quietly, exit status 1, and the
+    files asked for are written all the same."""
+    import shlex
+    import subprocess
+    import sys
+    for reader in ("true", "head -1"):
+        # (true is gone before the banner is written; head once the banner
+        # is read, before the report is.)
+        (tmp_path / "r.json").unlink(missing_ok=True)
+        cmd = shlex.join([sys.executable, "-m", "httpbench", "ab", "-q", "-n", "2000",
+                          "--json", "r.json", server.url("/rnd?c=10")])
+        done = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} | {reader}"],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr == "", done.stderr
+        if reader == "head -1":  # (the run was over when the report's reader went)
+            import json
+            assert json.loads((tmp_path / "r.json").read_text())["complete"] == 2000

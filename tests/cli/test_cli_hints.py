@@ -149,3 +149,21 @@ def test_every_did_you_mean_runs(tmp_path, server, args):
                               capture_output=True, text=True, timeout=60, cwd=tmp_path,
                               env=tool_env())
     assert done.returncode == 0, (argv, done.stderr)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_refusals_advice_names_the_modes_flags_or_says_which_command_has_them(mode):
+    """A refused flag's line says what to use instead: a flag of the mode's
+    own, or one of the plain command line's, said so ("the plain command
+    line's --window", "httpbench --scenario"), which that command takes."""
+    module = {"ab": ab, "hey": hey, "wrk": wrk, "h2load": h2load}[mode]
+    own, plain = known(MODES[mode][1]), known(bench_parser)
+    for flag in module.FLAGS:
+        if not flag.refused:
+            continue
+        for named in FLAG.findall(flag.here):
+            if named in own:
+                continue
+            assert named in plain, (mode, flag.names, named)
+            before = flag.here[:flag.here.index(named)]
+            assert "plain command line" in before or "httpbench " in before, (mode, flag.here)
