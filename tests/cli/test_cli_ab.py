@@ -432,8 +432,11 @@ def test_through_a_proxy_and_over_tls_as_abs(tmp_path):
                 assert version[0].group(1) == version[1].group(1) == asked, (a, h)
 
 
-def sent_by(tool: list[str], args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str],
-                                                                 list[Any]]:
+Sent = list[tuple[str, dict[str, str], bytes]]
+
+
+def sent_by(tool: list[str], args: list[str],
+            cwd: Path) -> tuple[subprocess.CompletedProcess[str], Sent]:
     """What `tool args URL` sent to a recording server, and how it ended."""
     with recording() as (url, seen):
         done = subprocess.run([*tool, *args, url], capture_output=True, text=True, timeout=60,
