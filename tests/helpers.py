@@ -112,6 +112,13 @@ def tool_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
 
 
+def env_of(argv: Sequence[str]) -> dict[str, str] | None:
+    """The environment to run argv in: tool_env() for a program not built
+    here; None (this one's, the sanitizer runtime kept, which a sanitized
+    core needs first) for this Python running httpbench."""
+    return None if argv[0] == sys.executable else tool_env()
+
+
 # A test of two processes each on a CPU of its own (the server on one,
 # the client on the other): skipped where this process has one CPU.
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,

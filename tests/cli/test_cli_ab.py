@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import hb, nginx, recording, side_by_side, tool_env
+from helpers import env_of, hb, nginx, recording, side_by_side, tool_env
 from httpbench.cli.ab import FLAGS
 from httpbench.cli.flags import markdown
 
@@ -440,7 +440,7 @@ def sent_by(tool: list[str], args: list[str],
     """What `tool args URL` sent to a recording server, and how it ended."""
     with recording() as (url, seen):
         done = subprocess.run([*tool, *args, url], capture_output=True, text=True, timeout=60,
-                              cwd=cwd, env=tool_env())
+                              cwd=cwd, env=env_of(tool))
         return done, list(seen)
 
 
@@ -503,7 +503,7 @@ def test_the_later_of_n_and_t_counts_in_combined_flags_too(tmp_path, server, arg
     for tool in ([AB], HB_AB):
         before = server.stats()["requests"]
         done = subprocess.run([*tool, "-q", *args, url], capture_output=True, text=True,
-                              timeout=60, cwd=tmp_path, env=tool_env())
+                              timeout=60, cwd=tmp_path, env=env_of(tool))
         assert done.returncode == 0, done.stderr
         counts.append(server.stats()["requests"] - before)
     if bounded_by == "count":
@@ -516,7 +516,7 @@ def test_an_error_after_the_banner_starts_a_line_of_its_own(tmp_path):
     """A setting run() refuses is refused before "Benchmarking ... (be
     patient)" is printed; one found only by running (a name that does not
     resolve) comes after the line is ended, not stuck to its end."""
-    env = tool_env()
+    env = env_of(HB_AB)
     both = subprocess.run([*HB_AB, "-n", "5", "--log-sample", "0.5", "http://127.0.0.1:1/"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=60, cwd=tmp_path, env=env)

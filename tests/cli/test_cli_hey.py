@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import free_port, grep_each, hb, nginx, recording, side_by_side, tool_env
+from helpers import env_of, free_port, grep_each, hb, nginx, recording, side_by_side
 from httpbench.cli.flags import markdown
 from httpbench.cli.hey import FLAGS
 
@@ -372,7 +372,7 @@ def test_accept_encoding_is_sent_as_gos_client_sends_it(tmp_path, args):
         with recording() as (url, seen):
             done = subprocess.run([*tool, "-n", "2", "-c", "1", *args, url],
                                   capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                                  env=tool_env())
+                                  env=env_of(tool))
             assert done.returncode == 0, done.stderr
             sent.append([h.get("Accept-Encoding") for _, h, _ in seen])
     assert sent[0] == sent[1] and len(sent[0]) == 2, sent
@@ -389,7 +389,7 @@ def test_h2_sends_every_worker_over_one_connection_as_hey(tmp_path):
         with httpbench.Server(tls=True) as tls:
             done = subprocess.run([*tool, "-h2", "-n", "100", "-c", "5",
                                    tls.url("/rnd?c=100")], capture_output=True, text=True,
-                                  timeout=60, cwd=tmp_path, env=tool_env())
+                                  timeout=60, cwd=tmp_path, env=env_of(tool))
             assert done.returncode == 0 and "[200]\t100 responses" in done.stdout, done.stdout
             s = tls.stats()
             counts.append((s["h2_connections"], s["h2_streams"]))

@@ -10,13 +10,11 @@ from __future__ import annotations
 import inspect
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 import httpbench
-from helpers import hb, tool_env
+from helpers import hb
 from httpbench import hints
 from httpbench.cli import ab, h2load, hey, wrk
 from httpbench.cli.bench import bench_parser
@@ -140,14 +138,9 @@ def test_every_did_you_mean_runs(tmp_path, server, args):
     assert argv[0] == "httpbench" and argv[-1] == url
     if "--http2" in argv:
         with httpbench.Server(tls=True) as tls:
-            argv = [*argv[:-1], "--insecure", tls.url("/rnd?c=10")]
-            done = subprocess.run([sys.executable, "-m", "httpbench", *argv[1:]],
-                                  capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                                  env=tool_env())
+            done = hb(*argv[1:-1], "--insecure", tls.url("/rnd?c=10"), cwd=tmp_path)
     else:
-        done = subprocess.run([sys.executable, "-m", "httpbench", *argv[1:]],
-                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                              env=tool_env())
+        done = hb(*argv[1:], cwd=tmp_path)
     assert done.returncode == 0, (argv, done.stderr)
 
 

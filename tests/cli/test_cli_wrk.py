@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import httpbench
-from helpers import (OK, free_port, grep_each, hb, nginx, recording, server_context, side_by_side,
-                     tool_env)
+from helpers import (OK, env_of, free_port, grep_each, hb, nginx, recording, server_context,
+                     side_by_side)
 from httpbench.cli.flags import markdown
 from httpbench.cli.wrk import FLAGS
 from httpbench.render.wrk import (format_binary, format_metric, format_time_s, format_time_us,
@@ -333,7 +333,7 @@ def test_credentials_in_the_url_are_not_sent_as_wrk_sends_none(tmp_path):
             creds = url.replace("http://", "http://u:p@")
             done = subprocess.run([*tool, "-t", "1", "-c", "1", "-d", "1", creds],
                                   capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                                  env=tool_env())
+                                  env=env_of(tool))
             assert done.returncode == 0 and seen, done.stderr
             host = url[len("http://"):].rstrip("/")
             sent.append({(h.get("Authorization"), h.get("Host") == host) for _, h, _ in seen})
