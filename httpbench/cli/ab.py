@@ -135,7 +135,7 @@ def ab_parser() -> argparse.ArgumentParser:
     p = mode_parser(PROG, "ApacheBench 2.3's command line and report, with httpbench's C "
                           "loop underneath.", EXAMPLES, FLAGS, "[http[s]://]hostname[:port]/path")
     own = p.add_argument_group("httpbench's own (ab has none of these)")
-    own.add_argument("--tls-resume", dest="tls_resume", action="store_true",
+    own.add_argument("--tls-resume", dest="resume", action="store_true",
                      help="resume TLS sessions on new connections (ab makes a full handshake "
                           "on each, and so does this mode without it)")
     return p
@@ -200,7 +200,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any], AbLayout]:
     tls = tls_options(argparse.Namespace(
         protocol=args.opt_f, verify=False, cacert=None, cert=args.opt_E, key=None,
         ciphers=args.opt_Z, ciphersuites=AB_TLS13_SUITES if target.tls else None,
-        tls_resume=args.tls_resume))
+        tls_resume=args.resume))
     if not target.tls and (args.opt_f or args.opt_Z or args.opt_E):
         raise UsageError("-f, -Z and -E are for https:// URLs")
     proxy = proxy_option(argparse.Namespace(proxy=args.opt_X, proxy_from_env=False,
