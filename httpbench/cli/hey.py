@@ -53,8 +53,9 @@ FLAGS: tuple[Flag, ...] = (
          "an Authorization: Basic header"),
     Flag(("-x",), "HOST:PORT", "HTTP Proxy address as host:port.", "proxy=host:port"),
     Flag(("-h2",), "", "Enable HTTP/2.",
-         "http2=True over https:// (h2 by ALPN); over http:// hey speaks HTTP/1.1 all the "
-         "same, and so does this"),
+         "http2=True over https:// (h2 by ALPN), the -c workers as streams of one "
+         "connection, as hey's Go client sends them; over http:// hey speaks HTTP/1.1 all "
+         "the same, and so does this"),
     Flag(("-host",), "HOST", "HTTP Host header.", "a Host header"),
     Flag(("-disable-compression",), "", "Disable compression.",
          "no Accept-Encoding: gzip (hey's Go client sends it otherwise; httpbench never "
