@@ -107,18 +107,8 @@ def test_the_tour_runs_with_the_notebook_extra_alone(tmp_path, monkeypatch):
     nbclient = pytest.importorskip("nbclient")
     import json
 
-    from test_package import ROOT, source_copy
-    if not (ROOT / "setup.py").exists():
-        pytest.skip("not in a source tree")
-    copy = source_copy(tmp_path)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{copy}[notebook]"],
-                         capture_output=True, text=True, timeout=1200)
-    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
-    listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json"],
-                            capture_output=True, text=True, timeout=120, check=True)
-    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    from test_package import installed_alone
+    venv, names = installed_alone(tmp_path, "notebook")
     assert not names & {"urllib3", "requests", "httpx", "pycurl", "aiohttp", "nbclient"}
     # A kernel that is the venv's Python, found by this process's nbclient.
     spec = tmp_path / "jupyter" / "kernels" / "tourvenv"

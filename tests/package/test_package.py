@@ -1,5 +1,6 @@
 """The package as a user installs and imports it."""
 
+import json
 import shutil
 import re
 import subprocess
@@ -177,6 +178,23 @@ def source_copy(tmp_path: Path) -> Path:
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
         "*.so", "build", "*.egg-info", "__pycache__", ".git", "site", ".httpbench"))
     return copy
+
+
+def installed_alone(tmp_path: Path, extra: str) -> tuple[Path, set[str]]:
+    """A fresh venv with the source tree installed with `extra` and nothing
+    else (pip from the package index); its path and the names pip lists
+    there, lower-cased. Skipped outside a source tree."""
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not in a source tree")
+    copy = source_copy(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{copy}[{extra}]"],
+                         capture_output=True, text=True, timeout=1200)
+    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
+    listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    return venv, {p["name"].lower() for p in json.loads(listed.stdout)}
 
 
 def test_importing_the_source_tree_without_a_core_says_what_to_do(tmp_path):

@@ -133,24 +133,14 @@ def test_the_pytest_extra_brings_the_plugin_and_no_more(tmp_path):
     """`pip install 'httpbench[pytest]'` into a fresh venv: pytest there
     lists the plugin's options, and none of the other extras' packages
     came with it."""
-    from test_package import ROOT, source_copy
-    if not (ROOT / "setup.py").exists():
-        pytest.skip("not in a source tree")
-    copy = source_copy(tmp_path)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{copy}[pytest]"],
-                         capture_output=True, text=True, timeout=900)
-    assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
+    from test_package import installed_alone
+    venv, names = installed_alone(tmp_path, "pytest")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD",
                                                             "PYTHONPATH")}
     out = subprocess.run([str(venv / "bin" / "pytest"), "--help"], capture_output=True,
                          text=True, cwd=tmp_path, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert "--httpbench-compare" in out.stdout and "--httpbench-save" in out.stdout
-    listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=json"],
-                            capture_output=True, text=True, timeout=120, check=True)
-    names = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert {"httpbench", "pytest"} <= names
     others = {"matplotlib", "pandas", "urllib3", "requests", "httpx", "pycurl", "aiohttp",
               "tqdm", "ipywidgets", "distributed", "pytest-xdist", "mypy", "playwright"}
