@@ -9,10 +9,9 @@ words and runs every flag it names with that mode."""
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping
 
-__all__ = ["Words", "PLAIN", "HINTS", "hint", "named"]
+__all__ = ["Words", "PLAIN", "HINTS", "hint"]
 
 # A setting (run()'s or capacity()'s name) -> how the reader says it. A
 # setting the table lacks has no word there: the template's parenthesis
@@ -62,8 +61,3 @@ class _Said(dict[str, str]):
 def hint(name: str, words: Words = PLAIN) -> str:
     """The hint `name` of HINTS, each setting in it said in words."""
     return HINTS[name].format_map(_Said(words))
-
-
-def named(name: str) -> list[str]:
-    """The settings the hint `name` can name."""
-    return [field for _, field, _, _ in string.Formatter().parse(HINTS[name]) if field]
