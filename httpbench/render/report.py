@@ -184,9 +184,9 @@ def loop_kind(r: Result) -> str:
     return "a closed loop (latency timed from each request's send)"
 
 
-def _unlike(runs: Sequence[Doc]) -> str:
-    """A paragraph naming the runs' kinds when they differ, or ""."""
-    kinds = [loop_kind(d.result) for d in runs if d.result is not None]
+def _unlike(runs: Sequence[Doc], kinds: Sequence[str]) -> str:
+    """A paragraph naming the runs' kinds (loop_kind's, in order) when
+    they differ, or ""."""
     if len(set(kinds)) < 2:
         return ""
     said = "; ".join(f"{e(d.label)} is {e(k)}" for d, k in zip(runs, kinds, strict=True))
@@ -272,7 +272,7 @@ def _side_by_side(label: str, runs: Sequence[Doc], threshold: float = 5.0) -> st
     if all(r.latency.count for _, r in named):
         pics += [charts.percentile_chart(named), charts.histogram_chart(named)]
     return (f"<section class=\"side-by-side\" data-label=\"{e(label)}\"><h2>{e(label)}</h2>"
-            f"{noise}{_unlike(runs)}<table class=\"ratios\">{head}{''.join(rows)}</table>"
+            f"{noise}{_unlike(runs, kinds)}<table class=\"ratios\">{head}{''.join(rows)}</table>"
             f"{''.join(pics)}</section>")
 
 
