@@ -111,12 +111,17 @@ except Stop:
 print("\\n".join(f"{d:.9f} {late:.9f}" for d, late in seen), flush=True)
 """
 
+# The paced run; it also prints the major page faults its process took
+# meanwhile (a thread that faults waits for the disk, which a probe in
+# another process does not see).
 _PACED = """
-import json, time, httpbench
+import json, resource, time, httpbench
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
 t0 = time.monotonic()
 r = httpbench.run("http://127.0.0.1:{port}/rnd?c=100", duration=2, rate=2000,
                   concurrency=100, threads=1, progress=False)
 t1 = time.monotonic()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_majflt - faults)
 print(t0, t1)
 print(json.dumps(r.to_dict()))
 """
@@ -135,11 +140,15 @@ def test_an_open_loop_that_keeps_up_is_not_bound(tmp_path):
     machine's: a probe on the same CPU, waking at the same 2,000 a second
     over the same window, measures what the machine gave (this VM: its
     p99 0.2-12 ms from one minute to the next, the loop's within 1.35x of
-    it). Where the probe saw CPU 0 quiet, the run is not bound and says it
-    is on schedule; where it did not, the loop's verdict is at most
+    it). Where the probe saw CPU 0 quiet and the loop's process took no
+    major page fault, the run is not bound and says it is on schedule;
+    where it did not, the loop's verdict is at most
     "schedule" and the report says so: a busy machine's late wake-ups are
     the machine's, and "schedule" is the verdict that names them (the last
-    CI run: the loop's p99 13 ms, "schedule"). 100 connections, each due
+    CI run: the loop's p99 13 ms, "schedule"). A major fault is the
+    machine's too, and one the probe cannot see: a thread that touches a
+    page not in memory waits for the disk (a CI run: the loop's p99 5 ms,
+    its max 25 ms, the probe's p99 0.18 ms). 100 connections, each due
     every 50 ms: with 10 (every 5 ms) a full run saw 94 requests fall due
     on a connection still busy while the server's answers came up to 12 ms
     late."""
@@ -158,19 +167,24 @@ def test_an_open_loop_that_keeps_up_is_not_bound(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     t0, t1 = map(float, lines[-2].split())
+    faults = int(lines[-3])
     late = sorted(float(v) for d, v in (line.split() for line in seen.split("\n") if line)
                   if t0 <= float(d) <= t1)
     assert len(late) > 3000  # (the probe covered the run)
     machine_p99 = late[len(late) * 99 // 100]
+    seen_by = (f"probe p99 {machine_p99 * 1e3:.2f} ms, max {late[-1] * 1e3:.2f} ms; "
+               f"major faults {faults}")
     r = httpbench.Result.from_json(lines[-1])
     c = r.client
     assert c is not None and c.unsent == 0 and c.late_busy == 0 and c.busy_max < BUSY_BOUND, c
-    assert c.late_p99 is not None and c.late_p99 <= 2 * machine_p99 + 0.001, (c, machine_p99)
-    if machine_p99 < QUIET_P99:
-        assert not c.bound and c.reason == "" and c.late_p99 < 0.002, (c, machine_p99)
+    assert c.late_p99 is not None
+    if faults == 0:
+        assert c.late_p99 <= 2 * machine_p99 + 0.001, (c, seen_by)
+    if machine_p99 < QUIET_P99 and faults == 0:
+        assert not c.bound and c.reason == "" and c.late_p99 < 0.002, (c, seen_by)
         assert ", on schedule (late p50" in r.report() and "Warning" not in r.report()
     else:
-        assert c.reason in ("", "schedule"), (c, machine_p99)
+        assert c.reason in ("", "schedule"), (c, seen_by)
         assert c.bound == (c.reason == "schedule")
         assert ("its sends were late against the schedule" in r.report()) == c.bound
 
