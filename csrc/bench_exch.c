@@ -36,6 +36,14 @@ void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
     x->found = 0;
 }
 
+void hb_bx_end(bthread *t, bconn *c, int n, int64_t now, int outcome)
+{
+    t->inflight -= n;
+    c->free_at = now;
+    if (outcome)
+        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+}
+
 void hb_bx_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept)
 {
     hb_bench *b = t->b;

@@ -1,9 +1,10 @@
 /* bench_h1.c: HTTP/1.1 as a timing-loop connection carries it (the
  * carrier hb_carrier_h1): one exchange at a time, or a pipelined batch
  * written together and answered in order; the response's head parsed
- * (parser.h) and its body framed; a socket the server closes drained to
- * its FIN. The socket's life is bench_sock.c's; what an exchange counts
- * and how it is judged, bench_exch.c's. */
+ * (parser.h) and its body framed. The socket's life and its reads and
+ * writes are bench_sock.c's (this file is handed the bytes that came and
+ * asked for those to send: its request, written in place); what an
+ * exchange counts and how it is judged, bench_exch.c's. */
 #define _GNU_SOURCE
 #include "bench_int.h"
 
@@ -15,26 +16,22 @@
  *                                    a pipeline's write blocks H1_READING, reading ahead
  *                                    a stale socket            a new socket (sent again)
  *   H1_READING  response bytes       a response whole, more    H1_READING (the batch's next)
- *                                    the batch answered        BC_IDLE, or H1_DRAIN when
+ *                                    the batch answered        BC_IDLE, or BC_DRAIN when
  *                                                              the server closes
  *                                    closed early, stale       a new socket (sent again)
  *                                    closed early, error       failed: BC_IDLE
- *   H1_DRAIN    the server's FIN     FIN, bytes, a tick        closed: BC_IDLE
  *
- * H1_DRAIN: a response whose server said close is counted; the socket
- * waits for the server's FIN before it closes, so the server closes first
- * and TIME_WAIT stays on its side, not on the client's ephemeral ports. */
-enum { H1_WRITING = BC_CARRIED, H1_READING, H1_DRAIN };
+ * BC_DRAIN (the socket's, hb_bs_drain): a response whose server said close
+ * is counted; the socket waits for the server's FIN before it closes. */
+enum { H1_WRITING = BC_CARRIED, H1_READING };
 
 static void st_writing(bthread *t, bconn *c, unsigned events, int64_t now);
 static void st_reading(bthread *t, bconn *c, unsigned events, int64_t now);
-static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now);
 
 static const hb_bc_state STATES[] = {
     {"writing", st_writing, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_READING) | HB_BC_OPENING, 1},
     {"reading", st_reading, LONE_RECV,
-     HB_BC_TO(BC_IDLE) | HB_BC_TO(H1_DRAIN) | HB_BC_TO(H1_WRITING) | HB_BC_OPENING, 1},
-    {"drain", st_drain, LONE_RECV, HB_BC_TO(BC_IDLE), 0},
+     HB_BC_TO(BC_IDLE) | HB_BC_TO(BC_DRAIN) | HB_BC_TO(H1_WRITING) | HB_BC_OPENING, 1},
 };
 
 /* What HTTP/1.1 keeps of a connection. */
@@ -50,8 +47,7 @@ typedef struct {
     int refused;    /* the proxy refused the tunnel: its answer is the response */
     hb_buf head;    /* a response head split across reads */
     hb_head_scan scan;
-    hb_body body;   /* the response body's framing, from its head */
-    int64_t t_wait; /* H1_DRAIN: when the wait for the server's FIN began */
+    hb_body body; /* the response body's framing, from its head */
 } h1conn;
 
 static h1conn *h1(const bconn *c)
@@ -88,16 +84,13 @@ static int unanswered(const bconn *c)
     return h1(c)->batch - h1(c)->answered;
 }
 
-/* n of c's requests are over, and with them its batch: the connection goes
- * on the ready stack and the loop starts its next one (not here, so a run
- * of instant failures is a loop, not a recursion). */
-static void end_batch(bthread *t, bconn *c, int n, int64_t now)
+/* c's batch is over: the connection goes on the ready stack and the loop
+ * starts its next one (not here, so a run of instant failures is a loop,
+ * not a recursion). */
+static void end_batch(bthread *t, bconn *c)
 {
-    t->inflight -= n;
     hb_bc_enter(c, BC_IDLE);
-    c->free_at = now;
     hb_bc_ready(t, c);
-    __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
 }
 
 /* Every exchange in flight on c failed in class cls (HB_FAIL: one reason
@@ -111,8 +104,9 @@ static void h1_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *w
         hb_br_failed_on(t, c, &c->xs[i], cls, now);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
+    hb_bx_end(t, c, n, now, 1);
     hb_bs_close(c);
-    end_batch(t, c, n, now);
+    end_batch(t, c);
 }
 
 /* The next response of c's batch is awaited, from its first byte. */
@@ -171,41 +165,46 @@ static void count_sent(bconn *c, uint64_t n)
     }
 }
 
-static void write_request(bthread *t, bconn *c, int64_t now)
+/* The request bytes of c's batch not yet written, in place: the one
+ * request's, or a pipeline's (b->pipe_req repeats it). */
+static int h1_output(bthread *t, bconn *c, struct iovec *v)
 {
     h1conn *h = h1(c);
     const char *req = h->batch > 1 ? t->b->pipe_req : c->xs[0].req;
     size_t len = (size_t)h->batch * c->xs[0].req_len;
-    while (h->sent < len) {
-        struct iovec rest = {(char *)req + h->sent, len - h->sent};
-        ssize_t n = c->sock.tp->writev(&c->sock, &rest, 1, 0);
-        if (n > 0) {
-            h->sent += (size_t)n;
-            c->xs[0].res->bytes_sent += (uint64_t)n;
-            count_sent(c, (uint64_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (h->read_ahead)
-                return; /* the wait for both goes on */
-            if (h->batch > 1 && !t->blocking && c->sock.wants == HB_SOCK_WANT_WRITE) {
-                /* A pipeline's write may wait on a server that waits for
-                 * its answers to be read: read them meanwhile. */
-                begin_reading(c);
-                h->read_ahead = 1;
-                watch_wants(t, c);
-                return;
-            }
-            hb_bc_enter(c, H1_WRITING);
+    if (h->sent >= len)
+        return 0;
+    v[0] = (struct iovec){(char *)req + h->sent, len - h->sent};
+    return 1;
+}
+
+static void h1_sent(bthread *t, bconn *c, size_t n)
+{
+    (void)t;
+    h1(c)->sent += n;
+    c->xs[0].res->bytes_sent += (uint64_t)n;
+    count_sent(c, (uint64_t)n);
+}
+
+static void write_request(bthread *t, bconn *c, int64_t now)
+{
+    h1conn *h = h1(c);
+    int wr = hb_bs_write(t, c, now);
+    if (wr == HB_WR_LEFT)
+        return;
+    if (wr == HB_WR_FULL) {
+        if (h->read_ahead)
+            return; /* the wait for both goes on */
+        if (h->batch > 1 && !t->blocking && c->sock.wants == HB_SOCK_WANT_WRITE) {
+            /* A pipeline's write may wait on a server that waits for its
+             * answers to be read: read them meanwhile. */
+            begin_reading(c);
+            h->read_ahead = 1;
             watch_wants(t, c);
             return;
         }
-        if (n < 0 && errno == EPROTO)
-            h1_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
-        else if (!retry_stale(t, c, now))
-            h1_fail(t, c, HB_FAIL(fail_receive), now, n < 0 ? strerror(errno) : "send failed");
+        hb_bc_enter(c, H1_WRITING);
+        watch_wants(t, c);
         return;
     }
     if (!h->read_ahead)
@@ -289,40 +288,13 @@ static void h1_connect_ns(bconn *c, int64_t ns)
         c->xs[i].connect_ns = ns;
 }
 
-/* The end of a drain: the socket closes and the connection is ready. The
- * run's last outcome stays the response's (next_response noted it): the
- * wait for a FIN is no part of the run's time. */
-static void drained(bthread *t, bconn *c)
-{
-    t->draining--;
-    hb_bs_close(c);
-    hb_bc_enter(c, BC_IDLE);
-    hb_bc_ready(t, c);
-}
-
-/* H1_DRAIN: reads until the server's close (read 0). Anything else ends
- * the wait too: bytes after a last response (nothing to read them as), an
- * error, or a lone connection's blocking read timing out after a tick. */
-static void drain(bthread *t, bconn *c)
-{
-    ssize_t n;
-    do
-        n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !t->blocking) {
-        hb_bs_watch(t, c, EPOLLIN);
-        return;
-    }
-    drained(t, c);
-}
-
 /* After a response of c's batch: the next one is read, or the batch is
  * over (bytes left after its last response mean the socket is not fit for
  * reuse). */
 static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
 {
     h1conn *h = h1(c);
-    t->inflight--;
+    hb_bx_end(t, c, 1, now, 1);
     h->answered++;
     /* An answer on this socket: what is left may go again if it closes
      * (a server closing after every k of a deeper pipeline, as nginx's
@@ -331,7 +303,6 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
     for (int i = h->answered; i < h->batch; i++)
         c->xs[i].retried = 0;
     if (h->answered < h->batch) {
-        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
         if (!h->reuse || h->refused) {
             cut_short(t, c, now); /* the server closes after this one */
             return;
@@ -344,16 +315,12 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
          * Only then: a response the client will not reuse on its own
          * account (both Content-Length and Transfer-Encoding) owes no FIN,
          * and waiting for one held each request a tick (50 ms). */
-        hb_bc_enter(c, H1_DRAIN);
-        h->t_wait = now;
-        t->draining++;
-        __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
-        drain(t, c);
+        hb_bs_drain(t, c, now);
         return;
     }
     if (!t->b->cfg.keepalive || !h->reuse || leftover || h->refused)
         hb_bs_close(c);
-    end_batch(t, c, 0, now);
+    end_batch(t, c);
 }
 
 /* A response is whole: counted, timed, and the socket kept or closed. With
@@ -469,60 +436,45 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
     }
 }
 
-static void on_readable(bthread *t, bconn *c, int64_t now)
+/* n response bytes came: the first of a response noted, then heads and
+ * bodies. A short read emptied the socket, unless the transport holds
+ * more (a TLS record read whole but not yet handed out). */
+static int h1_input(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
 {
     h1conn *h = h1(c);
-    for (int reads = 0;; reads++) {
-        /* Enough for one wake-up: the socket stays readable (the epoll set
-         * is level-triggered; a lone connection comes back from its tick),
-         * or the transport holds what it read ahead (the loop comes back). */
-        if (reads == READS_PER_WAKE) {
-            hb_bl_unread(t, c);
-            return;
-        }
-        ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
-        if (t->blocking)
-            now = hb_now_ns(); /* the wait was in recv */
-        if (n > 0 && past_grace(t->b, now)) {
-            h1_tick(t, c, now, 1); /* (past_grace) */
-            return;
-        }
-        if (n > 0) {
-            if (!h->got_bytes) {
-                h->got_bytes = 1;
-                hb_br_first_byte(c, current(c), now);
-            }
-            current(c)->res->bytes_received += (uint64_t)n;
-            take_bytes(t, c, t->scratch, (size_t)n, now);
-            /* A short read emptied the socket, unless the transport holds
-             * more (a TLS record read whole but not yet handed out). */
-            if (c->state != H1_READING || (n < SCRATCH && !hb_sock_pending(&c->sock)))
-                return;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            watch_wants(t, c);
-            return;
-        }
-        if (n < 0 && errno == EPROTO) {
-            h1_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
-            return;
-        }
-        if (n == 0 && h->have_head && hb_body_end(&h->body) == HB_PARSE_DONE) {
-            h->reuse = 0;
-            finish(t, c, now, 0);
-            return;
-        }
-        if (retry_stale(t, c, now))
-            return;
-        char why[96];
-        snprintf(why, sizeof why, "connection %s %s", n == 0 ? "closed" : "reset",
-                 h->got_bytes ? "before the response was complete" : "before any response byte");
-        h1_fail(t, c, HB_FAIL(fail_receive), now, why);
+    if (!h->got_bytes) {
+        h->got_bytes = 1;
+        hb_br_first_byte(c, current(c), now);
+    }
+    current(c)->res->bytes_received += (uint64_t)n;
+    take_bytes(t, c, p, n, now);
+    if (c->state != H1_READING)
+        return HB_IN_LEFT;
+    return n < SCRATCH && !hb_sock_pending(&c->sock) ? HB_IN_ENOUGH : HB_IN_MORE;
+}
+
+/* The socket failed: a write's failure, or a close or reset while reading
+ * (a response framed by the close is whole then). A stale socket's
+ * request goes again; else what is in flight failed. */
+static void h1_broke(bthread *t, bconn *c, int writing, int err, int64_t now)
+{
+    h1conn *h = h1(c);
+    if (writing) {
+        if (!retry_stale(t, c, now))
+            h1_fail(t, c, HB_FAIL(fail_receive), now, err ? strerror(err) : "send failed");
         return;
     }
+    if (err == 0 && h->have_head && hb_body_end(&h->body) == HB_PARSE_DONE) {
+        h->reuse = 0;
+        finish(t, c, now, 0);
+        return;
+    }
+    if (retry_stale(t, c, now))
+        return;
+    char why[96];
+    snprintf(why, sizeof why, "connection %s %s", err == 0 ? "closed" : "reset",
+             h->got_bytes ? "before the response was complete" : "before any response byte");
+    h1_fail(t, c, HB_FAIL(fail_receive), now, why);
 }
 
 /* The server said it closes after a response with more of the pipeline
@@ -554,35 +506,23 @@ static void st_reading(bthread *t, bconn *c, unsigned events, int64_t now)
         if (c->state != H1_READING || !(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
             return;
     }
-    on_readable(t, c, now);
-}
-
-static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now)
-{
-    (void)events;
-    (void)now;
-    drain(t, c);
+    if (hb_bs_read(t, c, now) == HB_RD_EMPTY)
+        watch_wants(t, c);
 }
 
 /* Deadlines: the oldest exchange in flight is the first to time out; past
  * a stop's grace what is in flight is cancelled, which is no failure
- * (issued == complete + failed + cancelled). A drain waits a tick or two
- * for the server's FIN, then closes from this side after all. */
+ * (issued == complete + failed + cancelled). */
 static void h1_tick(bthread *t, bconn *c, int64_t now, int abandon)
 {
     h1conn *h = h1(c);
-    if (c->state == H1_DRAIN) {
-        if (abandon || now - h->t_wait >= TICK_NS)
-            drained(t, c);
-        return;
-    }
     if (c->state == BC_IDLE || c->state == BC_RATE)
         return;
     if (abandon) {
         hb_bs_leave_retry(t, c);
         for (int k = h->answered; k < h->batch; k++)
             hb_br_cancelled(t, &c->xs[k], now);
-        t->inflight -= unanswered(c);
+        hb_bx_end(t, c, unanswered(c), now, 0);
         hb_bs_close(c);
         hb_bc_enter(c, BC_IDLE);
         return;
@@ -632,4 +572,8 @@ const hb_carrier hb_carrier_h1 = {
     .connect_ns = h1_connect_ns,
     .tick = h1_tick,
     .closed = h1_closed,
+    .input = h1_input,
+    .output = h1_output,
+    .sent = h1_sent,
+    .broke = h1_broke,
 };

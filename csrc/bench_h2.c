@@ -118,23 +118,20 @@ static int depth_of(const hb_bench *b)
     return b->cfg.streams > 0 ? b->cfg.streams : 1;
 }
 
-/* x is over (counted by the caller): its slot is free. */
-static void free_slot(bthread *t, bconn *c, bexch *x, int64_t now)
+/* x is over (counted by the caller; an outcome, or cancelled: hb_bx_end):
+ * its slot is free. */
+static void free_slot(bthread *t, bconn *c, bexch *x, int64_t now, int outcome)
 {
     set_place(c, x, BX_FREE, 0);
     slot_of(c, x)->strm = NULL;
     H(c)->active--;
-    c->free_at = now;
-    t->inflight--;
+    hb_bx_end(t, c, 1, now, outcome);
 }
 
-/* x is over with an outcome (complete or failed; not cancelled, which
- * ends no request's time: the run's length stops at its last outcome, as
- * over HTTP/1.1): its slot is free. */
+/* x is over with an outcome (complete or failed): its slot is free. */
 static void release(bthread *t, bconn *c, bexch *x, int64_t now)
 {
-    free_slot(t, c, x, now);
-    __atomic_store_n(&t->b->last_outcome, now, __ATOMIC_RELAXED);
+    free_slot(t, c, x, now, 1);
 }
 
 /* With many streams in closed loop a connection opens its socket and
@@ -416,6 +413,22 @@ static void note_sending(bthread *t, bconn *c)
     H(c)->sending = now_sending;
 }
 
+/* The session's frames not yet written. */
+static int h2_output(bthread *t, bconn *c, struct iovec *v)
+{
+    (void)t;
+    if (hb_buf_size(&H(c)->tx) == 0)
+        return 0;
+    v[0] = (struct iovec){hb_buf_rdptr(&H(c)->tx), hb_buf_size(&H(c)->tx)};
+    return 1;
+}
+
+static void h2_sent(bthread *t, bconn *c, size_t n)
+{
+    hb_buf_consume(&H(c)->tx, n);
+    t->res[0].bytes_sent += (uint64_t)n;
+}
+
 /* Writes what the session has to send. Returns 0, or -1 when c closed
  * (its exchanges failed, or the session is over). */
 static int flush(bthread *t, bconn *c, int64_t now)
@@ -425,26 +438,13 @@ static int flush(bthread *t, bconn *c, int64_t now)
         h2_fail(t, c, HB_FAIL(fail_exceptions), now, why[0] ? why : "out of memory");
         return -1;
     }
-    while (hb_buf_size(&H(c)->tx) > 0) {
-        struct iovec v = {hb_buf_rdptr(&H(c)->tx), hb_buf_size(&H(c)->tx)};
-        ssize_t n = c->sock.tp->writev(&c->sock, &v, 1, 0);
-        if (n > 0) {
-            hb_buf_consume(&H(c)->tx, (size_t)n);
-            t->res[0].bytes_sent += (uint64_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            hb_bs_watch(t, c, EPOLLIN | EPOLLOUT);
-            note_sending(t, c);
-            return 0;
-        }
-        if (n < 0 && errno == EPROTO)
-            h2_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
-        else
-            h2_fail(t, c, HB_FAIL(fail_receive), now, n < 0 ? strerror(errno) : "send failed");
+    int wr = hb_bs_write(t, c, now);
+    if (wr == HB_WR_LEFT)
         return -1;
+    if (wr == HB_WR_FULL) {
+        hb_bs_watch(t, c, EPOLLIN | EPOLLOUT);
+        note_sending(t, c);
+        return 0;
     }
     hb_buf_shrink(&H(c)->tx, 65536);
     hb_bs_watch(t, c, EPOLLIN);
@@ -642,60 +642,49 @@ static int read_enough(bconn *c)
     return tp->drained == NULL || (H(c)->active == H(c)->waiting && tp->drained(&c->sock));
 }
 
+/* Frames came: into the session, its figures counted. The requests the
+ * responses free go out in one write after the reading, not one a record.
+ * A lone connection reads once a call: its next read blocks, and a stream
+ * this one freed is to be sent first (the lone loop calls again at once). */
+static int h2_input(bthread *t, bconn *c, const char *p, size_t n, int64_t now)
+{
+    hb_bench_result *res = &t->res[0];
+    H(c)->now = now;
+    res->bytes_received += (uint64_t)n;
+    const hb_h2_stats *st = hb_h2_stats_of(H(c)->h2);
+    uint64_t wire = st->header_bytes_wire, decoded = st->header_bytes_decoded;
+    int rc = hb_h2_input(H(c)->h2, p, n);
+    res->header_bytes_wire += st->header_bytes_wire - wire;
+    res->header_bytes_decoded += st->header_bytes_decoded - decoded;
+    if (st->settings)
+        hb_br_note_streams(res, st->streams_limited, hb_h2_streams_allowed(H(c)->h2));
+    if (rc != 0) {
+        broken(t, c, now);
+        return HB_IN_LEFT;
+    }
+    return t->blocking || (n < SCRATCH && read_enough(c)) ? HB_IN_ENOUGH : HB_IN_MORE;
+}
+
+/* The socket failed under the session: what was in flight goes again or
+ * fails (socket_gone). */
+static void h2_broke(bthread *t, bconn *c, int writing, int err, int64_t now)
+{
+    if (writing)
+        h2_fail(t, c, HB_FAIL(fail_receive), now, err ? strerror(err) : "send failed");
+    else
+        socket_gone(t, c, now,
+                    err == 0 ? "connection closed before the HTTP/2 stream ended"
+                             : "connection reset before the HTTP/2 stream ended");
+}
+
 static void h2_event(bthread *t, bconn *c, unsigned events, int64_t now)
 {
     if ((events & EPOLLOUT) && flush(t, c, now) != 0)
         return;
     if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
         return;
-    hb_bench_result *res = &t->res[0];
-    int reads;
-    for (reads = 0; reads < READS_PER_WAKE; reads++) {
-        ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
-        if (t->blocking)
-            now = hb_now_ns(); /* the wait was in the read */
-        H(c)->now = now;
-        if (n > 0 && past_grace(t->b, now)) {
-            h2_tick(t, c, now, 1); /* (past_grace) */
-            return;
-        }
-        if (n > 0) {
-            res->bytes_received += (uint64_t)n;
-            const hb_h2_stats *st = hb_h2_stats_of(H(c)->h2);
-            uint64_t wire = st->header_bytes_wire, decoded = st->header_bytes_decoded;
-            int rc = hb_h2_input(H(c)->h2, t->scratch, (size_t)n);
-            res->header_bytes_wire += st->header_bytes_wire - wire;
-            res->header_bytes_decoded += st->header_bytes_decoded - decoded;
-            if (st->settings)
-                hb_br_note_streams(res, st->streams_limited, hb_h2_streams_allowed(H(c)->h2));
-            if (rc != 0) {
-                broken(t, c, now);
-                return;
-            }
-            /* The requests the responses free go out in one write after
-             * the reading, not one a record. A lone connection reads once
-             * a call: its next read blocks, and a stream this one freed
-             * is to be sent first (the lone loop calls again at once). */
-            if (t->blocking || (n < SCRATCH && read_enough(c)))
-                break;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
-        if (n < 0 && errno == EPROTO) {
-            h2_fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
-            return;
-        }
-        socket_gone(t, c, now,
-                    n == 0 ? "connection closed before the HTTP/2 stream ended"
-                           : "connection reset before the HTTP/2 stream ended");
-        return;
-    }
-    if (reads == READS_PER_WAKE)
-        hb_bl_unread(t, c);
-    refill(t, c, now);
+    if (hb_bs_read(t, c, now) != HB_RD_LEFT)
+        refill(t, c, now);
 }
 
 static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon)
@@ -724,7 +713,7 @@ static void h2_tick(bthread *t, bconn *c, int64_t now, int abandon)
         FOR_TAKEN(c, x)
         {
             hb_br_cancelled(t, x, now);
-            free_slot(t, c, x, now);
+            free_slot(t, c, x, now, 0);
         }
         hb_bs_leave_retry(t, c);
         hb_bs_close(c);
@@ -813,6 +802,10 @@ const hb_carrier hb_carrier_h2 = {
     .connect_ns = h2_connect_ns,
     .tick = h2_tick,
     .closed = h2_closed,
+    .input = h2_input,
+    .output = h2_output,
+    .sent = h2_sent,
+    .broke = h2_broke,
 };
 
 int hb_h2l_prepare(hb_bench *b, char *err, size_t errlen)

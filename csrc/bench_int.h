@@ -86,6 +86,7 @@ enum {
     BC_HANDSHAKE,
     BC_RETRY, /* connect again at next_try: a Unix socket's backlog was full (EAGAIN),
                * or a GOAWAY ended a socket that served nothing (bench_h2.c) */
+    BC_DRAIN, /* the server said it closes: waiting for its FIN (hb_bs_drain) */
     BC_CARRIED
 };
 
@@ -150,6 +151,7 @@ typedef struct bconn {
     int64_t t_unheard;   /* the same, until its first response byte came (then 0) */
     int64_t t_handshake; /* when the handshake began */
     int64_t next_try;    /* BC_RETRY: when to connect again */
+    int64_t t_drain;     /* BC_DRAIN: when the wait for the server's FIN began */
     int64_t backoff;     /* and the wait after that */
     int paused;          /* BC_RETRY: a connect not yet counted (hb_bs_connect_later) */
     int64_t next_at;     /* rate: the next intended start */
@@ -230,7 +232,30 @@ typedef struct hb_carrier {
     void (*tick)(bthread *t, bconn *c, int64_t now, int abandon);
     /* The socket closed (hb_bs_close): what the carrier held of it goes. */
     void (*closed)(bconn *c);
+    /* ---- Its I/O, which the socket's loops do (hb_bs_read, hb_bs_write):
+     * the carrier is handed what came and asked for what to send, and
+     * never reads or writes the socket for them. */
+    /* n > 0 bytes came at now (p: the thread's scratch, SCRATCH long):
+     * taken. Returns HB_IN_MORE to read on, HB_IN_ENOUGH when this
+     * wake-up's reading is over (a short read emptied what there was),
+     * HB_IN_LEFT when c left its reading (a failure, a close, a new
+     * socket). */
+    int (*input)(bthread *t, bconn *c, const char *p, size_t n, int64_t now);
+    /* What c has to write next, in v[0..HB_OUT_MAX) (bytes that stay the
+     * carrier's, in place, until `sent`): how many pieces, 0 when none. */
+    int (*output)(bthread *t, bconn *c, struct iovec *v);
+    /* n bytes of what output gave were written. */
+    void (*sent)(bthread *t, bconn *c, size_t n);
+    /* The socket failed under it: the server closed it (err 0) or reset
+     * it (err: errno) while c read, or a write failed (writing; err 0: it
+     * wrote nothing). Its exchanges go again or fail. */
+    void (*broke)(bthread *t, bconn *c, int writing, int err, int64_t now);
 } hb_carrier;
+
+/* What a carrier's input says of the bytes it was handed. */
+enum { HB_IN_MORE = 0, HB_IN_ENOUGH, HB_IN_LEFT };
+/* The most pieces an output fills. */
+#define HB_OUT_MAX 2
 
 extern const hb_carrier hb_carrier_h1; /* bench_h1.c */
 extern const hb_carrier hb_carrier_h2; /* bench_h2.c */
@@ -271,10 +296,10 @@ struct bthread {
     int64_t stall_from; /* rate: the thread's last stretch late to act (hb_bp_late) */
     int64_t stall_to;
     int64_t stall_len; /* how late the thread was seen to be in it (its catch-up's bound) */
-    int draining;      /* connections in BC_DRAIN */
+    int draining;      /* connections in BC_DRAIN (hb_bs_drain) */
     int retrying;      /* connections in BC_RETRY */
     int unticketed;    /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
-    int unread;        /* connections marked unread (hb_bl_unread) */
+    int unread;        /* connections marked unread (hb_bs_read) */
     hb_response r;     /* scratch for the parser */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
@@ -549,6 +574,10 @@ int64_t hb_bp_answer_mean(int64_t mean_ns, int64_t took_ns);
  * pipeline's batch, all timed from x's start): its request picked, the n
  * counted issued and in flight, its clock and outcome reset. */
 void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now);
+/* n exchanges of c are over at now (an outcome: complete or failed; not
+ * one cancelled, which ends no request's time): out of flight, c free
+ * from now, and an outcome the run's last so far. */
+void hb_bx_end(bthread *t, bconn *c, int n, int64_t now, int outcome);
 /* x's response is whole at now with `got` body bytes: counted in its
  * status and judged (its length against the run's or the request's, its
  * deadline, a scenario's checks), then recorded done (kept: a keep-alive
@@ -579,17 +608,34 @@ int64_t hb_bs_retry_due(bthread *t, int64_t now);
 void hb_bs_tick_opening(bthread *t, bconn *c, int64_t now, int64_t oldest);
 /* Leaves BC_RETRY's count when c is in it (an abandon closes it). */
 void hb_bs_leave_retry(bthread *t, bconn *c);
+/* Reads c's socket for its carrier (its input) until the socket is empty
+ * (HB_RD_EMPTY: wait for it), the carrier has enough or READS_PER_WAKE
+ * reads are done (HB_RD_ENOUGH; the loop comes back for what the transport
+ * still holds), or c left its reading (HB_RD_LEFT: its
+ * carrier failed it, closed it, or cancelled it past the grace; the bytes
+ * of a read then are not counted). A lone connection's read blocks, and
+ * the clock is read after it. */
+enum { HB_RD_EMPTY, HB_RD_ENOUGH, HB_RD_LEFT };
+int hb_bs_read(bthread *t, bconn *c, int64_t now);
+/* Writes what c's carrier has to send (its output) until it has nothing
+ * (HB_WR_DONE) or the socket is full (HB_WR_FULL: wait for it writable),
+ * or c failed (HB_WR_LEFT: its carrier told). */
+enum { HB_WR_DONE, HB_WR_FULL, HB_WR_LEFT };
+int hb_bs_write(bthread *t, bconn *c, int64_t now);
+/* The server said it closes after the response c just finished: c waits
+ * in BC_DRAIN for its FIN (a tick at most), so the server closes first and
+ * TIME_WAIT stays on its side, not on the client's ephemeral ports; then
+ * the socket closes and c is ready. */
+void hb_bs_drain(bthread *t, bconn *c, int64_t now);
+/* Every tick, for every connection: a drain's wait bounded, else its
+ * carrier's tick (deadlines; abandon: past a stop's grace). */
+void hb_bs_tick(bthread *t, bconn *c, int64_t now, int abandon);
 
 /* ---- bench_loop.c: the loops that drive a thread's connections */
 
 /* Runs t's connections until its tickets are spent and nothing is in
  * flight: in recv for a lone connection, else in epoll. */
 void hb_bl_run(bthread *t);
-/* c stopped reading at READS_PER_WAKE: if its transport still holds bytes
- * (TLS read ahead: whole records in OpenSSL's buffer, the socket empty),
- * no epoll event would bring it back, so the loop calls its handler
- * again, after this wake-up's events, as if it were readable. */
-void hb_bl_unread(bthread *t, bconn *c);
 
 /* ---- bench_h2.c: what HTTP/2 needs before the run */
 

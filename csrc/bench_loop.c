@@ -11,15 +11,6 @@ static void on_event(bthread *t, bconn *c, unsigned events, int64_t now)
     hb_bc_state_of(c, c->state)->on_event(t, c, events, now);
 }
 
-void hb_bl_unread(bthread *t, bconn *c)
-{
-    /* (The lone loop calls its connection's handler again anyway.) */
-    if (!c->unread && !t->blocking && hb_sock_pending(&c->sock)) {
-        c->unread = 1;
-        t->unread++;
-    }
-}
-
 /* The connections marked unread read on (a scan of them all: this is the
  * rare wake-up that filled READS_PER_WAKE with bytes still held). One
  * that closed meanwhile has nothing held; a socket opened since in its
@@ -96,7 +87,7 @@ static void tick(bthread *t, int64_t now)
         note_load(t, now);
     int abandon = past_grace(b, now);
     for (int i = 0; i < t->nconns; i++)
-        t->conns[i].carrier->tick(t, &t->conns[i], now, abandon);
+        hb_bs_tick(t, &t->conns[i], now, abandon);
 }
 
 /* Under a rate: starts the connections whose intended start has come (or

@@ -11,8 +11,11 @@ static void st_connecting(bthread *t, bconn *c, unsigned events, int64_t now);
 static void st_tunnel(bthread *t, bconn *c, unsigned events, int64_t now);
 static void st_handshake(bthread *t, bconn *c, unsigned events, int64_t now);
 static void st_between(bthread *t, bconn *c, unsigned events, int64_t now);
+static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now);
 
-/* The socket's machine.
+/* The socket's machine: opening a socket, and what any carrier does on
+ * it (its read and write loops, hb_bs_read and hb_bs_write, and the wait
+ * for the server's FIN).
  *
  *   state          waits for                 on                        next
  *   BC_IDLE        a ticket (start)          a ticket, socket open     the carrier's
@@ -32,6 +35,7 @@ static void st_between(bthread *t, bconn *c, unsigned events, int64_t now);
  *                                            failed                    failed (tls): BC_IDLE
  *   BC_RETRY       next_try (retry_due)      due                       BC_CONNECTING
  *                                            past the timeout          failed (connect)
+ *   BC_DRAIN       the server's FIN          FIN, bytes, a tick        closed: BC_IDLE
  *   any            the request's deadline    the carrier's tick        failed (timeout); past a
  *                                                                      stop's grace, cancelled
  */
@@ -45,6 +49,7 @@ static const hb_bc_state STATES[BC_CARRIED] = {
     [BC_HANDSHAKE] = {"handshake", st_handshake, LONE_POLL, HB_BC_TO(BC_IDLE) | HB_BC_TO_CARRIER,
                       0},
     [BC_RETRY] = {"retry", st_between, LONE_SLEEP, HB_BC_TO(BC_IDLE) | HB_BC_OPENING, 0},
+    [BC_DRAIN] = {"drain", st_drain, LONE_RECV, HB_BC_TO(BC_IDLE), 0},
 };
 
 static void connect_addr(bthread *t, bconn *c, int64_t now);
@@ -368,4 +373,124 @@ static void st_between(bthread *t, bconn *c, unsigned events, int64_t now)
     (void)now;
     if (events != 0)
         hb_bs_close(c);
+}
+
+static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now)
+{
+    (void)events;
+    (void)now;
+    ssize_t n;
+    do
+        n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !t->blocking) {
+        hb_bs_watch(t, c, EPOLLIN);
+        return;
+    }
+    /* The FIN; or bytes after a last response (nothing to read them as),
+     * an error, a lone connection's read timing out after a tick: the
+     * wait is over. The run's last outcome stays the response's: the
+     * wait for a FIN is no part of the run's time. */
+    t->draining--;
+    hb_bs_close(c);
+    hb_bc_enter(c, BC_IDLE);
+    hb_bc_ready(t, c);
+}
+
+void hb_bs_drain(bthread *t, bconn *c, int64_t now)
+{
+    hb_bc_enter(c, BC_DRAIN);
+    c->t_drain = now;
+    t->draining++;
+    st_drain(t, c, 0, now);
+}
+
+void hb_bs_tick(bthread *t, bconn *c, int64_t now, int abandon)
+{
+    if (c->state != BC_DRAIN) {
+        c->carrier->tick(t, c, now, abandon);
+        return;
+    }
+    /* A tick or two for the server's FIN, then the close from this side
+     * after all. */
+    if (abandon || now - c->t_drain >= TICK_NS) {
+        t->draining--;
+        hb_bs_close(c);
+        hb_bc_enter(c, BC_IDLE);
+        hb_bc_ready(t, c);
+    }
+}
+
+/* c stopped reading at READS_PER_WAKE: if its transport still holds bytes
+ * (TLS read ahead: whole records in OpenSSL's buffer, the socket empty),
+ * no epoll event would bring it back, so the loop calls its handler
+ * again, after this wake-up's events, as if it were readable (the lone
+ * loop calls its connection's handler again anyway). */
+static void mark_unread(bthread *t, bconn *c)
+{
+    if (!c->unread && !t->blocking && hb_sock_pending(&c->sock)) {
+        c->unread = 1;
+        t->unread++;
+    }
+}
+
+int hb_bs_read(bthread *t, bconn *c, int64_t now)
+{
+    for (int reads = 0;; reads++) {
+        /* Enough for one wake-up: a server that keeps the socket full must
+         * not keep the thread from its clock and its other connections.
+         * The socket stays readable (the epoll set is level-triggered; a
+         * lone connection comes back from its tick), or the transport
+         * holds what it read ahead (the loop comes back for it). */
+        if (reads == READS_PER_WAKE) {
+            mark_unread(t, c);
+            return HB_RD_ENOUGH;
+        }
+        ssize_t n = c->sock.tp->read(&c->sock, t->scratch, SCRATCH);
+        if (t->blocking)
+            now = hb_now_ns(); /* the wait was in the read */
+        if (n > 0) {
+            if (past_grace(t->b, now)) {
+                c->carrier->tick(t, c, now, 1); /* (past_grace: cancelled, uncounted) */
+                return HB_RD_LEFT;
+            }
+            int in = c->carrier->input(t, c, t->scratch, (size_t)n, now);
+            if (in == HB_IN_MORE)
+                continue;
+            return in == HB_IN_LEFT ? HB_RD_LEFT : HB_RD_ENOUGH;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return HB_RD_EMPTY;
+        if (n < 0 && errno == EPROTO)
+            c->carrier->fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+        else
+            c->carrier->broke(t, c, 0, n < 0 ? errno : 0, now);
+        return HB_RD_LEFT;
+    }
+}
+
+int hb_bs_write(bthread *t, bconn *c, int64_t now)
+{
+    struct iovec v[HB_OUT_MAX];
+    for (;;) {
+        int k = c->carrier->output(t, c, v);
+        if (k == 0)
+            return HB_WR_DONE;
+        ssize_t n = c->sock.tp->writev(&c->sock, v, k, 0);
+        if (n > 0) {
+            c->carrier->sent(t, c, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return HB_WR_FULL;
+        if (n < 0 && errno == EPROTO)
+            c->carrier->fail(t, c, HB_FAIL(fail_tls), now, hb_sock_strerror(&c->sock, errno));
+        else
+            c->carrier->broke(t, c, 1, n < 0 ? errno : 0, now);
+        return HB_WR_LEFT;
+    }
 }
