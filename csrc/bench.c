@@ -199,16 +199,10 @@ static int copy_shapes(hb_bench *b, const hb_bench_config *cfg)
     return 0;
 }
 
-/* Whether a thread with one connection in closed loop waits in its
- * blocking read. A pipeline writes and reads at once: the event loop's.
- * So do many HTTP/2 streams: a lone connection reads once before it sends
- * what the read freed (a TLS read is one record), and the event loop reads
- * on to EAGAIN and sends them all in one write (one connection of 100
- * streams over TLS: 7.0 us a request in epoll, 11.5 lone). */
-static int lone_kind(const hb_bench_config *cfg)
-{
-    return cfg->pipeline <= 1 && (!cfg->http2 || cfg->streams <= 1);
-}
+/* What each protocol's connections are: the one place that names a
+ * carrier (the rest of the loop reaches it through this table). */
+static const hb_carrier *const CARRIERS[HB_PROTO_COUNT] = {
+    [HB_PROTO_HTTP1] = &hb_carrier_h1, [HB_PROTO_HTTP2] = &hb_carrier_h2};
 
 /* Thread i's share of the connections (from the first-th over all
  * threads), its figures, its epoll set and, for the event loop, its tick.
@@ -241,10 +235,10 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
             hb_br_init(&t->pub[k]);
     }
     hb_scen_rng_seed(&t->rng, cfg->seed, (uint64_t)i);
+    if (b->carrier->thread_setup(t) != 0)
+        return -1;
     /* Each connection's exchanges: as many as it may have in flight. */
-    int depth = cfg->http2          ? (cfg->streams > 0 ? cfg->streams : 1)
-                : cfg->pipeline > 1 ? cfg->pipeline
-                                    : 1;
+    int depth = b->carrier->depth(cfg);
     t->exchanges = calloc((size_t)t->nconns * (size_t)depth, sizeof *t->exchanges);
     if (t->exchanges == NULL && t->nconns > 0)
         return -1;
@@ -264,7 +258,7 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
     /* Each connection's protocol, chosen once: what its socket carries
      * (after every socket is set up: a failure here leaves them closable). */
     for (int j = 0; j < t->nconns; j++) {
-        t->conns[j].carrier = cfg->http2 ? &hb_carrier_h2 : &hb_carrier_h1;
+        t->conns[j].carrier = b->carrier;
         if (t->conns[j].carrier->setup(&t->conns[j], depth) != 0)
             return -1;
     }
@@ -276,8 +270,8 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
     if (t->ep < 0)
         return -1;
     int closed = !(cfg->rate > 0 || cfg->shape != NULL) && cfg->vus == NULL;
-    t->blocking = closed && t->nconns == 1 && lone_kind(cfg);
-    t->naps = cfg->http2 && closed;
+    t->blocking = closed && t->nconns == 1 && b->carrier->lone(cfg);
+    t->naps = b->carrier->naps && closed;
     if (!t->blocking) {
         struct itimerspec every = {.it_interval = {0, b->tick_ns}, .it_value = {0, b->tick_ns}};
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -364,7 +358,9 @@ int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen)
     if (out_of_range(cfg, err, errlen) != 0)
         return -1;
     const char *broken = NULL;
-    if (cfg->rate > 0 && cfg->pipeline > 1)
+    if (cfg->protocol < 0 || cfg->protocol >= HB_PROTO_COUNT)
+        broken = "no such protocol";
+    else if (cfg->rate > 0 && cfg->pipeline > 1)
         broken = "pipeline with rate is not supported";
     else if (cfg->shape != NULL && (cfg->rate > 0 || cfg->pipeline > 1))
         broken = "stages set the rate: no rate or pipeline beside";
@@ -372,9 +368,9 @@ int hb_bench_check(const hb_bench_config *cfg, char *err, size_t errlen)
         broken = "concurrency_stages run closed loop: no rate";
     else if (cfg->scenario != NULL && cfg->pipeline > 1)
         broken = "pipeline with a scenario is not supported";
-    else if (cfg->http2 && cfg->pipeline > 1)
+    else if (cfg->protocol == HB_PROTO_HTTP2 && cfg->pipeline > 1)
         broken = "pipeline with http2 is not supported: HTTP/2 has streams";
-    else if (!cfg->http2 && cfg->streams > 1)
+    else if (cfg->protocol != HB_PROTO_HTTP2 && cfg->streams > 1)
         broken = "streams are HTTP/2's: pass http2";
     /* Under a rate a connection starts every concurrency/rate seconds. */
     else if (cfg->rate > 0 && (double)cfg->concurrency / cfg->rate > HB_BENCH_MAX_SECONDS)
@@ -412,16 +408,13 @@ hb_bench *hb_bench_start(const hb_bench_config *cfg)
     if (setup_requests(b, cfg) != 0)
         goto error;
     char why[160];
-    if (cfg->http2 && hb_h2l_prepare(b, why, sizeof why) != 0)
+    if (cfg->protocol < 0 || cfg->protocol >= HB_PROTO_COUNT) {
+        errno = EINVAL;
         goto error;
-    if (b->cfg.pipeline > 1) {
-        /* The whole pipeline's bytes, for one write of any part of it. */
-        b->pipe_req = malloc((size_t)b->cfg.pipeline * cfg->request_len);
-        if (b->pipe_req == NULL)
-            goto error;
-        for (int i = 0; i < b->cfg.pipeline; i++)
-            memcpy(b->pipe_req + (size_t)i * cfg->request_len, cfg->request, cfg->request_len);
     }
+    b->carrier = CARRIERS[cfg->protocol];
+    if (b->carrier->prepare(b, why, sizeof why) != 0)
+        goto error;
     int conc = cfg->concurrency > 0 ? cfg->concurrency : 1;
     int nt = cfg->threads > 0 ? cfg->threads : 1;
     if (nt > conc)
@@ -591,6 +584,8 @@ void hb_bench_free(hb_bench *b)
         free(t->timeline);
         free(t->res);
         free(t->pub);
+        if (b->carrier != NULL)
+            b->carrier->thread_release(t);
         if (t->pub_mu_ok)
             pthread_mutex_destroy(&t->pub_mu);
     }
@@ -599,7 +594,6 @@ void hb_bench_free(hb_bench *b)
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->done_cv);
     pthread_cond_destroy(&b->gate_cv);
-    free(b->pipe_req);
     free(b->shape);
     free(b->vus);
     free(b->reqs);
@@ -607,8 +601,7 @@ void hb_bench_free(hb_bench *b)
     free(b->ptrs);
     free(b->lens);
     free(b->fails);
-    for (int i = 0; i < b->nh2reqs; i++)
-        hb_h2_req_free(&b->h2reqs[i]);
-    free(b->h2reqs);
+    if (b->carrier != NULL)
+        b->carrier->unprepare(b);
     free(b);
 }

@@ -50,6 +50,10 @@
  * Python agents keep the same. */
 #define HB_BENCH_GRACE_NS 1000000000LL
 
+/* What a run's connections carry (hb_bench_config.protocol): a carrier
+ * each (bench_int.h). The glue's http2 flag sets HB_PROTO_HTTP2 (1). */
+enum { HB_PROTO_HTTP1 = 0, HB_PROTO_HTTP2 = 1, HB_PROTO_COUNT };
+
 /* The most requests a scenario holds: each costs a result per thread
  * (sizeof(hb_bench_result), about 230 KB, for its histograms). */
 #define HB_BENCH_MAX_SCENARIO 256
@@ -121,8 +125,9 @@ typedef struct {
     uint64_t warmup_requests;     /* the warmup's requests; 0 with no warmup_seconds:
                                    * one per connection, so every one is open */
     double warmup_seconds;        /* or its length, at most HB_BENCH_MAX_SECONDS */
-    int http2;                    /* HTTP/2: h2 by ALPN over TLS (the transport offering it),
-                                   * else h2c by prior knowledge; pipeline must be 1 */
+    int protocol;                 /* HB_PROTO_*: what each connection carries (HTTP/2: h2
+                                   * by ALPN over TLS, the transport offering it, else h2c
+                                   * by prior knowledge; pipeline must be 1) */
     int streams;                  /* HTTP/2: the most streams in flight on a connection,
                                    * 1..HB_BENCH_MAX_STREAMS (0: 1), lowered by the server's
                                    * SETTINGS_MAX_CONCURRENT_STREAMS */

@@ -32,7 +32,7 @@ void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
     x->connect_ns = 0;
     x->status = 0;
     x->tx = x->rx = 0;
-    x->stream = 0;
+    x->tag = 0;
     x->found = 0;
 }
 

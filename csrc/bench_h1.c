@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "bench_int.h"
 
+#include "parser.h"
+
 /* HTTP/1.1's states, after the socket's (bench_sock.c). BC_IDLE is
  * between requests, the socket kept open or not.
  *
@@ -54,6 +56,18 @@ static h1conn *h1(const bconn *c)
 {
     return c->cs;
 }
+
+/* A thread's parser scratch (its carried state). */
+static hb_response *R(const bthread *t)
+{
+    return t->carried;
+}
+
+/* The run's (b->carried): with a pipeline, the request pipeline times
+ * over, for one write of any part of it. */
+typedef struct {
+    char *pipe_req;
+} h1run;
 
 /* The exchange c is answering now: the oldest in flight (the first,
  * between batches). */
@@ -150,10 +164,10 @@ static int retry_stale(bthread *t, bconn *c, int64_t now)
 
 /* n more bytes of c's batch written: each exchange's share of them, its
  * request's bytes in the batch's order (the log's bytes_sent). */
-static void count_sent(bconn *c, uint64_t n)
+static void count_sent(bthread *t, bconn *c, uint64_t n)
 {
     h1conn *h = h1(c);
-    uint64_t len = c->xs[0].req_len, done = h->sent - n;
+    uint64_t len = t->b->lens[c->xs[0].variant], done = h->sent - n;
     for (int k = 0; k < h->batch && n > 0; k++) {
         uint64_t lo = (uint64_t)k * len, hi = lo + len;
         if (done >= hi)
@@ -170,8 +184,10 @@ static void count_sent(bconn *c, uint64_t n)
 static int h1_output(bthread *t, bconn *c, struct iovec *v)
 {
     h1conn *h = h1(c);
-    const char *req = h->batch > 1 ? t->b->pipe_req : c->xs[0].req;
-    size_t len = (size_t)h->batch * c->xs[0].req_len;
+    const hb_bench *b = t->b;
+    size_t k = c->xs[0].variant;
+    const char *req = h->batch > 1 ? ((const h1run *)b->carried)->pipe_req : b->ptrs[k];
+    size_t len = (size_t)h->batch * b->lens[k];
     if (h->sent >= len)
         return 0;
     v[0] = (struct iovec){(char *)req + h->sent, len - h->sent};
@@ -180,10 +196,9 @@ static int h1_output(bthread *t, bconn *c, struct iovec *v)
 
 static void h1_sent(bthread *t, bconn *c, size_t n)
 {
-    (void)t;
     h1(c)->sent += n;
     c->xs[0].res->bytes_sent += (uint64_t)n;
-    count_sent(c, (uint64_t)n);
+    count_sent(t, c, (uint64_t)n);
 }
 
 static void write_request(bthread *t, bconn *c, int64_t now)
@@ -350,43 +365,43 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
         buf = hb_buf_rdptr(&h->head);
         len = hb_buf_size(&h->head);
     }
-    hb_response_reset(&t->r);
-    t->r.scan = h->scan;
-    int rc = hb_parse_response(&t->r, buf, len, current(c)->rq->r.head ? HB_PARSE_HEAD_REQUEST : 0);
+    hb_response_reset(R(t));
+    R(t)->scan = h->scan;
+    int rc = hb_parse_response(R(t), buf, len, current(c)->rq->r.head ? HB_PARSE_HEAD_REQUEST : 0);
     if (rc == HB_PARSE_MORE) {
-        h->scan = t->r.scan;
+        h->scan = R(t)->scan;
         if (buf == p && hb_buf_append(&h->head, p, n) != 0) {
             h1_fail(t, c, HB_FAIL(fail_exceptions), now, "out of memory");
             return -1;
         }
         return (ssize_t)n;
     }
-    if (rc == HB_PARSE_ERROR && t->r.error == hb_parse_not_http) {
+    if (rc == HB_PARSE_ERROR && R(t)->error == hb_parse_not_http) {
         char got[64], why[160];
         hb_parse_excerpt(buf, len, got, sizeof got);
-        snprintf(why, sizeof why, "%s: got \"%s\"", t->r.error, got);
+        snprintf(why, sizeof why, "%s: got \"%s\"", R(t)->error, got);
         h1_fail(t, c, HB_FAIL(fail_exceptions), now, why);
         return -1;
     }
-    if (rc == HB_PARSE_ERROR || t->r.status == 101) {
+    if (rc == HB_PARSE_ERROR || R(t)->status == 101) {
         h1_fail(t, c, HB_FAIL(fail_exceptions), now,
-                rc == HB_PARSE_ERROR ? t->r.error : "101 Switching Protocols is not supported");
+                rc == HB_PARSE_ERROR ? R(t)->error : "101 Switching Protocols is not supported");
         return -1;
     }
     /* Bytes of p the head took: all of its part, less what is left after. */
-    size_t after = len - t->r.head_len;
+    size_t after = len - R(t)->head_len;
     size_t used = n - after;
     hb_buf_clear(&h->head);
     h->scan = (hb_head_scan){0, 0, 0};
-    if (t->r.status < 200)
+    if (R(t)->status < 200)
         return (ssize_t)used; /* interim: the next head follows */
-    hb_br_note_server(t->b, &t->r, buf);
+    hb_br_note_server(t->b, R(t), buf);
     h->have_head = 1;
-    current(c)->status = t->r.status;
-    h->reuse = t->r.keep_alive;
-    h->closes = t->r.server_closes;
-    current(c)->res->closing += !t->r.keep_alive;
-    hb_body_init(&h->body, t->r.body, t->r.content_length);
+    current(c)->status = R(t)->status;
+    h->reuse = R(t)->keep_alive;
+    h->closes = R(t)->server_closes;
+    current(c)->res->closing += !R(t)->keep_alive;
+    hb_body_init(&h->body, R(t)->body, R(t)->content_length);
     return (ssize_t)used;
 }
 
@@ -559,10 +574,77 @@ static void h1_release(bconn *c)
     c->cs = NULL;
 }
 
+/* A pipeline's batch is the connection's exchanges. */
+static int h1_depth(const hb_bench_config *cfg)
+{
+    return cfg->pipeline > 1 ? cfg->pipeline : 1;
+}
+
+/* A pipeline writes and reads at once: the event loop's. */
+static int h1_lone(const hb_bench_config *cfg)
+{
+    return cfg->pipeline <= 1;
+}
+
+static int h1_prepare(hb_bench *b, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    h1run *run = calloc(1, sizeof *run);
+    if (run == NULL)
+        return -1;
+    b->carried = run;
+    const hb_bench_config *cfg = &b->cfg;
+    if (cfg->pipeline > 1) {
+        run->pipe_req = malloc((size_t)cfg->pipeline * cfg->request_len);
+        if (run->pipe_req == NULL)
+            return -1;
+        for (int i = 0; i < cfg->pipeline; i++)
+            memcpy(run->pipe_req + (size_t)i * cfg->request_len, cfg->request, cfg->request_len);
+    }
+    return 0;
+}
+
+static void h1_unprepare(hb_bench *b)
+{
+    h1run *run = b->carried;
+    if (run != NULL)
+        free(run->pipe_req);
+    free(run);
+    b->carried = NULL;
+}
+
+static int h1_thread_setup(bthread *t)
+{
+    t->carried = calloc(1, sizeof(hb_response));
+    return t->carried != NULL ? 0 : -1;
+}
+
+static void h1_thread_release(bthread *t)
+{
+    free(t->carried);
+    t->carried = NULL;
+}
+
+/* Nothing beyond its exchanges: a drain is the socket's. */
+static int h1_working(const bthread *t)
+{
+    (void)t;
+    return 0;
+}
+
 const hb_carrier hb_carrier_h1 = {
     .name = "HTTP/1.1",
     .states = STATES,
     .nstates = (int)(sizeof STATES / sizeof STATES[0]),
+    .depth = h1_depth,
+    .lone = h1_lone,
+    .naps = 0,
+    .prepare = h1_prepare,
+    .unprepare = h1_unprepare,
+    .thread_setup = h1_thread_setup,
+    .thread_release = h1_thread_release,
+    .working = h1_working,
     .setup = h1_setup,
     .release = h1_release,
     .start = h1_start,

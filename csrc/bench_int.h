@@ -10,8 +10,6 @@
 #include "bench.h"
 
 #include "buf.h"
-#include "h2.h"
-#include "parser.h"
 #include "tunnel.h"
 
 #include <errno.h>
@@ -113,22 +111,22 @@ enum {
 typedef struct {
     const breq *rq;       /* the request under way */
     hb_bench_result *res; /* its figures, this thread's */
-    const char *req;      /* the variant sent, as HTTP/1.1 writes it */
-    size_t req_len;
-    size_t variant;     /* its index over every variant (b->ptrs): a carrier's own form */
-    int64_t t_intended; /* when it was due (its ticket's instant under a rate) */
-    int64_t t_start;    /* when it began: the write's clock, and its deadline's */
-    int64_t t_first;    /* its first response byte, 0 before */
-    int64_t connect_ns; /* of its time, the connect's (a handshake included) */
+    size_t variant;       /* the variant sent: its index over every variant (b->ptrs,
+                           * b->lens; a carrier's own form of it, by the same index) */
+    int64_t t_intended;   /* when it was due (its ticket's instant under a rate) */
+    int64_t t_start;      /* when it began: the write's clock, and its deadline's */
+    int64_t t_first;      /* its first response byte, 0 before */
+    int64_t connect_ns;   /* of its time, the connect's (a handshake included) */
     int status;
     int retried;    /* it was sent again once already */
     uint32_t found; /* expect_body's search: the match so far */
     /* The per-request log, as its carrier counts them: the request's bytes
      * and the response's (HTTP/1.1: written and parsed; HTTP/2: the
-     * bodies'), its stream (0 for none), and its connection over all
-     * threads. rx is also the body length HTTP/2 judges. */
+     * bodies'), its carrier's tag for the log's stream column (HTTP/2's
+     * stream id; 0 for none), and its connection over all threads. rx is
+     * also the body length HTTP/2 judges. */
     uint64_t tx, rx;
-    int32_t stream;
+    int32_t tag;
     uint32_t conn;
 } bexch;
 
@@ -205,12 +203,35 @@ typedef struct {
 } hb_bc_state;
 
 /* A protocol a socket carries: its states (BC_CARRIED on) and what the
- * socket's machine and the loop ask of it, chosen once per run. Adding a
- * protocol is one file that fills one of these (docs/design.md). */
+ * run, the socket's machine and the loop ask of it, chosen once per run
+ * (bench.c's CARRIERS, by hb_bench_config.protocol). Adding a protocol is
+ * one file that fills one of these (docs/design.md). */
 typedef struct hb_carrier {
     const char *name;
     const hb_bc_state *states;
     int nstates;
+    /* ---- The run's and a thread's, before anything is sent. */
+    /* The exchanges a connection may carry at once under cfg (>= 1). */
+    int (*depth)(const hb_bench_config *cfg);
+    /* Whether a thread with one connection in closed loop may wait in
+     * that connection's blocking read rather than in epoll. */
+    int (*lone)(const hb_bench_config *cfg);
+    /* Whether a closed loop naps before it waits for answers (bench_loop.c's
+     * NAP: answers that come in batches, many streams on a socket). */
+    int naps;
+    /* What the run's requests need of it (b->carried); 0, or -1 with
+     * errno (EINVAL: a request it cannot send, said in err). unprepare:
+     * what prepare made, safe on a half-made one. */
+    int (*prepare)(hb_bench *b, char *err, size_t errlen);
+    void (*unprepare)(hb_bench *b);
+    /* A thread's own (t->carried); 0, or -1 out of memory. thread_release:
+     * what thread_setup made, safe on a half-built t. */
+    int (*thread_setup)(bthread *t);
+    void (*thread_release)(bthread *t);
+    /* Whether t holds work of the carrier's beyond its exchanges in flight
+     * (HTTP/2's sockets opened before any ticket): its loop runs on. */
+    int (*working)(const bthread *t);
+    /* ---- A connection's. */
     /* Its state for c (c->cs), with room for `depth` exchanges; 0, or -1
      * out of memory. release: what setup made, safe on a half-built c. */
     int (*setup)(bconn *c, int depth);
@@ -284,12 +305,12 @@ struct bthread {
     int first_conn; /* the index of conns[0] over all threads */
     int inflight;
     int blocking;      /* one connection, closed loop: wait in recv, not epoll */
-    int naps;          /* closed loop over HTTP/2: may nap before it waits (bench_loop.c) */
+    int naps;          /* closed loop, its carrier's naps: may nap before it waits (bench_loop.c) */
     int64_t answer_ns; /* the answers' time, start to end (a moving mean; 0: none yet) */
     int64_t nap_late;  /* how far past its asking a nap ends (a moving mean) */
     int64_t wait_ns;   /* how long its waits in epoll last (a moving mean) */
-    int sending;       /* its HTTP/2 connections with a request body still going out:
-                        * while any is, no nap (bench_loop.c) */
+    int sending;       /* connections with a request body still going out (as its
+                        * carrier counts them): while any is, no nap (bench_loop.c) */
     bconn **ready;     /* connections between requests, to start again */
     int nready;
     int rate_waiting;   /* connections in BC_RATE */
@@ -298,9 +319,8 @@ struct bthread {
     int64_t stall_len; /* how late the thread was seen to be in it (its catch-up's bound) */
     int draining;      /* connections in BC_DRAIN (hb_bs_drain) */
     int retrying;      /* connections in BC_RETRY */
-    int unticketed;    /* HTTP/2 sockets opening before any ticket (bench_h2.c) */
     int unread;        /* connections marked unread (hb_bs_read) */
-    hb_response r;     /* scratch for the parser */
+    void *carried;     /* its carrier's own (thread_setup) */
     char *scratch;
     hb_bench_result *res; /* one per request of the run, indexed as b->reqs */
     hb_scen_rng rng;      /* picks by weight, random variants */
@@ -372,9 +392,10 @@ struct hb_bench {
     int server_set;
     hb_sock_info tls; /* the first handshake's, once tls_set */
     int tls_set;
-    int opened;     /* atomic: a connection has opened (hb_bench_opened) */
-    char *pipe_req; /* with a pipeline: the request cfg.pipeline times over */
-    int paced;      /* starts at intended instants: a rate or a shape */
+    int opened;                /* atomic: a connection has opened (hb_bench_opened) */
+    const hb_carrier *carrier; /* what its connections carry */
+    void *carried;             /* its carrier's own for the run (prepare) */
+    int paced;                 /* starts at intended instants: a rate or a shape */
     hb_shape *shape;
     hb_shape *vus; /* connections over time */
     breq *reqs;    /* the scenario's requests, or the one request */
@@ -395,8 +416,6 @@ struct hb_bench {
     int64_t warm_end; /* a warmup by time: its end */
     int paced_measured;
     hb_shape *vus_measured;
-    hb_h2_req *h2reqs; /* HTTP/2: each variant as h2 sends it, as ptrs */
-    int nh2reqs;
     hb_rlog *log; /* the per-request log, or NULL; closed by the last thread out */
     uint64_t log_written, log_dropped;
     int log_error;
@@ -636,12 +655,5 @@ void hb_bs_tick(bthread *t, bconn *c, int64_t now, int abandon);
 /* Runs t's connections until its tickets are spent and nothing is in
  * flight: in recv for a lone connection, else in epoll. */
 void hb_bl_run(bthread *t);
-
-/* ---- bench_h2.c: what HTTP/2 needs before the run */
-
-/* The run's requests as HTTP/2 sends them (b->h2reqs), once before it
- * starts. Returns 0, or -1 with errno (EINVAL: one cannot be sent, said in
- * err). */
-int hb_h2l_prepare(hb_bench *b, char *err, size_t errlen);
 
 #endif

@@ -134,7 +134,7 @@ static void lone_loop(bthread *t)
     for (;;) {
         for (int budget = 16; t->nready > 0 && budget > 0; budget--)
             start_next(t, now);
-        if (t->inflight == 0 && t->nready == 0 && t->draining == 0 && t->unticketed == 0)
+        if (t->inflight == 0 && t->nready == 0 && t->draining == 0 && !t->b->carrier->working(t))
             return;
         bconn *c = &t->conns[0];
         int lone = hb_bc_state_of(c, c->state)->lone;
@@ -253,7 +253,7 @@ static void epoll_loop(bthread *t)
             due = retry < due ? retry : due;
         }
         if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0 && t->draining == 0 &&
-            t->unticketed == 0)
+            !t->b->carrier->working(t))
             return;
         int n;
         int64_t slept = now; /* (the last the loop knew: a stall may come before the wait) */

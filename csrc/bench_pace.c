@@ -166,8 +166,6 @@ void hb_bp_choose(bthread *t, bconn *c, bexch *x)
     uint32_t v = hb_scen_variant(&q->uses, q->r.nvariants, q->r.random, &t->rng);
     x->rq = q;
     x->res = &t->res[i];
-    x->req = q->r.variants[v];
-    x->req_len = q->r.lens[v];
     x->variant = (size_t)(q->r.variants - b->ptrs) + v;
 }
 

@@ -127,7 +127,7 @@ static void log_outcome(bthread *t, const bexch *ex, int64_t now, uint8_t outcom
         .tx = ex->tx,
         .rx = ex->rx,
         .conn = ex->conn,
-        .stream = ex->stream,
+        .stream = ex->tag,
         .status = (uint16_t)(ex->status > 0 && ex->status < 1000 ? ex->status : 0),
         .name = (uint16_t)(ex->rq - b->reqs),
         .thread = (uint16_t)t->index,

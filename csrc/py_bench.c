@@ -193,6 +193,7 @@ error:
 #define INT_FIELD(name, req) {#name, HBPY_INT, AT(name), INT_MIN, INT_MAX, req}
 #define U64_FIELD(name, req) {#name, HBPY_U64, AT(name), 0, 9e18, req}
 #define DOUBLE_FIELD(name, req) {#name, HBPY_DOUBLE, AT(name), 0, 0, req}
+_Static_assert(HB_PROTO_HTTP2 == 1, "the http2 flag sets the protocol");
 #define FLAG_FIELD(name) {#name, HBPY_FLAG, AT(name), 0, 0, 0}
 /* clang-format on */
 static const hbpy_setting SETTINGS[] = {
@@ -213,7 +214,8 @@ static const hbpy_setting SETTINGS[] = {
     FLAG_FIELD(prepared),
     U64_FIELD(warmup_requests, 0),
     DOUBLE_FIELD(warmup_seconds, 0),
-    FLAG_FIELD(http2),
+    /* (http2= is the protocol: a flag, HB_PROTO_HTTP2 when set) */
+    {"http2", HBPY_FLAG, AT(protocol), 0, 0, 0},
     INT_FIELD(streams, 0),
     U64_FIELD(window, 0),
     INT_FIELD(socket_buffer, 0),

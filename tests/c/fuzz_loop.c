@@ -114,8 +114,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.keepalive = (opt & 0x08) != 0;
     cfg.requests = 1 + (uint64_t)((opt >> 5) & 3) * 2;
     cfg.timeout = 1.0;
-    cfg.http2 = opt & 1;
-    if (cfg.http2)
+    cfg.protocol = opt & 1 ? HB_PROTO_HTTP2 : HB_PROTO_HTTP1;
+    if (cfg.protocol == HB_PROTO_HTTP2)
         cfg.streams = 1 << ((opt >> 1) & 3);
     else
         cfg.pipeline = 1 + ((opt >> 1) & 3);

@@ -96,11 +96,9 @@ def test_each_state_machine_walked_through_its_table(tmp_path):
               defines=("-DHB_CHECK_STATES",), minimum=150, timeout=60)
 
 
-def test_no_two_c_files_call_each_other(tmp_path):
-    """Each C file's object, its symbols read (nm): the files form no
-    circle, so a protocol beside another (bench_h1.c and bench_h2.c,
-    session.c and h2srv.c, conn.c and conn_h2.c) is reached through a
-    table of functions, never by a call back. The glue is read too."""
+def symbols(tmp_path: Path) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Each C file's object, its symbols read (nm), the glue's too: which
+    file defines each symbol, and which symbols each file uses."""
     import sysconfig
     include = sysconfig.get_paths()["include"]
     defined: dict[str, str] = {}
@@ -117,6 +115,15 @@ def test_no_two_c_files_call_each_other(tmp_path):
                 defined[parts[2]] = src.name
             elif len(parts) == 2 and parts[0] == "U":
                 uses[src.name].add(parts[1])
+    return defined, uses
+
+
+def test_no_two_c_files_call_each_other(tmp_path):
+    """Each C file's object, its symbols read (nm): the files form no
+    circle, so a protocol beside another (bench_h1.c and bench_h2.c,
+    session.c and h2srv.c, conn.c and conn_h2.c) is reached through a
+    table of functions, never by a call back. The glue is read too."""
+    defined, uses = symbols(tmp_path)
     calls = {f: {defined[s] for s in syms if s in defined and defined[s] != f}
              for f, syms in uses.items()}
     assert len(calls) > 30
@@ -132,6 +139,36 @@ def test_no_two_c_files_call_each_other(tmp_path):
 
     circles = sorted(f for f in calls if f in reaches(f))
     assert circles == [], {f: sorted(calls[f] & set(circles)) for f in circles}
+
+
+# The timing loop's core (the run, the loop, the exchange, pacing, the
+# socket) and its carriers, one file a protocol.
+LOOP_CORE = ["bench.c", "bench_loop.c", "bench_exch.c", "bench_pace.c", "bench_sock.c"]
+CARRIERS = ["bench_h1.c", "bench_h2.c"]
+
+
+def test_the_loop_reaches_a_protocol_only_through_its_carrier(tmp_path):
+    """The loop's core sits above the carriers, which sit above the
+    protocol libraries: bench.c, bench_loop.c, bench_exch.c, bench_pace.c
+    and bench_sock.c use no symbol of HTTP/2's library (hb_h2_*,
+    nghttp2_*), HTTP/1.1's parser (hb_parse_*) or a carrier's file, but
+    through the carrier table (hb_carrier); bench.c's one line that
+    selects a carrier names them."""
+    defined, uses = symbols(tmp_path)
+    carried = {s for s, f in defined.items() if f in CARRIERS}
+    assert {"hb_carrier_h1", "hb_carrier_h2"} <= carried
+    found = {}
+    for f in LOOP_CORE:
+        bad = sorted(s for s in uses[f]
+                     if s.startswith(("hb_h2_", "nghttp2_", "hb_parse_")) or s in carried)
+        if f == "bench.c":
+            bad = [s for s in bad if not s.startswith("hb_carrier_")]
+        if bad:
+            found[f] = bad
+    assert found == {}
+    selecting = [line for line in (ROOT / "csrc/bench.c").read_text().splitlines()
+                 if "hb_carrier_h" in line]
+    assert len(selecting) == 1, selecting
 
 
 def drivers() -> dict[str, tuple[str, list[str], list[str]]]:
