@@ -16,8 +16,11 @@ http2.py, tls.py and pipeline.py that the loop's every path runs through:
 - HTTP/1.1 over one connection, client and server on CPU 1 (as peers.py
   and ../shared/bench/floor.c pin it): req/s;
 - HTTP/1.1 over 50 connections, pipelined 10 deep over 10, HTTP/2 (h2c)
-  at (10, 10) and (50, 100) streams, TLS over 10 connections: client on
-  CPU 0, server on CPU 1: req/s and the loop threads' CPU per request.
+  at (10, 10) and (50, 100) streams, TLS over 10 connections, and a
+  scenario of three requests in sequence (no values carried: a journey's
+  path through the picks and the exchange's events) over 50 connections:
+  client on CPU 0, server on CPU 1: req/s and the loop threads' CPU per
+  request.
 
 Servers: the embedded server (the NEW build's, the same for both clients)
 and, where installed, nginx (one worker, access_log off).
@@ -37,6 +40,14 @@ from pathlib import Path
 from _support import embedded, free_port, nginx, pinned, server_port
 
 TARGET = "/rnd?c=2048"
+# Three steps, walked in order on each connection: what a journey does
+# without carrying values.
+SEQUENCE = """import httpbench
+scenario = httpbench.Scenario([httpbench.Request("GET", "/rnd?c=2048"),
+                               httpbench.Request("GET", "/rnd?c=512"),
+                               httpbench.Request("POST", "/echo", body=b"x" * 2048)],
+                              order="sequence")
+"""
 
 
 def run(tree: Path, url: str, n: int, cpu: int, tmp: str, *flags: str) -> tuple[float, float]:
@@ -93,6 +104,10 @@ def main() -> None:
                   "--streams", "10")
             point("HTTP/2 (50, 100)", old, new, url, n, 0, rounds, tmp, "-c", "50", "--http2",
                   "--streams", "100")
+            steps = Path(tmp) / "steps.py"
+            steps.write_text(SEQUENCE)
+            point("a scenario in sequence, 50 conn.", old, new, url, n, 0, rounds, tmp, "-c",
+                  "50", "--scenario", str(steps))
         with embedded(1, "--tls") as port:
             url = f"https://127.0.0.1:{port}{TARGET}"
             point("TLS HTTP/1.1, 10 connections", old, new, url, n // 2, 0, rounds, tmp,

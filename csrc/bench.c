@@ -254,6 +254,7 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
             c->xs[k].conn = (uint32_t)(first + j);
         }
         c->thr = t;
+        c->wake_slot = -1;
     }
     /* Each connection's protocol, chosen once: what its socket carries
      * (after every socket is set up: a failure here leaves them closable). */
@@ -263,8 +264,9 @@ static int setup_thread(hb_bench *b, bthread *t, int i, int first, int conc, int
             return -1;
     }
     t->ready = calloc((size_t)t->nconns, sizeof *t->ready);
+    t->wakes = calloc((size_t)t->nconns, sizeof *t->wakes);
     t->scratch = malloc(SCRATCH);
-    if (t->ready == NULL || t->scratch == NULL)
+    if (t->ready == NULL || t->wakes == NULL || t->scratch == NULL)
         return -1;
     t->ep = epoll_create1(EPOLL_CLOEXEC);
     if (t->ep < 0)
@@ -580,6 +582,7 @@ void hb_bench_free(hb_bench *b)
         free(t->conns);
         free(t->exchanges);
         free(t->ready);
+        free(t->wakes);
         free(t->scratch);
         free(t->timeline);
         free(t->res);

@@ -118,7 +118,7 @@ static void h1_fail(bthread *t, bconn *c, size_t cls, int64_t now, const char *w
         hb_br_failed_on(t, c, &c->xs[i], cls, now);
     if (why != NULL && res->error[0] == 0)
         snprintf(res->error, sizeof res->error, "%s", why);
-    hb_bx_end(t, c, n, now, 1);
+    hb_bx_end(t, c, &c->xs[h->answered], n, now, 1);
     hb_bs_close(c);
     end_batch(t, c);
 }
@@ -233,23 +233,16 @@ static void h1_start(bthread *t, bconn *c, int64_t now)
 {
     hb_bench *b = t->b;
     h1conn *h = h1(c);
-    if (c->state == BC_RATE)
-        t->rate_waiting--;
-    if (b->vus != NULL && !stopped(b) && !(b->end && now >= b->end)) {
-        int64_t at = hb_bp_vus_next(b, c, now);
-        if (at > now) {
-            /* Not among the connections the shape asks for now: its socket
-             * closes (a VU stopping) and it waits for its turn. */
+    hb_bp_wake_cancel(t, c);
+    int off;
+    int64_t at = hb_bp_lane_at(t, c, now, &off);
+    if (at > now) {
+        /* Not its turn: it waits for it, its socket closed first when
+         * the shape of connections has it off (a VU stopping). */
+        if (off)
             hb_bs_close(c);
-            c->next_at = at;
-            hb_bc_enter(c, BC_RATE);
-            t->rate_waiting++;
-            return;
-        }
-    }
-    if (b->paced && c->next_at > now && !stopped(b) && !(b->end && now >= b->end)) {
         hb_bc_enter(c, BC_RATE);
-        t->rate_waiting++;
+        hb_bp_wake_at(t, c, at, HB_WAKE_PACE);
         return;
     }
     if (!hb_bp_ticket_for(t, c, now)) {
@@ -303,13 +296,12 @@ static void h1_connect_ns(bconn *c, int64_t ns)
         c->xs[i].connect_ns = ns;
 }
 
-/* After a response of c's batch: the next one is read, or the batch is
- * over (bytes left after its last response mean the socket is not fit for
- * reuse). */
+/* After a response of c's batch (over: hb_bx_done): the next one is read,
+ * or the batch is over (bytes left after its last response mean the
+ * socket is not fit for reuse). */
 static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
 {
     h1conn *h = h1(c);
-    hb_bx_end(t, c, 1, now, 1);
     h->answered++;
     /* An answer on this socket: what is left may go again if it closes
      * (a server closing after every k of a deeper pipeline, as nginx's
@@ -344,9 +336,7 @@ static void next_response(bthread *t, bconn *c, int64_t now, int leftover)
 static void finish(bthread *t, bconn *c, int64_t now, int leftover)
 {
     h1conn *h = h1(c);
-    c->served++;
-    c->done_total++;
-    hb_bx_judge(t, current(c), h->body.got, now, h->reuse && t->b->cfg.keepalive);
+    hb_bx_done(t, c, current(c), h->body.got, now, h->reuse && t->b->cfg.keepalive);
     next_response(t, c, now, leftover);
 }
 
@@ -395,9 +385,13 @@ static ssize_t take_head(bthread *t, bconn *c, const char *p, size_t n, int64_t 
     h->scan = (hb_head_scan){0, 0, 0};
     if (R(t)->status < 200)
         return (ssize_t)used; /* interim: the next head follows */
-    hb_br_note_server(t->b, R(t), buf);
+    bexch *x = current(c);
+    hb_bx_head(t, x, R(t)->status, buf, R(t)->head_len);
+    for (unsigned i = 0; i < R(t)->num_headers; i++) {
+        const hb_header *f = &R(t)->headers[i];
+        hb_bx_field(t, x, buf + f->name_off, f->name_len, buf + f->value_off, f->value_len, 0);
+    }
     h->have_head = 1;
-    current(c)->status = R(t)->status;
     h->reuse = R(t)->keep_alive;
     h->closes = R(t)->server_closes;
     current(c)->res->closing += !R(t)->keep_alive;
@@ -428,8 +422,7 @@ static void take_bytes(bthread *t, bconn *c, const char *p, size_t n, int64_t no
             h1_fail(t, c, HB_FAIL(fail_exceptions), now, h->body.error);
             return;
         }
-        if (dn > 0 && current(c)->rq->r.expect_body_len > 0)
-            hb_scen_needle_feed(&current(c)->rq->body, &current(c)->found, p + off, dn);
+        hb_bx_data(current(c), p + off, dn);
         current(c)->rx += used;
         p += used;
         n -= used;
@@ -537,7 +530,7 @@ static void h1_tick(bthread *t, bconn *c, int64_t now, int abandon)
         hb_bs_leave_retry(t, c);
         for (int k = h->answered; k < h->batch; k++)
             hb_br_cancelled(t, &c->xs[k], now);
-        hb_bx_end(t, c, unanswered(c), now, 0);
+        hb_bx_end(t, c, &c->xs[h->answered], unanswered(c), now, 0);
         hb_bs_close(c);
         hb_bc_enter(c, BC_IDLE);
         return;

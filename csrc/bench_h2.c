@@ -146,14 +146,20 @@ static int depth_of(const hb_bench *b)
     return h2_depth(&b->cfg);
 }
 
-/* x is over (counted by the caller; an outcome, or cancelled: hb_bx_end):
- * its slot is free. */
-static void free_slot(bthread *t, bconn *c, bexch *x, int64_t now, int outcome)
+/* x's slot is free (x over: hb_bx_end). */
+static void vacate(bconn *c, bexch *x)
 {
     set_place(c, x, BX_FREE, 0);
     slot_of(c, x)->strm = NULL;
     H(c)->active--;
-    hb_bx_end(t, c, 1, now, outcome);
+}
+
+/* x is over (counted by the caller; an outcome, or cancelled: hb_bx_end):
+ * its slot is free. */
+static void free_slot(bthread *t, bconn *c, bexch *x, int64_t now, int outcome)
+{
+    vacate(c, x);
+    hb_bx_end(t, c, x, 1, now, outcome);
 }
 
 /* x is over with an outcome (complete or failed): its slot is free. */
@@ -228,18 +234,16 @@ static void on_head(void *owner, void *stream, int status)
 {
     bconn *c = owner;
     bexch *x = stream;
-    x->status = status;
     if (x->t_first == 0)
         hb_br_first_byte(c, x, H(c)->now);
+    hb_bx_head(c->thr, x, status, NULL, 0);
 }
 
 static void on_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
-                     size_t vlen)
+                     size_t vlen, int trailer)
 {
-    (void)stream;
     bconn *c = owner;
-    if (nlen == 6 && memcmp(name, "server", 6) == 0)
-        hb_br_note_server_h2(c->thr->b, value, vlen);
+    hb_bx_field(c->thr, stream, name, nlen, value, vlen, trailer);
 }
 
 static void on_data(void *owner, void *stream, const char *p, size_t n)
@@ -247,8 +251,7 @@ static void on_data(void *owner, void *stream, const char *p, size_t n)
     (void)owner;
     bexch *x = stream;
     x->rx += n;
-    if (x->rq->r.expect_body_len > 0)
-        hb_scen_needle_feed(&x->rq->body, &x->found, p, n);
+    hb_bx_data(x, p, n);
 }
 
 /* x fails in the reset class, code counted, why saying how. */
@@ -287,11 +290,9 @@ static void on_closed(void *owner, void *stream, int how, uint32_t code)
     slot_of(c, x)->strm = NULL;
     switch (how) {
     case HB_H2_DONE:
-        c->served++;
-        c->done_total++;
         H(c)->goaway_wait = 0;
-        hb_bx_judge(t, x, x->rx, now, t->b->cfg.keepalive);
-        release(t, c, x, now);
+        vacate(c, x);
+        hb_bx_done(t, c, x, x->rx, now, t->b->cfg.keepalive);
         return;
     case HB_H2_REFUSED:
     case HB_H2_RESET:
@@ -496,33 +497,28 @@ static void refill(bthread *t, bconn *c, int64_t now)
         hb_bc_enter(c, BC_IDLE);
     }
     int want = streams_wanted(b, c);
-    if (b->vus != NULL && !ending) {
-        int64_t at = hb_bp_vus_next(b, c, now);
-        if (at > now) {
-            /* Not among the connections the shape asks for now: once its
-             * streams are over, its socket closes and it waits for its
-             * turn (start_due brings it back). */
-            want = 0;
-            if (H(c)->active == 0) {
-                hb_bs_close(c);
-                hb_bc_enter(c, BC_RATE);
-                c->next_at = at;
-                t->rate_waiting++;
-                return;
-            }
+    int off;
+    int64_t at = hb_bp_lane_at(t, c, now, &off);
+    if (off) {
+        /* Not among the connections the shape asks for now: once its
+         * streams are over, its socket closes and it waits for its turn. */
+        want = 0;
+        if (H(c)->active == 0) {
+            hb_bs_close(c);
+            hb_bc_enter(c, BC_RATE);
+            hb_bp_wake_at(t, c, at, HB_WAKE_PACE);
+            return;
         }
     }
     while (H(c)->active < want) {
-        if (b->paced && c->next_at > now && !ending) {
-            if (!c->due) {
-                c->due = 1; /* start_due comes back at next_at */
-                t->rate_waiting++;
-            }
+        if (at > now) {
+            hb_bp_wake_at(t, c, at, HB_WAKE_PACE); /* (its next slot: started then) */
             break;
         }
         if (!hb_bp_ticket_for(t, c, now))
             break;
         take(t, c, now);
+        at = hb_bp_lane_at(t, c, now, &off);
     }
     if (want > 0)
         end_unticketed(t, c); /* (SETTINGS came and no ticket was left) */
@@ -553,14 +549,9 @@ static void h2_start(bthread *t, bconn *c, int64_t now)
 {
     c->in_ready = 0;
     c->thr = t;
-    if (c->state == BC_RATE) {
-        t->rate_waiting--;
+    if (c->state == BC_RATE)
         hb_bc_enter(c, BC_IDLE);
-    }
-    if (c->due) {
-        c->due = 0;
-        t->rate_waiting--;
-    }
+    hb_bp_wake_cancel(t, c);
     refill(t, c, now);
 }
 

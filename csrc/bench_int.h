@@ -59,9 +59,6 @@
  * a busy VM here (0.1 ms at the median), and the lateness at which the
  * verdict calls sends late (httpbench/bound.py's LATE_P99_BOUND). */
 #define STALL_NS 1000000LL
-/* After a stop or the end of a duration, how long requests in flight may
- * take to finish; those still in flight then are cancelled. */
-
 /* A request the loop sends: a scenario's, or the run's one request. */
 typedef struct {
     hb_bench_req r;      /* copied, with its variants' pointers and lengths */
@@ -78,7 +75,8 @@ typedef struct {
  * BC_CARRIED). */
 enum {
     BC_IDLE = 0, /* no exchange under way (its socket open or not) */
-    BC_RATE,     /* waiting for its intended start */
+    BC_RATE,     /* waiting for its turn (a rate's slot, a shape's), no socket
+                  * needed meanwhile: its wake-up in the thread's heap */
     BC_CONNECTING,
     BC_TUNNEL,
     BC_HANDSHAKE,
@@ -117,8 +115,14 @@ typedef struct {
     int64_t t_start;      /* when it began: the write's clock, and its deadline's */
     int64_t t_first;      /* its first response byte, 0 before */
     int64_t connect_ns;   /* of its time, the connect's (a handshake included) */
+    /* Its verdict: the HTTP status (0 where the protocol has none: a
+     * message), and an application's beside it where a carrier or a check
+     * supplies one (gRPC's grpc-status; -1 for none). */
     int status;
+    int app_status;
+    int noting;     /* the run's first final response: its Server is the run's */
     int retried;    /* it was sent again once already */
+    int step;       /* order by sequence: this lane's next request (at its end) */
     uint32_t found; /* expect_body's search: the match so far */
     /* The per-request log, as its carrier counts them: the request's bytes
      * and the response's (HTTP/1.1: written and parsed; HTTP/2: the
@@ -148,7 +152,7 @@ typedef struct bconn {
     int64_t t_connect;   /* when the socket's connect began */
     int64_t t_unheard;   /* the same, until its first response byte came (then 0) */
     int64_t t_handshake; /* when the handshake began */
-    int64_t next_try;    /* BC_RETRY: when to connect again */
+    int64_t next_try;    /* BC_RETRY: when to connect again (its wake-up) */
     int64_t t_drain;     /* BC_DRAIN: when the wait for the server's FIN began */
     int64_t backoff;     /* and the wait after that */
     int paused;          /* BC_RETRY: a connect not yet counted (hb_bs_connect_later) */
@@ -156,10 +160,13 @@ typedef struct bconn {
     int64_t free_at;     /* when its last exchange ended (HTTP/2: a stream's slot freed) */
     uint64_t seq;        /* a rate or a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
-    int next_req;        /* order by sequence: the next request */
     int in_ready;        /* on the thread's ready stack */
     int unread;          /* its transport holds bytes no epoll event will tell of */
-    int due;             /* open, waiting in start_due for its intended start */
+    /* Its wake-up (hb_bp_wake_at): when the loop is to act on it next, in
+     * the thread's heap at wake_slot (-1: none), and what for (HB_WAKE_*). */
+    int64_t wake_at;
+    int wake_slot;
+    int wake_kind;
     /* Its req/s as h2load reckons a client's: responses over the run,
      * every socket, over its own time, from its first connect in the
      * measured part (or that part's start, for a socket the warmup
@@ -313,12 +320,16 @@ struct bthread {
                         * carrier counts them): while any is, no nap (bench_loop.c) */
     bconn **ready;     /* connections between requests, to start again */
     int nready;
-    int rate_waiting;   /* connections in BC_RATE */
+    /* Its connections' wake-ups, earliest first (a binary heap, room for
+     * every connection): pacing's (a rate's slot, a shape's turn) and the
+     * socket's retries; of them, pacing's. */
+    bconn **wakes;
+    int nwakes;
+    int paced_wakes;
     int64_t stall_from; /* rate: the thread's last stretch late to act (hb_bp_late) */
     int64_t stall_to;
     int64_t stall_len; /* how late the thread was seen to be in it (its catch-up's bound) */
     int draining;      /* connections in BC_DRAIN (hb_bs_drain) */
-    int retrying;      /* connections in BC_RETRY */
     int unread;        /* connections marked unread (hb_bs_read) */
     void *carried;     /* its carrier's own (thread_setup) */
     char *scratch;
@@ -389,7 +400,7 @@ struct hb_bench {
     int gate_open;
     char server[128];
     char first_head[HB_FIRST_HEAD];
-    int server_set;
+    int head_claimed; /* the run's first final response has begun (hb_br_claim_head) */
     hb_sock_info tls; /* the first handshake's, once tls_set */
     int tls_set;
     int opened;                /* atomic: a connection has opened (hb_bench_opened) */
@@ -504,13 +515,15 @@ void hb_br_cancelled(bthread *t, bexch *ex, int64_t now);
  * many. */
 #define HB_BR_MAX_OUTCOMES 16
 int hb_br_outcome_names(const char **out);
-/* The first final response's head and Server field, once for the run. */
-void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head);
+/* Whether a final response's head beginning now is the run's first (its
+ * raw bytes, len of them, kept for ab -v 2 where the protocol has them;
+ * NULL: none): 1 once for the run, 0 after. */
+int hb_br_claim_head(hb_bench *b, const char *raw, size_t len);
+/* The run's first final response's Server field. */
+void hb_br_note_server(hb_bench *b, const char *value, size_t len);
 /* A server's SETTINGS heard: its SETTINGS_MAX_CONCURRENT_STREAMS when it
  * set one (limited), the lowest kept in r. */
 void hb_br_note_streams(hb_bench_result *r, int limited, uint32_t allowed);
-/* An HTTP/2 response's Server field, the first for the run. */
-void hb_br_note_server_h2(hb_bench *b, const char *value, size_t len);
 /* The first handshake's agreement, once for the run. */
 void hb_br_note_tls(hb_bench *b, bconn *c);
 /* r zeroed, its histograms empty. */
@@ -561,13 +574,36 @@ int64_t hb_bp_shape_due(const hb_bench *b, const bconn *c, uint64_t n);
 /* Under a shape of connections: now when slot c may run, else when it may
  * next (INT64_MAX: never again). */
 int64_t hb_bp_vus_next(const hb_bench *b, const bconn *c, int64_t now);
+/* When lane c (a connection over HTTP/1.1, its stream slots over HTTP/2)
+ * may issue a request, the one rule every carrier asks: now (or before)
+ * when it may, and it takes a ticket (hb_bp_ticket_for); else its wake-up
+ * (hb_bp_wake_at): a rate's slot or a shape's turn, with *off set when the
+ * shape of connections has c off (its socket closes once idle). At the
+ * run's end (a stop, the duration's) it may at once: no ticket is left
+ * then but one owed. */
+int64_t hb_bp_lane_at(const bthread *t, const bconn *c, int64_t now, int *off);
+
+/* The wake-ups: what c waits for (pacing's, or the socket's retry). */
+enum { HB_WAKE_PACE, HB_WAKE_RETRY };
+/* c to be woken at `at` for `kind`: put in t's heap, or moved in it. */
+void hb_bp_wake_at(bthread *t, bconn *c, int64_t at, int kind);
+/* c's wake-up, if any, taken out. */
+void hb_bp_wake_cancel(bthread *t, bconn *c);
+/* The earliest wake-up due by now, taken out of the heap; NULL if none. */
+bconn *hb_bp_wake_due(bthread *t, int64_t now);
+/* The earliest wake-up still to come, INT64_MAX if none. */
+int64_t hb_bp_wake_next(const bthread *t);
+/* Every pacing wake-up later than now brought to now (the run's end:
+ * they take no ticket then, or one owed). */
+void hb_bp_wake_paced_now(bthread *t, int64_t now);
+
 /* c took its request: its next intended start, under a rate (every
  * concurrency/rate seconds, hb_bp_rate_due) or a shape (its next due
  * instant); unchanged in a closed loop. */
 void hb_bp_advance(bthread *t, bconn *c);
-/* Which request c sends next in exchange x, and which of its variants
- * (scen.h). */
-void hb_bp_choose(bthread *t, bconn *c, bexch *x);
+/* Which request exchange x sends next, and which of its variants
+ * (scen.h): by weight, or by sequence the lane's next step (x->step). */
+void hb_bp_choose(bthread *t, bexch *x);
 /* Every connection of t ready, each with its first intended start. */
 void hb_bp_schedule(bthread *t);
 /* Under a rate or a shape: the requests t's connections were due to start
@@ -593,13 +629,33 @@ int64_t hb_bp_answer_mean(int64_t mean_ns, int64_t took_ns);
  * pipeline's batch, all timed from x's start): its request picked, the n
  * counted issued and in flight, its clock and outcome reset. */
 void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now);
-/* n exchanges of c are over at now (an outcome: complete or failed; not
- * one cancelled, which ends no request's time): out of flight, c free
- * from now, and an outcome the run's last so far. */
-void hb_bx_end(bthread *t, bconn *c, int n, int64_t now, int outcome);
+/* The n exchanges of c from x on are over at now (an outcome: complete or
+ * failed; not one cancelled, which ends no request's time): out of flight,
+ * c free from now, an outcome the run's last so far, and each lane's
+ * journey at its next step (order by sequence: its next request is chosen
+ * after its last one ended, never beside it). */
+void hb_bx_end(bthread *t, bconn *c, bexch *x, int n, int64_t now, int outcome);
+
+/* ---- an exchange's events: what every carrier calls as a response comes,
+ * in order: its head, its fields (the head's, then a trailer's), its body
+ * data, then hb_bx_done or a failure. */
+
+/* x's final response head began, its status (HTTP's, or 0 where the
+ * protocol has none); raw: its bytes where the protocol has them (kept
+ * from the run's first response for ab -v 2), else NULL. */
+void hb_bx_head(bthread *t, bexch *x, int status, const char *raw, size_t raw_len);
+/* One field of x's response (trailer: after its body). */
+void hb_bx_field(bthread *t, bexch *x, const char *name, size_t nlen, const char *value,
+                 size_t vlen, int trailer);
+/* A piece of x's response body (expect_body's search runs over it). */
+void hb_bx_data(bexch *x, const char *p, size_t n);
+/* x's response on c is whole at now with `got` body bytes: c served it,
+ * it is judged and recorded (hb_bx_judge) and over (hb_bx_end). */
+void hb_bx_done(bthread *t, bconn *c, bexch *x, uint64_t got, int64_t now, int kept);
 /* x's response is whole at now with `got` body bytes: counted in its
  * status and judged (its length against the run's or the request's, its
- * deadline, a scenario's checks), then recorded done (kept: a keep-alive
+ * deadline, a scenario's checks, its verdict: 2xx or no HTTP status, and
+ * no application status but 0), then recorded done (kept: a keep-alive
  * request) or failed. */
 void hb_bx_judge(bthread *t, bexch *x, uint64_t got, int64_t now, int kept);
 
@@ -618,14 +674,14 @@ void hb_bs_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait);
 void hb_bs_watch(bthread *t, bconn *c, unsigned events);
 /* Waits (epoll) for what c's transport said its last call wanted. */
 void hb_bs_watch_wants(bthread *t, bconn *c);
-/* Connects again each of t's connections in BC_RETRY whose time has come;
- * returns the earliest still to come, INT64_MAX if none. */
-int64_t hb_bs_retry_due(bthread *t, int64_t now);
+/* c's wake-up came (hb_bp_wake_due): in BC_RETRY it connects again, else
+ * its carrier starts it. */
+void hb_bs_wake(bthread *t, bconn *c, int64_t now);
 /* A connection still opening (BC_CONNECTING to BC_RETRY) whose oldest
  * exchange began at `oldest`: failed (timeout) past the request's
  * deadline, a retry given up (connect) past RETRY_FOR_NS. */
 void hb_bs_tick_opening(bthread *t, bconn *c, int64_t now, int64_t oldest);
-/* Leaves BC_RETRY's count when c is in it (an abandon closes it). */
+/* c leaves BC_RETRY's wait when it is in it (an abandon closes it). */
 void hb_bs_leave_retry(bthread *t, bconn *c);
 /* Reads c's socket for its carrier (its input) until the socket is empty
  * (HB_RD_EMPTY: wait for it), the carrier has enough or READS_PER_WAKE

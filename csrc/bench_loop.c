@@ -90,25 +90,21 @@ static void tick(bthread *t, int64_t now)
         hb_bs_tick(t, &t->conns[i], now, abandon);
 }
 
-/* Under a rate: starts the connections whose intended start has come (or
- * that a stop or the duration's end releases), and returns the earliest
- * intended start still to come, INT64_MAX if none. The loop waits until
- * then: waiting for the next tick instead would start requests up to a
- * tick late, and that lateness would count in the corrected latency. */
-static int64_t start_due(bthread *t, int64_t now)
+/* Wakes the connections whose wake-up has come (their turn under a rate
+ * or a shape, a retry's connect; at the run's end every pacing wait at
+ * once), and returns the earliest wake-up still to come, INT64_MAX if
+ * none. The loop waits until then: waiting for the next tick instead would
+ * start requests up to a tick late, and that lateness would count in the
+ * corrected latency. */
+static int64_t wake_due(bthread *t, int64_t now)
 {
     hb_bench *b = t->b;
-    int64_t next = INT64_MAX;
-    for (int i = 0; i < t->nconns && t->rate_waiting > 0; i++) {
-        bconn *c = &t->conns[i];
-        if (c->state != BC_RATE && !c->due)
-            continue;
-        if (now >= c->next_at || stopped(b) || (b->end && now >= b->end))
-            c->carrier->start(t, c, now);
-        else if (c->next_at < next)
-            next = c->next_at;
-    }
-    return next;
+    if (t->paced_wakes > 0 && (stopped(b) || (b->end && now >= b->end)))
+        hb_bp_wake_paced_now(t, now);
+    bconn *c;
+    while ((c = hb_bp_wake_due(t, now)) != NULL)
+        hb_bs_wake(t, c, now);
+    return hb_bp_wake_next(t);
 }
 
 /* epoll_wait for at most `ns` nanoseconds (none if negative): epoll_pwait2
@@ -141,12 +137,12 @@ static void lone_loop(bthread *t)
         if (lone == LONE_RECV) {
             on_event(t, c, 0, now); /* blocks up to a tick in recv */
         } else if (lone == LONE_SLEEP) {
-            int64_t wait = c->next_try - now;
+            int64_t wait = c->next_try - now; /* (its wake-up) */
             if (wait > 0) {
                 struct timespec ts = {wait / 1000000000, wait % 1000000000};
                 nanosleep(&ts, NULL);
             }
-            hb_bs_retry_due(t, hb_now_ns());
+            wake_due(t, hb_now_ns());
         } else if (lone == LONE_WATCHED) {
             if (!(c->events & EPOLLOUT) || hb_sock_pending(&c->sock)) {
                 on_event(t, c, EPOLLIN, now); /* blocks up to a tick in its read */
@@ -247,12 +243,8 @@ static void epoll_loop(bthread *t)
          * failures (a server that is down) still lets events through. */
         for (int budget = 4 * t->nconns + 16; t->nready > 0 && budget > 0; budget--)
             start_next(t, hb_now_ns()); /* (CLOCK below) */
-        int64_t due = t->rate_waiting > 0 ? start_due(t, now) : INT64_MAX;
-        if (t->retrying > 0) {
-            int64_t retry = hb_bs_retry_due(t, now);
-            due = retry < due ? retry : due;
-        }
-        if (t->inflight == 0 && t->nready == 0 && t->rate_waiting == 0 && t->draining == 0 &&
+        int64_t due = t->nwakes > 0 ? wake_due(t, now) : INT64_MAX;
+        if (t->inflight == 0 && t->nready == 0 && t->nwakes == 0 && t->draining == 0 &&
             !t->b->carrier->working(t))
             return;
         int n;

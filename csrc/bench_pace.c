@@ -1,6 +1,7 @@
 /* bench_pace.c: pacing and picks: tickets, when each connection's next
- * request is due (a rate, a shape of arrivals or of connections), and
- * which request of a scenario it sends. */
+ * request is due (a rate, a shape of arrivals or of connections), the one
+ * rule that says whether a lane may issue now, the connections' wake-ups
+ * (a heap a thread), and which request of a scenario it sends. */
 #define _GNU_SOURCE
 #include "bench_int.h"
 
@@ -140,6 +141,120 @@ int64_t hb_bp_vus_next(const hb_bench *b, const bconn *c, int64_t now)
     return when > now ? when : now;
 }
 
+int64_t hb_bp_lane_at(const bthread *t, const bconn *c, int64_t now, int *off)
+{
+    const hb_bench *b = t->b;
+    *off = 0;
+    if (stopped((hb_bench *)b) || (b->end && now >= b->end))
+        return now;
+    if (b->vus != NULL) {
+        int64_t at = hb_bp_vus_next(b, c, now);
+        if (at > now) {
+            *off = 1;
+            return at;
+        }
+    }
+    return b->paced && c->next_at > now ? c->next_at : now;
+}
+
+/* ---- the wake-ups: a binary heap on wake_at, each connection knowing its
+ * place, so a move or a removal is O(log n) and the loop's next wake-up is
+ * its first (a scan of every connection was O(n) a wake-up). */
+
+static void put(bthread *t, int i, bconn *c)
+{
+    t->wakes[i] = c;
+    c->wake_slot = i;
+}
+
+static void sift_up(bthread *t, int i)
+{
+    bconn *c = t->wakes[i];
+    while (i > 0) {
+        int up = (i - 1) / 2;
+        if (t->wakes[up]->wake_at <= c->wake_at)
+            break;
+        put(t, i, t->wakes[up]);
+        i = up;
+    }
+    put(t, i, c);
+}
+
+static void sift_down(bthread *t, int i)
+{
+    bconn *c = t->wakes[i];
+    for (;;) {
+        int k = 2 * i + 1;
+        if (k >= t->nwakes)
+            break;
+        if (k + 1 < t->nwakes && t->wakes[k + 1]->wake_at < t->wakes[k]->wake_at)
+            k++;
+        if (t->wakes[k]->wake_at >= c->wake_at)
+            break;
+        put(t, i, t->wakes[k]);
+        i = k;
+    }
+    put(t, i, c);
+}
+
+void hb_bp_wake_at(bthread *t, bconn *c, int64_t at, int kind)
+{
+    if (c->wake_slot < 0) {
+        put(t, t->nwakes++, c);
+        c->wake_kind = kind;
+        t->paced_wakes += kind == HB_WAKE_PACE;
+        c->wake_at = at;
+        sift_up(t, c->wake_slot);
+        return;
+    }
+    t->paced_wakes += (kind == HB_WAKE_PACE) - (c->wake_kind == HB_WAKE_PACE);
+    c->wake_kind = kind;
+    int64_t was = c->wake_at;
+    c->wake_at = at;
+    if (at < was)
+        sift_up(t, c->wake_slot);
+    else
+        sift_down(t, c->wake_slot);
+}
+
+void hb_bp_wake_cancel(bthread *t, bconn *c)
+{
+    int i = c->wake_slot;
+    if (i < 0)
+        return;
+    t->paced_wakes -= c->wake_kind == HB_WAKE_PACE;
+    c->wake_slot = -1;
+    bconn *last = t->wakes[--t->nwakes];
+    if (last == c)
+        return;
+    put(t, i, last);
+    sift_up(t, i);
+    sift_down(t, last->wake_slot);
+}
+
+bconn *hb_bp_wake_due(bthread *t, int64_t now)
+{
+    if (t->nwakes == 0 || t->wakes[0]->wake_at > now)
+        return NULL;
+    bconn *c = t->wakes[0];
+    hb_bp_wake_cancel(t, c);
+    return c;
+}
+
+int64_t hb_bp_wake_next(const bthread *t)
+{
+    return t->nwakes > 0 ? t->wakes[0]->wake_at : INT64_MAX;
+}
+
+void hb_bp_wake_paced_now(bthread *t, int64_t now)
+{
+    for (int i = 0; i < t->nwakes; i++)
+        if (t->wakes[i]->wake_kind == HB_WAKE_PACE && t->wakes[i]->wake_at > now)
+            t->wakes[i]->wake_at = now;
+    for (int i = t->nwakes / 2 - 1; i >= 0; i--)
+        sift_down(t, i);
+}
+
 void hb_bp_advance(bthread *t, bconn *c)
 {
     const hb_bench *b = t->b;
@@ -149,15 +264,13 @@ void hb_bp_advance(bthread *t, bconn *c)
         c->next_at = hb_bp_shape_due(b, c, ++c->seq);
 }
 
-/* Which request c sends next, and which of its variants (scen.h). */
-void hb_bp_choose(bthread *t, bconn *c, bexch *x)
+void hb_bp_choose(bthread *t, bexch *x)
 {
     hb_bench *b = t->b;
     int i = 0;
     if (b->nreqs > 1) {
         if (b->cfg.sequence) {
-            i = c->next_req;
-            c->next_req = (i + 1) % b->nreqs;
+            i = x->step % b->nreqs;
         } else {
             i = hb_scen_pick(&t->rng, b->cumulative, b->nreqs);
         }
@@ -179,14 +292,14 @@ void hb_bp_schedule(bthread *t)
      * seconds in, then every concurrency/R seconds, so N requests take
      * N/R seconds at any concurrency. */
     t->nready = 0;
-    t->rate_waiting = 0;
+    t->nwakes = t->paced_wakes = 0;
     t->stall_from = t->stall_to = t->stall_len = 0;
     for (int i = 0; i < t->nconns; i++) {
         bconn *c = &t->conns[i];
         /* A carrier's session open since a warmup (HTTP/2's) goes on open. */
         if (c->state < BC_CARRIED)
             c->state = BC_IDLE;
-        c->due = 0;
+        c->wake_slot = -1;
         c->in_ready = 1;
         c->seq = 0;
         c->next_at = b->start;

@@ -226,27 +226,21 @@ void hb_br_done(bthread *t, bexch *ex, int64_t now, int ok2xx, int kept)
 
 /* Takes the head and the Server field of the first final response any
  * thread sees (ab's -v 2 prints that head). */
-void hb_br_note_server(hb_bench *b, const hb_response *r, const char *head)
+int hb_br_claim_head(hb_bench *b, const char *raw, size_t len)
 {
-    if (__atomic_load_n(&b->server_set, __ATOMIC_RELAXED))
-        return;
+    if (__atomic_load_n(&b->head_claimed, __ATOMIC_RELAXED))
+        return 0;
     pthread_mutex_lock(&b->mu);
-    if (!b->server_set) {
-        size_t n = r->head_len < sizeof b->first_head - 1 ? r->head_len : sizeof b->first_head - 1;
-        memcpy(b->first_head, head, n);
-        b->first_head[n] = 0;
-        for (unsigned i = 0; i < r->num_headers; i++) {
-            const hb_header *h = &r->headers[i];
-            if (hb_name_is(head + h->name_off, h->name_len, "server", 6)) {
-                size_t n =
-                    h->value_len < sizeof b->server - 1 ? h->value_len : sizeof b->server - 1;
-                memcpy(b->server, head + h->value_off, n);
-                b->server[n] = 0;
-            }
-        }
-        __atomic_store_n(&b->server_set, 1, __ATOMIC_RELAXED);
+    int first = !b->head_claimed;
+    if (first) {
+        size_t n = len < sizeof b->first_head - 1 ? len : sizeof b->first_head - 1;
+        if (raw != NULL)
+            memcpy(b->first_head, raw, n);
+        b->first_head[raw != NULL ? n : 0] = 0;
+        __atomic_store_n(&b->head_claimed, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&b->mu);
+    return first;
 }
 
 void hb_br_note_streams(hb_bench_result *r, int limited, uint32_t allowed)
@@ -258,17 +252,12 @@ void hb_br_note_streams(hb_bench_result *r, int limited, uint32_t allowed)
     }
 }
 
-void hb_br_note_server_h2(hb_bench *b, const char *value, size_t len)
+void hb_br_note_server(hb_bench *b, const char *value, size_t len)
 {
-    if (__atomic_load_n(&b->server_set, __ATOMIC_RELAXED))
-        return;
     pthread_mutex_lock(&b->mu);
-    if (!b->server_set) {
-        size_t n = len < sizeof b->server - 1 ? len : sizeof b->server - 1;
-        memcpy(b->server, value, n);
-        b->server[n] = 0;
-        __atomic_store_n(&b->server_set, 1, __ATOMIC_RELAXED);
-    }
+    size_t n = len < sizeof b->server - 1 ? len : sizeof b->server - 1;
+    memcpy(b->server, value, n);
+    b->server[n] = 0;
     pthread_mutex_unlock(&b->mu);
 }
 

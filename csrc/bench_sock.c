@@ -22,7 +22,7 @@ static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now);
  *                                            a ticket, no socket       BC_CONNECTING (or on at
  *                                                                      once: a Unix connect)
  *                                            paced, not yet due        BC_RATE
- *   BC_RATE        its intended start        due (start_due)           as BC_IDLE's ticket
+ *   BC_RATE        its wake-up (its turn)    woken (hb_bs_wake)        as BC_IDLE's ticket
  *   BC_CONNECTING  connect(2)'s completion   connected, via a proxy    BC_TUNNEL
  *                                            connected, over TLS       BC_HANDSHAKE
  *                                            connected                 the carrier's
@@ -33,7 +33,7 @@ static void st_drain(bthread *t, bconn *c, unsigned events, int64_t now);
  *                                            a refusal                 the carrier's `refused`
  *   BC_HANDSHAKE   the TLS handshake         done                      the carrier's
  *                                            failed                    failed (tls): BC_IDLE
- *   BC_RETRY       next_try (retry_due)      due                       BC_CONNECTING
+ *   BC_RETRY       next_try (its wake-up)    woken (hb_bs_wake)        BC_CONNECTING
  *                                            past the timeout          failed (connect)
  *   BC_DRAIN       the server's FIN          FIN, bytes, a tick        closed: BC_IDLE
  *   any            the request's deadline    the carrier's tick        failed (timeout); past a
@@ -112,7 +112,7 @@ void hb_bs_close(bconn *c)
 void hb_bs_leave_retry(bthread *t, bconn *c)
 {
     if (c->state == BC_RETRY)
-        t->retrying--;
+        hb_bp_wake_cancel(t, c);
 }
 
 /* The socket is open, through any tunnel and handshake: a lone connection
@@ -263,34 +263,24 @@ static void retry_later(bthread *t, bconn *c, int64_t now)
     c->backoff = c->backoff == 0             ? RETRY_FIRST_NS
                  : c->backoff < RETRY_MAX_NS ? 2 * c->backoff
                                              : RETRY_MAX_NS;
-    t->retrying++;
     hb_bc_enter(c, BC_RETRY);
     c->next_try = now + c->backoff;
+    hb_bp_wake_at(t, c, c->next_try, HB_WAKE_RETRY);
 }
 
-int64_t hb_bs_retry_due(bthread *t, int64_t now)
+void hb_bs_wake(bthread *t, bconn *c, int64_t now)
 {
-    int64_t next = INT64_MAX;
-    for (int i = 0; i < t->nconns && t->retrying > 0; i++) {
-        bconn *c = &t->conns[i];
-        if (c->state != BC_RETRY)
-            continue;
-        if (now >= c->next_try) {
-            t->retrying--;
-            hb_bc_enter(c, BC_CONNECTING);
-            if (c->paused) {
-                c->paused = 0;
-                hb_bs_begin_connect(t, c, now);
-            } else {
-                connect_addr(t, c, now); /* (BC_RETRY again, counted again, if still full) */
-            }
-            if (c->state == BC_RETRY && c->next_try < next)
-                next = c->next_try;
-        } else if (c->next_try < next) {
-            next = c->next_try;
-        }
+    if (c->state != BC_RETRY) {
+        c->carrier->start(t, c, now);
+        return;
     }
-    return next;
+    hb_bc_enter(c, BC_CONNECTING);
+    if (c->paused) {
+        c->paused = 0;
+        hb_bs_begin_connect(t, c, now);
+    } else {
+        connect_addr(t, c, now); /* (BC_RETRY again, counted again, if still full) */
+    }
 }
 
 /* The resolved addresses in turn, from the one that worked last (as
@@ -315,10 +305,10 @@ void hb_bs_begin_connect(bthread *t, bconn *c, int64_t now)
 void hb_bs_connect_later(bthread *t, bconn *c, int64_t now, int64_t wait)
 {
     c->t_connect = now;
-    c->paused = 1; /* (counted when made, by hb_bs_retry_due) */
-    t->retrying++;
+    c->paused = 1; /* (counted when made, by hb_bs_wake) */
     hb_bc_enter(c, BC_RETRY);
     c->next_try = now + wait;
+    hb_bp_wake_at(t, c, c->next_try, HB_WAKE_RETRY);
 }
 
 void hb_bs_tick_opening(bthread *t, bconn *c, int64_t now, int64_t oldest)
@@ -327,7 +317,7 @@ void hb_bs_tick_opening(bthread *t, bconn *c, int64_t now, int64_t oldest)
     if (c->state == BC_RETRY) {
         if (!late && now - c->t_connect < RETRY_FOR_NS)
             return;
-        t->retrying--;
+        hb_bp_wake_cancel(t, c);
         hb_bc_enter(c, BC_CONNECTING); /* (no socket: what follows closes nothing) */
         if (!late) {
             c->carrier->fail(t, c, HB_FAIL(fail_connect), now,

@@ -46,11 +46,12 @@ static void h2_head(void *owner, void *stream, int status)
 }
 
 static void h2_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
-                     size_t vlen)
+                     size_t vlen, int trailer)
 {
     (void)stream;
     hb_conn *c = owner;
-    if (nlen > 0 && name[0] == ':')
+    /* (Trailers are no part of the head a Response shows.) */
+    if (trailer || (nlen > 0 && name[0] == ':'))
         return;
     if (hb_buf_reserve(&c->rx, nlen + vlen + 4) != 0) {
         H(c)->over = -1;

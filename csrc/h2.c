@@ -307,8 +307,9 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
         if (h->block_final && h->hooks.head != NULL)
             h->hooks.head(h->owner, st->user, status);
     }
-    if (h->block_final && h->hooks.field != NULL)
-        h->hooks.field(h->owner, st->user, name, nlen, value, vlen);
+    int trailer = !h->block_final && st->msg.trailers;
+    if ((h->block_final || trailer) && h->hooks.field != NULL)
+        h->hooks.field(h->owner, st->user, name, nlen, value, vlen, trailer);
     return 0;
 }
 

@@ -92,10 +92,12 @@ typedef struct {
      * skipped, and a :status outside 100..599 breaks the stream (BROKEN,
      * "invalid status code", as hb_parse_status_code says). Optional: NULL. */
     void (*head)(void *owner, void *stream, int status);
-    /* One field of the final head, as decoded (pseudo-fields included).
+    /* One field of the final head, as decoded (pseudo-fields included),
+     * or of the trailers after the body (trailer 1; RFC 9113 section
+     * 8.1: a HEADERS block after the final head's, ending the stream).
      * Optional. */
     void (*field)(void *owner, void *stream, const char *name, size_t nlen, const char *value,
-                  size_t vlen);
+                  size_t vlen, int trailer);
     /* Body bytes, as they come. Optional. */
     void (*data)(void *owner, void *stream, const char *p, size_t n);
     /* The stream is over (HB_H2_*; code: RST_STREAM's or GOAWAY's error

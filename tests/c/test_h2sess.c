@@ -4,8 +4,10 @@
  * holds back counts until the window opens and the rest goes, and stops
  * counting however its stream ends before that (RST_STREAM, a GOAWAY
  * above its id); a request with no body, or one that fits, never counts.
+ * And the fields its hooks are handed: the final head's, then the
+ * trailers' after the body, marked as such (gRPC's status lives there).
  * The server's frames are written out here byte by byte (RFC 9113 section
- * 4.1's frame header).
+ * 4.1's frame header; header blocks as HPACK literals, RFC 7541 6.2.2).
  *
  *   cc -O1 -g -Wall -Wextra -o test_h2sess tests/c/test_h2sess.c csrc/h2.c csrc/h2mem.c \
  *       csrc/h2msg.c csrc/parser.c csrc/buf.c -lnghttp2
@@ -21,7 +23,25 @@
 typedef struct {
     int closed;
     int how;
+    int status;
+    char fields[256]; /* "name=value/trailer;" each, in order */
 } stream_seen;
+
+static void on_head(void *owner, void *stream, int status)
+{
+    (void)owner;
+    ((stream_seen *)stream)->status = status;
+}
+
+static void on_field(void *owner, void *stream, const char *name, size_t nlen, const char *value,
+                     size_t vlen, int trailer)
+{
+    (void)owner;
+    stream_seen *s = stream;
+    size_t at = strlen(s->fields);
+    snprintf(s->fields + at, sizeof s->fields - at, "%.*s=%.*s/%d;", (int)nlen, name, (int)vlen,
+             value, trailer);
+}
 
 static void on_closed(void *owner, void *stream, int how, uint32_t code)
 {
@@ -54,6 +74,23 @@ static size_t frame(unsigned char *p, unsigned type, unsigned flags, uint32_t si
     return 9 + (size_t)len;
 }
 
+/* A frame with any payload; returns its size. */
+static size_t frame_of(unsigned char *p, unsigned type, unsigned flags, uint32_t sid,
+                       const void *payload, size_t len)
+{
+    unsigned char h[9] = {
+        (unsigned char)(len >> 16), (unsigned char)(len >> 8), (unsigned char)len,
+        (unsigned char)type,        (unsigned char)flags,      (unsigned char)(sid >> 24),
+        (unsigned char)(sid >> 16), (unsigned char)(sid >> 8), (unsigned char)sid};
+    memcpy(p, h, 9);
+    memcpy(p + 9, payload, len);
+    return 9 + len;
+}
+
+#define DATA 0x0
+#define HEADERS 0x1
+#define END_STREAM 0x1
+#define END_HEADERS 0x4
 #define SETTINGS 0x4
 #define RST_STREAM 0x3
 #define GOAWAY 0x7
@@ -165,6 +202,30 @@ int main(void)
     hb_h2_cancel(h, st);
     hb_buf_clear(&out);
     check("cancelled: counts no more", hb_h2_output(h, &out) == 0 && sending(h) == 0);
+    hb_h2_free(h);
+
+    /* A response with trailers: the head's fields, then the trailers',
+     * marked; the stream done. (0x88: :status 200 from HPACK's static
+     * table; 0x00, then length and bytes: a literal name and value.) */
+    hb_h2_hooks all = {on_head, on_field, NULL, on_closed};
+    h = hb_h2_new(&cfg, &all, NULL);
+    memset(s, 0, sizeof s);
+    hb_h2_submit(h, &rget, &s[0], &id);
+    hb_buf_clear(&out);
+    hb_h2_output(h, &out);
+    static const unsigned char head[] = "\x88\x00\x06server\x02s1";
+    static const unsigned char trailers[] = "\x00\x0bgrpc-status\x01"
+                                            "0";
+    unsigned char resp[128];
+    n = frame(resp, SETTINGS, 0, 0, 0, 0);
+    n += frame_of(resp + n, HEADERS, END_HEADERS, 1, head, sizeof head - 1);
+    n += frame_of(resp + n, DATA, 0, 1, "ok", 2);
+    n += frame_of(resp + n, HEADERS, END_HEADERS | END_STREAM, 1, trailers, sizeof trailers - 1);
+    check("a response with trailers", feed(h, &out, resp, n) == 0);
+    check("its head", s[0].status == 200);
+    check("the head's fields, then the trailers', marked",
+          strcmp(s[0].fields, ":status=200/0;server=s1/0;grpc-status=0/1;") == 0);
+    check("the stream done", s[0].closed == 1 && s[0].how == HB_H2_DONE);
     hb_h2_free(h);
 
     hb_buf_free(&out);

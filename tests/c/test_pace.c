@@ -2,8 +2,9 @@
  * socket: tickets (exact under any interleaving of threads' takes, none
  * past a duration or a stop, a warmup's apart), the due instants of a
  * rate (request k at k/R over all connections), of a shape of arrivals
- * (its integral's, connection g taking requests g, g+C, ...) and the turns
- * of a shape of connections.
+ * (its integral's, connection g taking requests g, g+C, ...), the turns
+ * of a shape of connections, the one rule for when a lane may issue, and
+ * the wake-ups' heap (earliest first through any moves and removals).
  *
  *   cc -O1 -g -Wall -Wextra -o test_pace tests/c/test_pace.c csrc/bench_pace.c \
  *       csrc/shape.c csrc/scen.c -lm
@@ -40,6 +41,7 @@ typedef struct {
     bthread t[4];
     bconn conns[64];
     bconn *ready[64];
+    bconn *wakes[64];
 } run;
 
 static void make(run *r, int conc, int nt, double rate, hb_shape *shape, hb_shape *vus)
@@ -57,6 +59,7 @@ static void make(run *r, int conc, int nt, double rate, hb_shape *shape, hb_shap
         t->nconns = conc / nt + (i < conc % nt);
         t->conns = &r->conns[first];
         t->ready = &r->ready[first];
+        t->wakes = &r->wakes[first];
         first += t->nconns;
         hb_bp_schedule(t);
     }
@@ -196,6 +199,77 @@ static void vus(void)
     check("vus: running now", hb_bp_vus_next(&r.b, &r.t[0].conns[0], 5000000000), 5000000000);
 }
 
+/* When a lane may issue: under a rate at its slot, under a shape of
+ * connections at its turn (off until then), at once in a closed loop, and
+ * at once at the run's end (its ticket then is none, or one owed). */
+static void lanes(void)
+{
+    run r;
+    int off = -1;
+    make(&r, 4, 1, 1000, NULL, NULL); /* slot g at g ms */
+    bconn *c = &r.t[0].conns[2];
+    check("rate: its slot", hb_bp_lane_at(&r.t[0], c, 0, &off), 2000000);
+    check("rate: not off", off, 0);
+    check("rate: due", hb_bp_lane_at(&r.t[0], c, 2000000, &off), 2000000);
+    r.b.end = 1000000;
+    check("rate: past the end, at once", hb_bp_lane_at(&r.t[0], c, 1500000, &off), 1500000);
+    make(&r, 4, 1, 0, NULL, NULL);
+    check("closed loop: at once", hb_bp_lane_at(&r.t[0], c, 7, &off), 7);
+    double secs[] = {4, 2}, level[] = {4, 4};
+    hb_shape s;
+    check("lanes: vus init", hb_shape_init(&s, secs, level, 2), 0);
+    make(&r, 4, 1, 0, NULL, &s);
+    within("vus: its turn", hb_bp_lane_at(&r.t[0], &r.t[0].conns[2], 0, &off), 3000000000, 1);
+    check("vus: off until then", off, 1);
+    hb_bp_lane_at(&r.t[0], &r.t[0].conns[0], 1500000000, &off);
+    check("vus: on in its turn", off, 0);
+}
+
+/* The wake-ups' heap: in and out in any order, moved earlier and later,
+ * always the earliest first; pacing's counted apart from retries, and
+ * brought to now at the run's end. */
+static void wakes(void)
+{
+    run r;
+    make(&r, 64, 1, 0, NULL, NULL);
+    bthread *t = &r.t[0];
+    uint64_t x = 88172645463325252ULL; /* xorshift: a fixed order */
+    for (int i = 0; i < 64; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        hb_bp_wake_at(t, &t->conns[i], (int64_t)(x % 1000), i % 3 ? HB_WAKE_PACE : HB_WAKE_RETRY);
+    }
+    check("wakes: all in", t->nwakes, 64);
+    check("wakes: pacing's counted", t->paced_wakes, 42);
+    for (int i = 0; i < 64; i += 4)
+        hb_bp_wake_cancel(t, &t->conns[i]); /* 16 out, 6 of them retries */
+    hb_bp_wake_cancel(t, &t->conns[0]);     /* (again: nothing) */
+    for (int i = 1; i < 64; i += 8)
+        hb_bp_wake_at(t, &t->conns[i], i % 16 == 1 ? -5 : 5000, HB_WAKE_PACE); /* moved */
+    check("wakes: after moves and removals", t->nwakes, 48);
+    check("wakes: the earliest first", hb_bp_wake_next(t), -5);
+    int64_t last = INT64_MIN;
+    int n = 0, sorted = 1, pace = 0;
+    for (bconn *c; (c = hb_bp_wake_due(t, 999)) != NULL; n++) {
+        sorted &= c->wake_at >= last && c->wake_slot == -1;
+        last = c->wake_at;
+        pace += c->wake_kind == HB_WAKE_PACE;
+    }
+    check("wakes: those due by 999, in order", sorted, 1);
+    check("wakes: those due by 999", n, 44);
+    check("wakes: the later stay", t->nwakes, 4);
+    check("wakes: the later's time", hb_bp_wake_next(t), 5000);
+    check("wakes: pacing's left", t->paced_wakes, 4);
+    hb_bp_wake_at(t, &t->conns[0], 7000, HB_WAKE_RETRY);
+    hb_bp_wake_paced_now(t, 4000);
+    for (int k = 0; k < 4; k++) {
+        bconn *c = hb_bp_wake_due(t, 4000);
+        check("wakes: pacing's at the end, now", c != NULL ? c->wake_at : -1, 4000);
+    }
+    check("wakes: a retry keeps its time", hb_bp_wake_next(t), 7000);
+    check("wakes: none due before it", hb_bp_wake_due(t, 6999) == NULL, 1);
+    check("wakes: of those due by 999, pacing's", pace, 31);
+}
+
 /* The naps of a closed loop over HTTP/2: a hundredth of the answers'
  * time, capped, less how late naps end; none under the least worth it. */
 static void naps(void)
@@ -280,6 +354,8 @@ int main(void)
     rate_uneven();
     shape();
     vus();
+    lanes();
+    wakes();
     naps();
     stalls();
     printf("%d passed, %d failed\n", passed, failed);

@@ -20,6 +20,7 @@ import httpbench
 from helpers import exact
 from httpbench import Request, Scenario
 from httpbench.render.text import by_name_rows
+from httpbench.reqlog import iter_log
 from httpbench.result import FAILURE_CLASSES
 
 COUNTS = ("issued", "complete", "failed", "cancelled", "non_2xx", "bytes_received",
@@ -166,6 +167,27 @@ def test_sequence_walks_the_list_per_connection(recorder):
                                              "POST /buy")]
     assert sum(steps) == 300 and steps == sorted(steps, reverse=True), steps
     assert steps[0] - steps[-1] <= 3, steps
+
+
+def test_a_sequence_over_http2_walks_each_stream_slot_as_a_journey(tmp_path):
+    """Over HTTP/2 each stream slot is a lane: it walks the sequence in
+    order, its next step chosen when its last one ended, never beside it.
+    Two slots on one connection both begin at the first step (300 ms),
+    and no second step starts before a first has ended (with the step
+    taken at the ticket, the second went out beside the first at once)."""
+    s = Scenario([Request("GET", "/delay?ms=300", name="slow"),
+                  Request("GET", "/rnd?c=10", name="next")], order="sequence")
+    log = tmp_path / "log.csv"
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/"), scenario=s, requests=4, concurrency=1, http2=True,
+                          streams=2, progress=False, log=log)
+    exact(r)
+    assert r.ok and r.by_name["slow"].complete == 2 and r.by_name["next"].complete == 2
+    rows = list(iter_log(log))
+    slow = [x for x in rows if x.name == "slow"]
+    first_end = min(x.start + x.latency for x in slow)
+    assert max(x.start for x in slow) - min(x.start for x in slow) < 0.2, rows
+    assert all(x.start >= first_end - 0.001 for x in rows if x.name == "next"), rows
 
 
 def test_headers_of_the_run_apply_under_the_requests_own(recorder):

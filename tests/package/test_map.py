@@ -85,6 +85,18 @@ def test_no_module_imports_what_its_row_forbids():
     assert bad == [], bad
 
 
+def test_every_c_file_is_named_in_one_room():
+    """The C core's rooms (design.md's cmap table) name every file in
+    csrc/ once, and name no file that is not there."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    table = text.split("<!-- cmap:", 1)[1].split("\n\n", 1)[0]
+    named: list[str] = []
+    for line in table.splitlines()[3:]:
+        named += re.findall(r"`([^`]+)`", line.strip("|").split("|")[1])
+    files = sorted(p.name for p in (ROOT / "csrc").iterdir() if p.suffix in (".c", ".h"))
+    assert sorted(named) == files
+
+
 def test_the_map_test_sees_a_stray_file_and_a_forbidden_import():
     rows = read_map()
     assert part_of("httpbench/nowhere.py", rows) == []
