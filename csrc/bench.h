@@ -116,8 +116,12 @@ typedef struct {
                                    * bytes they point to outliving the run; only with
                                    * pipeline 1 */
     int nscenario;                /* 0..HB_BENCH_MAX_SCENARIO */
-    int sequence;                 /* each connection walks the requests in order;
-                                   * 0: picks by weight */
+    int sequence;                 /* each lane (a connection; over HTTP/2 a stream slot)
+                                   * walks the requests in order, its next chosen when
+                                   * its last ended; 0: picks by weight */
+    int turns;                    /* with sequence: each connection's requests in turn
+                                   * as it sends them, its lanes sharing the turns
+                                   * (h2load's URIs) */
     uint64_t seed;                /* the picks' generator: (seed, thread index) */
     int prepared;                 /* a prepared start: the threads run a warmup on the
                                    * run's own connections (closed loop, counted

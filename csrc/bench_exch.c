@@ -10,7 +10,7 @@
 
 void hb_bx_issue(bthread *t, bconn *c, bexch *x, int n, int64_t now)
 {
-    hb_bp_choose(t, x);
+    hb_bp_choose(t, c, x);
     x->res->issued += (uint64_t)n;
     __atomic_store_n(&t->live_issued, t->live_issued + (uint64_t)n, __ATOMIC_RELAXED);
     t->inflight += n;

@@ -640,10 +640,8 @@ static void broken(bthread *t, bconn *c, int64_t now)
     char why[sizeof c->xs[0].res->error];
     snprintf(why, sizeof why, "%s", hb_h2_error(H(c)->h2));
     hb_buf_clear(&H(c)->tx);
-    if (hb_h2_output(H(c)->h2, &H(c)->tx) == 0 && hb_buf_size(&H(c)->tx) > 0) {
-        struct iovec v = {hb_buf_rdptr(&H(c)->tx), hb_buf_size(&H(c)->tx)};
-        (void)c->sock.tp->writev(&c->sock, &v, 1, HB_SOCK_DONTWAIT);
-    }
+    if (hb_h2_output(H(c)->h2, &H(c)->tx) == 0)
+        hb_bs_write_once(t, c);
     h2_fail(t, c, HB_FAIL(fail_exceptions), now, why);
 }
 

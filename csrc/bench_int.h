@@ -161,6 +161,7 @@ typedef struct bconn {
     uint64_t seq;        /* a rate or a shape: requests this slot has started */
     int global;          /* this slot's index over all threads */
     int in_ready;        /* on the thread's ready stack */
+    int next_turn;       /* order "turns": the request it sends next */
     int unread;          /* its transport holds bytes no epoll event will tell of */
     /* Its wake-up (hb_bp_wake_at): when the loop is to act on it next, in
      * the thread's heap at wake_slot (-1: none), and what for (HB_WAKE_*). */
@@ -601,9 +602,10 @@ void hb_bp_wake_paced_now(bthread *t, int64_t now);
  * concurrency/rate seconds, hb_bp_rate_due) or a shape (its next due
  * instant); unchanged in a closed loop. */
 void hb_bp_advance(bthread *t, bconn *c);
-/* Which request exchange x sends next, and which of its variants
- * (scen.h): by weight, or by sequence the lane's next step (x->step). */
-void hb_bp_choose(bthread *t, bexch *x);
+/* Which request c sends next in exchange x, and which of its variants
+ * (scen.h): by weight; by sequence the lane's next step (x->step); in
+ * turns c's next (h2load's URIs). */
+void hb_bp_choose(bthread *t, bconn *c, bexch *x);
 /* Every connection of t ready, each with its first intended start. */
 void hb_bp_schedule(bthread *t);
 /* Under a rate or a shape: the requests t's connections were due to start
@@ -697,6 +699,10 @@ int hb_bs_read(bthread *t, bconn *c, int64_t now);
  * or c failed (HB_WR_LEFT: its carrier told). */
 enum { HB_WR_DONE, HB_WR_FULL, HB_WR_LEFT };
 int hb_bs_write(bthread *t, bconn *c, int64_t now);
+/* One try, without waiting, at writing what c's carrier has to send (a
+ * last word before a close: a GOAWAY); what did not go, and any failure,
+ * is let be. */
+void hb_bs_write_once(bthread *t, bconn *c);
 /* The server said it closes after the response c just finished: c waits
  * in BC_DRAIN for its FIN (a tick at most), so the server closes first and
  * TIME_WAIT stays on its side, not on the client's ephemeral ports; then

@@ -264,12 +264,15 @@ void hb_bp_advance(bthread *t, bconn *c)
         c->next_at = hb_bp_shape_due(b, c, ++c->seq);
 }
 
-void hb_bp_choose(bthread *t, bexch *x)
+void hb_bp_choose(bthread *t, bconn *c, bexch *x)
 {
     hb_bench *b = t->b;
     int i = 0;
     if (b->nreqs > 1) {
-        if (b->cfg.sequence) {
+        if (b->cfg.turns) {
+            i = c->next_turn;
+            c->next_turn = (i + 1) % b->nreqs;
+        } else if (b->cfg.sequence) {
             i = x->step % b->nreqs;
         } else {
             i = hb_scen_pick(&t->rng, b->cumulative, b->nreqs);

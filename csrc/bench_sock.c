@@ -484,3 +484,11 @@ int hb_bs_write(bthread *t, bconn *c, int64_t now)
         return HB_WR_LEFT;
     }
 }
+
+void hb_bs_write_once(bthread *t, bconn *c)
+{
+    struct iovec v[HB_OUT_MAX];
+    int k = c->carrier->output(t, c, v);
+    if (k > 0)
+        (void)c->sock.tp->writev(&c->sock, v, k, HB_SOCK_DONTWAIT);
+}

@@ -210,6 +210,7 @@ static const hbpy_setting SETTINGS[] = {
     INT_FIELD(pipeline, 0),
     FLAG_FIELD(idempotent),
     FLAG_FIELD(sequence),
+    FLAG_FIELD(turns),
     {"seed", HBPY_SEED, AT(seed), 0, 0, 0},
     FLAG_FIELD(prepared),
     U64_FIELD(warmup_requests, 0),

@@ -210,7 +210,7 @@ class _Bench:
         """settings: hb_bench_config's fields by name (csrc/py_bench.c's
         table): host, port, request (bytes) needed; requests, duration,
         concurrency, threads, timeout needed; head, keepalive, rate,
-        lengths_vary, pipeline, idempotent, sequence, seed, prepared,
+        lengths_vary, pipeline, idempotent, sequence, turns, seed, prepared,
         warmup_requests, warmup_seconds, tls, unix_socket, tunnel, stages,
         vus, scenario, http2, streams, window, publish (figures published
         each second for snapshot()), log ((fd, format, names, sample,

@@ -170,7 +170,8 @@ def _requests(spec: RunSpec, route: ProxyRoute | None) -> dict[str, Any]:
     if spec.scenario is not None:
         loop = loop_form(spec.scenario, spec.url, _headers(spec), host, via)
         return {"request": loop[0][0][0], "head": loop[0][2], "scenario": loop,
-                "sequence": spec.scenario.order == "sequence", "seed": spec.scenario.seed,
+                "sequence": spec.scenario.order != "weighted",
+                "turns": spec.scenario.order == "turns", "seed": spec.scenario.seed,
                 "idempotent": False}
     request, flags = _core.build_request(spec.method, t.path, _headers(spec), spec.body, host,
                                          **via)

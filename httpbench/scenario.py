@@ -40,7 +40,7 @@ MAX_REQUESTS_IN_SCENARIO = _core.MAX_SCENARIO
 MAX_EXPECT_BODY = 65536
 MAX_WEIGHT = 1e6
 
-Order = Literal["weighted", "sequence"]
+Order = Literal["weighted", "sequence", "turns"]
 Variants = Literal["cycle", "random"]
 
 
@@ -139,8 +139,11 @@ def _statuses(value: int | Collection[int] | None) -> frozenset[int] | None:
 
 class Scenario:
     """Requests a run picks from: by weight (order="weighted", a generator
-    per loop thread seeded from (seed, thread index)), or in their order
-    per connection (order="sequence", a user's journey)."""
+    per loop thread seeded from (seed, thread index)), in their order on
+    each lane (order="sequence", a user's journey: a connection, or over
+    HTTP/2 each stream slot, its next step chosen once its last ended), or
+    in turn on each connection as it sends them (order="turns", h2load's
+    URIs: over HTTP/2 its streams share the turns)."""
 
     def __init__(self, requests: Iterable[Request], order: Order = "weighted",
                  seed: int = 0) -> None:
@@ -154,8 +157,8 @@ class Scenario:
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"request names must differ (they key by_name): {twice}")
-        if order not in ("weighted", "sequence"):
-            raise ValueError(f"order must be 'weighted' or 'sequence', not {order!r}")
+        if order not in ("weighted", "sequence", "turns"):
+            raise ValueError(f"order must be 'weighted', 'sequence' or 'turns', not {order!r}")
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise ValueError(f"seed must be an integer from 0 to 2**64 - 1, not {seed!r}")
         self.requests = reqs

@@ -259,7 +259,7 @@ class Phases:
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The URL and run()'s arguments from h2load's flags. Several URIs are
     each client's requests in turn, as h2load sends them: a Scenario in
-    order "sequence", each URI's path on the first's server (h2load ignores
+    order "turns", each URI's path on the first's server (h2load ignores
     the scheme, host and port of the others)."""
     if not args.url:
         raise UsageError("give the URI")
@@ -305,7 +305,7 @@ def _settings(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if len(targets) > 1:
         if not http2 and body is None and streams > 1:
             raise UsageError("-m with --h1 pipelines, which is not supported with several URIs")
-        scenario = Scenario([Request(method, t, body=body) for t in targets], order="sequence")
+        scenario = Scenario([Request(method, t, body=body) for t in targets], order="turns")
         method, body = "GET", None  # (the scenario's Requests give them)
     kwargs: dict[str, Any] = dict(
         method=method, body=body, scenario=scenario,

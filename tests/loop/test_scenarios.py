@@ -174,7 +174,8 @@ def test_a_sequence_over_http2_walks_each_stream_slot_as_a_journey(tmp_path):
     order, its next step chosen when its last one ended, never beside it.
     Two slots on one connection both begin at the first step (300 ms),
     and no second step starts before a first has ended (with the step
-    taken at the ticket, the second went out beside the first at once)."""
+    taken at the ticket, the second went out beside the first at once).
+    order="turns" is that other rule, h2load's."""
     s = Scenario([Request("GET", "/delay?ms=300", name="slow"),
                   Request("GET", "/rnd?c=10", name="next")], order="sequence")
     log = tmp_path / "log.csv"
@@ -188,6 +189,16 @@ def test_a_sequence_over_http2_walks_each_stream_slot_as_a_journey(tmp_path):
     first_end = min(x.start + x.latency for x in slow)
     assert max(x.start for x in slow) - min(x.start for x in slow) < 0.2, rows
     assert all(x.start >= first_end - 0.001 for x in rows if x.name == "next"), rows
+    # In turns (h2load's URIs) a connection's streams share its turns: its
+    # first two requests are the two steps, at once.
+    turns = Scenario(s.requests, order="turns")
+    with httpbench.Server() as srv:
+        r = httpbench.run(srv.url("/"), scenario=turns, requests=2, concurrency=1, http2=True,
+                          streams=2, progress=False, log=log)
+    exact(r)
+    rows = list(iter_log(log))
+    assert sorted(x.name for x in rows) == ["next", "slow"], rows
+    assert max(x.start for x in rows) - min(x.start for x in rows) < 0.2, rows
 
 
 def test_headers_of_the_run_apply_under_the_requests_own(recorder):

@@ -79,7 +79,8 @@ def test_what_each_setting_feeds_is_the_glues():
     fed = {f for _, _, meta in SETTINGS for f in meta.feeds}
     assert fed <= glue, fed - glue
     made_by_the_run = {
-        "seed", "sequence", "idempotent",   # from the scenario's Requests
+        "seed", "sequence", "turns",        # from the scenario (its order, its seed)
+        "idempotent",                       # and its Requests
         "prepared",                         # a warmup or a cluster's start
     }
     assert glue - fed == made_by_the_run

@@ -153,7 +153,8 @@ def test_the_loop_reaches_a_protocol_only_through_its_carrier(tmp_path):
     and bench_sock.c use no symbol of HTTP/2's library (hb_h2_*,
     nghttp2_*), HTTP/1.1's parser (hb_parse_*) or a carrier's file, but
     through the carrier table (hb_carrier); bench.c's one line that
-    selects a carrier names them."""
+    selects a carrier names them. And a carrier calls no read or write of
+    its transport: the socket's loops do."""
     defined, uses = symbols(tmp_path)
     carried = {s for s, f in defined.items() if f in CARRIERS}
     assert {"hb_carrier_h1", "hb_carrier_h2"} <= carried
@@ -169,6 +170,11 @@ def test_the_loop_reaches_a_protocol_only_through_its_carrier(tmp_path):
     selecting = [line for line in (ROOT / "csrc/bench.c").read_text().splitlines()
                  if "hb_carrier_h" in line]
     assert len(selecting) == 1, selecting
+    # A carrier is sans-I/O: the socket's loops read and write for it
+    # (hb_bs_read, hb_bs_write); its transport's calls appear nowhere in it.
+    for f in CARRIERS:
+        text = (ROOT / "csrc" / f).read_text()
+        assert "tp->read" not in text and "tp->writev" not in text, f
 
 
 def drivers() -> dict[str, tuple[str, list[str], list[str]]]:
